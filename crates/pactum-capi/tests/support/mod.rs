@@ -1,0 +1,64 @@
+//! Locating the official peer (the pinned `apache-tvm-ffi` wheel) and pactum's build output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
+}
+
+/// The directory holding the `libtvm_ffi.so` cargo built for this test run.
+pub fn pactum_libdir() -> PathBuf {
+    // target/<profile>/deps/<test-binary>
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target profile directory")
+        .to_path_buf();
+    assert!(
+        dir.join("libtvm_ffi.so").exists(),
+        "{} has no libtvm_ffi.so; build pactum-capi first",
+        dir.display()
+    );
+    dir
+}
+
+/// `tvm-ffi-config` of the official wheel: `$PACTUM_TVM_FFI_CONFIG`, or the repository's
+/// `.venv`. `None` (the test is skipped, loudly) only when `PACTUM_SKIP_PEER=1`; otherwise a
+/// missing peer fails the test.
+pub fn tvm_ffi_config() -> Option<PathBuf> {
+    let configured = std::env::var_os("PACTUM_TVM_FFI_CONFIG").map(PathBuf::from);
+    let path = configured.unwrap_or_else(|| repo_root().join(".venv/bin/tvm-ffi-config"));
+    if path.exists() {
+        return Some(path);
+    }
+    if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") {
+        eprintln!(
+            "SKIPPED: the official apache-tvm-ffi wheel is not installed (PACTUM_SKIP_PEER=1)"
+        );
+        return None;
+    }
+    panic!(
+        "the official apache-tvm-ffi wheel is needed as the peer ({} missing); run the README test command \
+         (scripts/test.sh), or set PACTUM_TVM_FFI_CONFIG, or PACTUM_SKIP_PEER=1 to skip",
+        path.display()
+    );
+}
+
+/// Runs `tvm-ffi-config FLAG`.
+pub fn config_value(config: &Path, flag: &str) -> String {
+    let output = Command::new(config)
+        .arg(flag)
+        .output()
+        .expect("run tvm-ffi-config");
+    assert!(output.status.success(), "tvm-ffi-config {flag} failed");
+    String::from_utf8(output.stdout)
+        .expect("UTF-8")
+        .trim()
+        .to_owned()
+}

@@ -1,0 +1,158 @@
+//! [`Array`] (`ffi.Array`): an immutable-by-convention sequence with inline element storage
+//! (elements right after the 56-byte object, `data_deleter` NULL), like C++ `ArrayObj`.
+
+use core::alloc::Layout;
+use core::ffi::{c_int, c_void};
+use core::fmt;
+
+use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIObject, TVMFFISeqCell, TVMFFITypeIndex};
+
+use super::seq;
+use crate::any::{Any, AnyView, FromAny};
+use crate::error::{Error, ErrorKind, Result};
+use crate::object::{
+    ObjectRef, alloc_raw_object, builtin_object_ref, free_raw_object, frees_memory,
+};
+
+const ARRAY_HEADER: usize =
+    core::mem::size_of::<TVMFFIObject>() + core::mem::size_of::<TVMFFISeqCell>();
+
+fn array_layout(capacity: usize) -> Layout {
+    let bytes = capacity
+        .checked_mul(16)
+        .and_then(|b| b.checked_add(ARRAY_HEADER))
+        .expect("array too large");
+    Layout::from_size_align(bytes, 8).expect("array too large")
+}
+
+unsafe extern "C" fn array_deleter(obj: *mut c_void, flags: c_int) {
+    let cell = obj
+        .cast::<TVMFFIObject>()
+        .wrapping_add(1)
+        .cast::<TVMFFISeqCell>();
+    if flags & pactum_sys::tvm_ffi::TVMFFI_OBJECT_DELETER_FLAG_STRONG != 0 {
+        // SAFETY: the strong count reached zero; C++ may have moved the elements out (size 0)
+        // or mutated them in place, so follow the cell as it is now.
+        unsafe {
+            seq::drop_elements((*cell).data.cast::<TVMFFIAny>(), (*cell).size);
+            (*cell).size = 0;
+            if let Some(deleter) = (*cell).data_deleter {
+                deleter((*cell).data);
+            }
+        }
+    }
+    if frees_memory(flags) {
+        // SAFETY: C++ never changes an Array's capacity in place, so it still describes our
+        // allocation; the weak flag comes once.
+        unsafe {
+            let capacity = (*cell).capacity as usize;
+            free_raw_object(obj.cast(), array_layout(capacity));
+        }
+    }
+}
+
+/// A sequence of values (`ffi.Array`).
+#[repr(transparent)]
+#[derive(Clone)]
+pub struct Array(ObjectRef);
+
+builtin_object_ref!(Array, TVMFFITypeIndex::ARRAY, "ffi.Array");
+
+impl Array {
+    /// An array holding `values`, in order.
+    pub fn new(values: impl IntoIterator<Item = Any>) -> Array {
+        let values: Vec<Any> = values.into_iter().collect();
+        let capacity = values.len();
+        let obj = alloc_raw_object(
+            array_layout(capacity),
+            TVMFFITypeIndex::ARRAY.0,
+            Some(array_deleter),
+        )
+        .as_ptr();
+        // SAFETY: the allocation holds the header, the cell and `capacity` elements.
+        unsafe {
+            let data = obj.cast::<u8>().add(ARRAY_HEADER).cast::<TVMFFIAny>();
+            for (i, value) in values.into_iter().enumerate() {
+                data.add(i).write(value.into_raw());
+            }
+            obj.add(1).cast::<TVMFFISeqCell>().write(TVMFFISeqCell {
+                data: data.cast(),
+                size: capacity as i64,
+                capacity: capacity as i64,
+                data_deleter: None,
+            });
+        }
+        // SAFETY: a fresh object whose single strong reference we take.
+        Array(unsafe { ObjectRef::from_raw_owned(core::ptr::NonNull::new_unchecked(obj)) })
+    }
+
+    /// An array of views converted to owned values.
+    pub fn from_views(values: &[AnyView<'_>]) -> Result<Array> {
+        let owned = values
+            .iter()
+            .map(AnyView::to_any)
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Array::new(owned))
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        seq::elements(&self.0).len()
+    }
+
+    /// Whether the array is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The elements.
+    pub fn as_slice(&self) -> &[Any] {
+        seq::elements(&self.0)
+    }
+
+    /// Element `index` as a view.
+    pub fn get(&self, index: usize) -> Option<AnyView<'_>> {
+        seq::get(&self.0, index)
+    }
+
+    /// Element `index` converted to `T`; an `IndexError` past the end.
+    pub fn get_as<T: FromAny>(&self, index: usize) -> Result<T> {
+        let value = self.as_slice().get(index).ok_or_else(|| {
+            Error::new(
+                ErrorKind::INDEX_ERROR,
+                format!("Index {index} out of bounds {}", self.len()),
+            )
+        })?;
+        value.clone().cast()
+    }
+
+    /// Iterates over the elements.
+    pub fn iter(&self) -> core::slice::Iter<'_, Any> {
+        self.as_slice().iter()
+    }
+
+    /// The untyped object.
+    pub fn as_object_ref(&self) -> &ObjectRef {
+        &self.0
+    }
+}
+
+impl FromIterator<Any> for Array {
+    fn from_iter<I: IntoIterator<Item = Any>>(iter: I) -> Self {
+        Array::new(iter)
+    }
+}
+
+impl<'a> IntoIterator for &'a Array {
+    type Item = &'a Any;
+    type IntoIter = core::slice::Iter<'a, Any>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl fmt::Debug for Array {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}

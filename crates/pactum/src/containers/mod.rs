@@ -1,0 +1,28 @@
+//! Containers whose memory layout is exactly the one header-inlined C++ code reads and writes:
+//! [`Array`] and [`List`] (sequences of owned values), [`Map`] and [`Dict`] (hash maps keyed
+//! by `AnyHash`, the key hash the official headers inline).
+
+mod array;
+pub(crate) mod hash;
+mod list;
+mod map;
+mod seq;
+
+pub use array::Array;
+pub use list::List;
+pub use map::{Dict, Map, MapIter};
+
+use std::sync::{Mutex, MutexGuard};
+
+use crate::object::ObjectRef;
+
+/// Locks serialising Rust access to mutable shared containers (List, Dict), striped by address.
+static OBJECT_LOCKS: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];
+
+/// Locks the stripe of `object`. Rust code holds it while touching a mutable container's cell.
+pub(crate) fn object_lock(object: &ObjectRef) -> MutexGuard<'static, ()> {
+    let stripe = (object.as_raw() as usize >> 4) % OBJECT_LOCKS.len();
+    OBJECT_LOCKS[stripe]
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

@@ -1,0 +1,362 @@
+//! [`Error`] (`ffi.Error`): kind, message, backtrace, cause chain and extra context, and the
+//! thread-local "raised" error that C entry points report failures through.
+
+use core::cell::UnsafeCell;
+use core::ffi::c_char;
+use core::fmt;
+use std::borrow::Cow;
+
+use pactum_sys::tvm_ffi::{
+    TVMFFI_BACKTRACE_UPDATE_MODE_APPEND, TVMFFIByteArray, TVMFFIErrorCell, TVMFFIObject,
+    TVMFFIObjectHandle, TVMFFITypeIndex,
+};
+
+use crate::object::{ObjectBox, ObjectRef, builtin_object_ref, header, new_object_box};
+use crate::runtime;
+
+/// `Result` with pactum's [`Error`].
+pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// Well-known error kinds. Kinds are open strings; these are the ones Python maps to its
+/// built-in exceptions (any other kind arrives in Python as `RuntimeError`).
+pub struct ErrorKind;
+
+impl ErrorKind {
+    /// `ValueError`.
+    pub const VALUE_ERROR: &'static str = "ValueError";
+    /// `TypeError`.
+    pub const TYPE_ERROR: &'static str = "TypeError";
+    /// `RuntimeError`.
+    pub const RUNTIME_ERROR: &'static str = "RuntimeError";
+    /// `AttributeError`.
+    pub const ATTRIBUTE_ERROR: &'static str = "AttributeError";
+    /// `KeyError`.
+    pub const KEY_ERROR: &'static str = "KeyError";
+    /// `IndexError`.
+    pub const INDEX_ERROR: &'static str = "IndexError";
+    /// `AssertionError`.
+    pub const ASSERTION_ERROR: &'static str = "AssertionError";
+    /// `MemoryError`.
+    pub const MEMORY_ERROR: &'static str = "MemoryError";
+    /// `InternalError`: a broken invariant inside a runtime.
+    pub const INTERNAL_ERROR: &'static str = "InternalError";
+    /// `RustPanic`: a panic caught at an FFI boundary (Python shows it as `RuntimeError`).
+    pub const RUST_PANIC: &'static str = "RustPanic";
+}
+
+/// The payload of error objects pactum makes: the ABI cell, then the storage it points into.
+#[repr(C)]
+pub(crate) struct ErrorPayload {
+    /// Written by `update_backtrace` while the error is shared, hence the UnsafeCell.
+    cell: UnsafeCell<TVMFFIErrorCell>,
+    kind: Box<[u8]>,
+    message: Box<[u8]>,
+    backtrace: UnsafeCell<Box<[u8]>>,
+}
+
+impl Drop for ErrorPayload {
+    fn drop(&mut self) {
+        let cell = self.cell.get_mut();
+        for handle in [cell.cause_chain, cell.extra_context] {
+            if !handle.is_null() {
+                // SAFETY: the cell owns one strong reference to each non-null handle.
+                unsafe { header::dec_ref(handle.cast()) }
+            }
+        }
+    }
+}
+
+fn byte_array(bytes: &[u8]) -> TVMFFIByteArray {
+    TVMFFIByteArray {
+        data: bytes.as_ptr().cast::<c_char>(),
+        size: bytes.len(),
+    }
+}
+
+/// `update_backtrace` of errors pactum makes.
+unsafe extern "C" fn update_backtrace(
+    handle: TVMFFIObjectHandle,
+    backtrace: *const TVMFFIByteArray,
+    mode: i32,
+) {
+    if handle.is_null() || backtrace.is_null() {
+        return;
+    }
+    let payload = handle.cast::<ObjectBox<ErrorPayload>>();
+    // SAFETY: this function is only installed in objects laid out as ObjectBox<ErrorPayload>;
+    // the caller holds a reference. Like the official runtime, updates are not synchronised
+    // with concurrent readers of the same error.
+    unsafe {
+        let new_part = crate::any::byte_array_slice(backtrace);
+        let payload = ObjectBox::cell(payload);
+        let storage = &mut *payload.backtrace.get();
+        let updated: Box<[u8]> = if mode == TVMFFI_BACKTRACE_UPDATE_MODE_APPEND {
+            [&storage[..], new_part].concat().into()
+        } else {
+            new_part.into()
+        };
+        *storage = updated;
+        (*payload.cell.get()).backtrace = byte_array(storage);
+    }
+}
+
+/// A reference-counted error object (`ffi.Error`), made here or by any other runtime.
+#[repr(transparent)]
+#[derive(Clone)]
+pub struct Error(ObjectRef);
+
+builtin_object_ref!(Error, TVMFFITypeIndex::ERROR, "ffi.Error");
+
+impl Error {
+    /// A new error; the backtrace records the caller's source location.
+    #[track_caller]
+    pub fn new(kind: &str, message: impl Into<Cow<'static, str>>) -> Error {
+        let location = core::panic::Location::caller();
+        let backtrace = format!(
+            "File \"{}\", line {}, in <rust>\n",
+            location.file(),
+            location.line()
+        );
+        Error::with_parts(
+            kind.as_bytes(),
+            message.into().as_bytes(),
+            backtrace.as_bytes(),
+            None,
+            None,
+        )
+    }
+
+    /// A new error from raw parts, with an optional cause and extra context.
+    pub fn with_parts(
+        kind: &[u8],
+        message: &[u8],
+        backtrace: &[u8],
+        cause: Option<Error>,
+        extra_context: Option<ObjectRef>,
+    ) -> Error {
+        let kind: Box<[u8]> = kind.into();
+        let message: Box<[u8]> = message.into();
+        let backtrace: Box<[u8]> = backtrace.into();
+        let cell = TVMFFIErrorCell {
+            kind: byte_array(&kind),
+            message: byte_array(&message),
+            backtrace: byte_array(&backtrace),
+            update_backtrace: Some(update_backtrace),
+            cause_chain: cause.map_or(core::ptr::null_mut(), |c| c.0.into_raw().cast()),
+            extra_context: extra_context.map_or(core::ptr::null_mut(), |c| c.into_raw().cast()),
+        };
+        // The boxed slices do not move when the payload moves, so the cell stays valid.
+        let payload = ErrorPayload {
+            cell: UnsafeCell::new(cell),
+            kind,
+            message,
+            backtrace: UnsafeCell::new(backtrace),
+        };
+        let ptr = new_object_box(TVMFFITypeIndex::ERROR.0, payload);
+        // SAFETY: a fresh object whose single strong reference we take.
+        Error(unsafe { ObjectRef::from_raw_owned(ptr.cast()) })
+    }
+
+    /// A new error caused by `cause`.
+    #[track_caller]
+    pub fn caused_by(kind: &str, message: impl Into<Cow<'static, str>>, cause: Error) -> Error {
+        let base = Error::new(kind, message);
+        Error::with_parts(
+            base.kind().as_bytes(),
+            base.message().as_bytes(),
+            base.backtrace().as_bytes(),
+            Some(cause),
+            None,
+        )
+    }
+
+    fn cell(&self) -> *const TVMFFIErrorCell {
+        // Every Error object starts its body with a TVMFFIErrorCell.
+        self.0.as_raw().wrapping_add(1).cast::<TVMFFIErrorCell>()
+    }
+
+    /// Reads a byte array of the cell that is never changed after creation.
+    fn fixed_text(&self, field: impl FnOnce(&TVMFFIErrorCell) -> TVMFFIByteArray) -> Cow<'_, str> {
+        // SAFETY: `self` keeps the object alive; kind and message are never rewritten, and
+        // `field` copies the byte array out before any concurrent backtrace update matters.
+        let bytes = field(unsafe { &*self.cell() });
+        Self::text(bytes)
+    }
+
+    fn text<'a>(bytes: TVMFFIByteArray) -> Cow<'a, str> {
+        if bytes.data.is_null() || bytes.size == 0 {
+            return Cow::Borrowed("");
+        }
+        // SAFETY: the cell's byte arrays point into storage owned by the error object.
+        let slice = unsafe { core::slice::from_raw_parts(bytes.data.cast::<u8>(), bytes.size) };
+        std::string::String::from_utf8_lossy(slice)
+    }
+
+    /// The kind, e.g. `ValueError`.
+    pub fn kind(&self) -> Cow<'_, str> {
+        self.fixed_text(|cell| cell.kind)
+    }
+
+    /// The message.
+    pub fn message(&self) -> Cow<'_, str> {
+        self.fixed_text(|cell| cell.message)
+    }
+
+    /// The backtrace, most recent call first (a copy: the error's own may be updated).
+    pub fn backtrace(&self) -> std::string::String {
+        let _guard = crate::containers::object_lock(&self.0);
+        // SAFETY: Rust-side updates hold the same lock; the copy is taken before it is released.
+        let bytes = unsafe { (*self.cell()).backtrace };
+        Self::text(bytes).into_owned()
+    }
+
+    /// The error that caused this one.
+    pub fn cause(&self) -> Option<Error> {
+        // SAFETY: the cause is set at creation and never changed.
+        let cause = unsafe { (*self.cell()).cause_chain };
+        let cause = core::ptr::NonNull::new(cause.cast::<TVMFFIObject>())?;
+        // SAFETY: the cell owns a reference to the cause, alive while `self` is.
+        let object = unsafe { ObjectRef::from_raw_borrowed(cause) };
+        object.downcast::<Error>().ok()
+    }
+
+    /// Extra context attached by the raiser.
+    pub fn extra_context(&self) -> Option<ObjectRef> {
+        // SAFETY: the extra context is set at creation and never changed.
+        let context = core::ptr::NonNull::new(
+            unsafe { (*self.cell()).extra_context }.cast::<TVMFFIObject>(),
+        )?;
+        // SAFETY: the cell owns a reference to the context, alive while `self` is.
+        Some(unsafe { ObjectRef::from_raw_borrowed(context) })
+    }
+
+    /// Appends (or replaces) backtrace text through the object's own `update_backtrace`.
+    pub fn update_backtrace(&self, text: &str, append: bool) {
+        let _guard = crate::containers::object_lock(&self.0);
+        // SAFETY: the updater pointer is set at creation and never changed.
+        if let Some(update) = unsafe { (*self.cell()).update_backtrace } {
+            let bytes = byte_array(text.as_bytes());
+            let mode = if append {
+                TVMFFI_BACKTRACE_UPDATE_MODE_APPEND
+            } else {
+                0
+            };
+            // SAFETY: the object's own updater, called with the object and a valid byte array.
+            unsafe { update(self.0.as_raw().cast(), &bytes, mode) }
+        }
+    }
+
+    /// Stores this error in the calling thread's raised-error slot (replacing any other).
+    pub fn set_raised(self) {
+        // SAFETY: the slot takes its own reference; ours is released on drop.
+        unsafe { (runtime::api().TVMFFIErrorSetRaised)(self.0.as_raw().cast()) }
+    }
+
+    /// Takes the error raised on the calling thread, if any, clearing the slot.
+    pub fn take_raised() -> Option<Error> {
+        let mut handle: TVMFFIObjectHandle = core::ptr::null_mut();
+        // SAFETY: `handle` is a valid out pointer; the result is a new reference or NULL.
+        unsafe { (runtime::api().TVMFFIErrorMoveFromRaised)(&mut handle) };
+        let ptr = core::ptr::NonNull::new(handle.cast::<TVMFFIObject>())?;
+        // SAFETY: MoveFromRaised hands us a strong reference.
+        ObjectRef::from_raw_owned_checked(ptr)
+            .downcast::<Error>()
+            .ok()
+    }
+
+    /// The raised error after a failed C call, or an `InternalError` if a callee returned
+    /// failure without raising one.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn take_raised_after_failure(what: &str) -> Error {
+        Error::take_raised().unwrap_or_else(|| {
+            Error::new(
+                ErrorKind::INTERNAL_ERROR,
+                format!("{what} failed without raising an error"),
+            )
+        })
+    }
+
+    /// An error from a caught panic payload.
+    pub(crate) fn from_panic(payload: Box<dyn core::any::Any + Send>) -> Error {
+        let message = if let Some(text) = payload.downcast_ref::<&'static str>() {
+            (*text).to_owned()
+        } else if let Some(text) = payload.downcast_ref::<std::string::String>() {
+            text.clone()
+        } else {
+            "a Rust panic with a non-string payload".to_owned()
+        };
+        Error::new(ErrorKind::RUST_PANIC, message)
+    }
+
+    /// The untyped object.
+    pub fn as_object_ref(&self) -> &ObjectRef {
+        &self.0
+    }
+}
+
+impl ObjectRef {
+    /// Takes an owned reference (used where a C API hands one back).
+    pub(crate) fn from_raw_owned_checked(ptr: core::ptr::NonNull<TVMFFIObject>) -> ObjectRef {
+        // SAFETY: callers pass pointers the runtime returned as new references.
+        unsafe { ObjectRef::from_raw_owned(ptr) }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Error")
+            .field("kind", &self.kind())
+            .field("message", &self.message())
+            .finish()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind(), self.message())
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        None
+    }
+}
+
+macro_rules! error_from_std {
+    ($($ty:ty => $kind:expr),* $(,)?) => {$(
+        impl From<$ty> for Error {
+            #[track_caller]
+            fn from(error: $ty) -> Self {
+                Error::new($kind, error.to_string())
+            }
+        }
+    )*};
+}
+error_from_std!(
+    std::io::Error => ErrorKind::RUNTIME_ERROR,
+    core::num::ParseIntError => ErrorKind::VALUE_ERROR,
+    core::num::ParseFloatError => ErrorKind::VALUE_ERROR,
+    core::str::Utf8Error => ErrorKind::VALUE_ERROR,
+    std::string::FromUtf8Error => ErrorKind::VALUE_ERROR,
+    core::fmt::Error => ErrorKind::RUNTIME_ERROR,
+);
+
+/// Returns early with an [`Error`] of the given kind and formatted message.
+///
+/// ```
+/// fn check(n: i64) -> pactum::Result<i64> {
+///     if n < 0 {
+///         pactum::bail!(ValueError, "negative input {n}");
+///     }
+///     Ok(n)
+/// }
+/// assert_eq!(check(-1).unwrap_err().to_string(), "ValueError: negative input -1");
+/// ```
+#[macro_export]
+macro_rules! bail {
+    ($kind:ident, $($fmt:tt)+) => {
+        return ::core::result::Result::Err($crate::Error::new(stringify!($kind), format!($($fmt)+)).into())
+    };
+}

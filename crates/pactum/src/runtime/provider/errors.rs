@@ -1,0 +1,333 @@
+//! The per-thread raised-error slot, error creation and backtraces.
+
+use core::cell::{Cell, RefCell};
+use core::ffi::{c_char, c_int};
+
+use pactum_sys::tvm_ffi::{TVMFFIByteArray, TVMFFIObject, TVMFFIObjectHandle};
+
+use super::{byte_array_bytes, c_str_bytes, guard_void, out_ptr};
+use crate::error::{Error, Result};
+use crate::object::{ObjectRef, header};
+
+thread_local! {
+    /// The raised error of this thread (an owned object pointer, or NULL).
+    static RAISED: Cell<*mut TVMFFIObject> = const { Cell::new(core::ptr::null_mut()) };
+    /// Releases whatever is left in the slot when the thread exits.
+    static RAISED_CLEANUP: SlotCleanup = const { SlotCleanup };
+    /// The buffer `TVMFFIBacktrace` returns.
+    static BACKTRACE: RefCell<(Vec<u8>, TVMFFIByteArray)> =
+        const { RefCell::new((Vec::new(), TVMFFIByteArray { data: core::ptr::null(), size: 0 })) };
+}
+
+struct SlotCleanup;
+
+impl Drop for SlotCleanup {
+    fn drop(&mut self) {
+        let _ = RAISED.try_with(|slot| {
+            let old = slot.replace(core::ptr::null_mut());
+            if !old.is_null() {
+                // SAFETY: the slot owned one strong reference.
+                unsafe { header::dec_ref(old) }
+            }
+        });
+    }
+}
+
+fn replace_raised(new: *mut TVMFFIObject) {
+    RAISED_CLEANUP.with(|_| {});
+    let old = RAISED.with(|slot| slot.replace(new));
+    if !old.is_null() {
+        // SAFETY: the slot owned one strong reference to the previous error.
+        unsafe { header::dec_ref(old) }
+    }
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIErrorSetRaised`: the slot takes its own reference; NULL clears it.
+///
+/// # Safety
+/// The C contract of `TVMFFIErrorSetRaised` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIErrorSetRaised(error: TVMFFIObjectHandle) {
+    let error = error.cast::<TVMFFIObject>();
+    if !error.is_null() {
+        // SAFETY: the caller passes a live error object.
+        unsafe { header::inc_ref(error) };
+    }
+    replace_raised(error);
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIErrorMoveFromRaised`: hands over the slot's reference (or NULL) and clears it.
+///
+/// # Safety
+/// The C contract of `TVMFFIErrorMoveFromRaised` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIErrorMoveFromRaised(result: *mut TVMFFIObjectHandle) {
+    if result.is_null() {
+        return;
+    }
+    RAISED_CLEANUP.with(|_| {});
+    let taken = RAISED.with(|slot| slot.replace(core::ptr::null_mut()));
+    // SAFETY: checked non-null out pointer.
+    unsafe { *result = taken.cast() };
+}
+
+fn raise(error: Error) {
+    replace_raised(error.into_object_ref_raw());
+}
+
+impl Error {
+    fn into_object_ref_raw(self) -> *mut TVMFFIObject {
+        crate::object::ObjectRefType::into_object_ref(self).into_raw()
+    }
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIErrorSetRaisedFromCStr`.
+///
+/// # Safety
+/// The C contract of `TVMFFIErrorSetRaisedFromCStr` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIErrorSetRaisedFromCStr(kind: *const c_char, message: *const c_char) {
+    guard_void(|| {
+        // SAFETY: the caller passes NUL-terminated strings (NULL is reported, not read).
+        let (kind, message) =
+            unsafe { (c_str_bytes(kind, "kind")?, c_str_bytes(message, "message")?) };
+        raise(Error::with_parts(
+            kind,
+            message,
+            &current_backtrace(),
+            None,
+            None,
+        ));
+        Ok(())
+    })
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIErrorSetRaisedFromCStrParts`: the message is the concatenation of the non-NULL
+/// parts, with no separator.
+///
+/// # Safety
+/// The C contract of `TVMFFIErrorSetRaisedFromCStrParts` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIErrorSetRaisedFromCStrParts(
+    kind: *const c_char,
+    message_parts: *const *const c_char,
+    num_parts: i32,
+) {
+    guard_void(|| {
+        // SAFETY: the caller passes a NUL-terminated kind.
+        let kind = unsafe { c_str_bytes(kind, "kind")? };
+        let mut message = Vec::new();
+        if num_parts > 0 {
+            super::out_ptr(message_parts.cast_mut(), "message_parts")?;
+            for i in 0..num_parts as usize {
+                // SAFETY: the caller passes `num_parts` entries, each NULL or NUL-terminated.
+                let part = unsafe { *message_parts.add(i) };
+                if !part.is_null() {
+                    // SAFETY: as above.
+                    message
+                        .extend_from_slice(unsafe { core::ffi::CStr::from_ptr(part) }.to_bytes());
+                }
+            }
+        }
+        raise(Error::with_parts(
+            kind,
+            &message,
+            &current_backtrace(),
+            None,
+            None,
+        ));
+        Ok(())
+    })
+}
+
+/// The backtrace recorded for errors raised through the C API: the native frames from the
+/// caller outward, most recent first, one `  File "<object>", line 0, in <symbol>` line each.
+/// Frames are named with `dladdr` (no debug-info lookup, so this costs microseconds).
+pub(crate) fn current_backtrace() -> Vec<u8> {
+    native_backtrace(None)
+}
+
+/// Frames of the calling thread, skipping the leading frames that belong to pactum's own
+/// object (the runtime's internals), after an optional given frame line.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn native_backtrace(first_line: Option<&[u8]>) -> Vec<u8> {
+    const MAX_FRAMES: usize = 64;
+    let mut frames = [core::ptr::null_mut::<core::ffi::c_void>(); MAX_FRAMES];
+    // SAFETY: glibc's backtrace writes at most MAX_FRAMES addresses into the buffer.
+    let count =
+        unsafe { libc::backtrace(frames.as_mut_ptr(), MAX_FRAMES as c_int) }.max(0) as usize;
+    let own_object =
+        object_of(native_backtrace as *const core::ffi::c_void).map(|(object, _)| object);
+    let mut text = first_line.map(<[u8]>::to_vec).unwrap_or_default();
+    let mut in_own_frames = true;
+    for &address in &frames[..count] {
+        let Some((object, symbol)) = object_of(address.cast_const()) else {
+            continue;
+        };
+        if in_own_frames && Some(object) == own_object {
+            continue;
+        }
+        in_own_frames = false;
+        let object_name = if object.is_null() {
+            "<unknown>".into()
+        } else {
+            // SAFETY: dladdr returns a NUL-terminated path owned by the loader.
+            unsafe { core::ffi::CStr::from_ptr(object) }.to_string_lossy()
+        };
+        let symbol_name = if symbol.is_null() {
+            format!("0x{:016x}", address as usize)
+        } else {
+            // SAFETY: dladdr returns a NUL-terminated symbol name owned by the loader.
+            unsafe { core::ffi::CStr::from_ptr(symbol) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        text.extend_from_slice(
+            format!("  File \"{object_name}\", line 0, in {symbol_name}\n").as_bytes(),
+        );
+    }
+    text
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn native_backtrace(first_line: Option<&[u8]>) -> Vec<u8> {
+    first_line.map(<[u8]>::to_vec).unwrap_or_default()
+}
+
+/// The object file and nearest dynamic symbol of a code address.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn object_of(address: *const core::ffi::c_void) -> Option<(*const c_char, *const c_char)> {
+    // SAFETY: an all-zero Dl_info is a valid out value.
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    // SAFETY: dladdr only reads loader tables.
+    (unsafe { libc::dladdr(address, &mut info) } != 0).then_some((info.dli_fname, info.dli_sname))
+}
+
+fn create_error(
+    kind: *const TVMFFIByteArray,
+    message: *const TVMFFIByteArray,
+    backtrace: *const TVMFFIByteArray,
+    cause: TVMFFIObjectHandle,
+    extra: TVMFFIObjectHandle,
+    out: *mut TVMFFIObjectHandle,
+) -> Result<()> {
+    let out = out_ptr(out, "out")?;
+    let read = |bytes: *const TVMFFIByteArray| -> &[u8] {
+        // SAFETY: the caller passes valid byte arrays or NULL.
+        unsafe { bytes.as_ref().map_or(&[][..], |b| byte_array_bytes(b)) }
+    };
+    let borrowed = |handle: TVMFFIObjectHandle| {
+        // SAFETY: the caller passes live objects or NULL; we take our own reference.
+        core::ptr::NonNull::new(handle.cast::<TVMFFIObject>())
+            .map(|p| unsafe { ObjectRef::from_raw_borrowed(p) })
+    };
+    let cause = borrowed(cause).map(|c| {
+        // SAFETY: the cause chain is documented to hold an Error; the official runtime does
+        // not check it either, and we only store the pointer.
+        unsafe { <Error as crate::object::ObjectRefType>::from_object_ref_unchecked(c) }
+    });
+    let error = Error::with_parts(
+        read(kind),
+        read(message),
+        read(backtrace),
+        cause,
+        borrowed(extra),
+    );
+    // SAFETY: checked non-null out pointer; the caller receives the new reference.
+    unsafe { *out = error.into_object_ref_raw().cast() };
+    Ok(())
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIErrorCreate`: a new error from verbatim parts; failures never touch the slot.
+///
+/// # Safety
+/// The C contract of `TVMFFIErrorCreate` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIErrorCreate(
+    kind: *const TVMFFIByteArray,
+    message: *const TVMFFIByteArray,
+    backtrace: *const TVMFFIByteArray,
+    out: *mut TVMFFIObjectHandle,
+) -> c_int {
+    match std::panic::catch_unwind(|| {
+        create_error(
+            kind,
+            message,
+            backtrace,
+            core::ptr::null_mut(),
+            core::ptr::null_mut(),
+            out,
+        )
+    }) {
+        Ok(Ok(())) => 0,
+        _ => -1,
+    }
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIErrorCreateWithCauseAndExtraContext`.
+///
+/// # Safety
+/// The C contract of `TVMFFIErrorCreateWithCauseAndExtraContext` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
+    kind: *const TVMFFIByteArray,
+    message: *const TVMFFIByteArray,
+    backtrace: *const TVMFFIByteArray,
+    cause_chain: TVMFFIObjectHandle,
+    extra_context: TVMFFIObjectHandle,
+    out: *mut TVMFFIObjectHandle,
+) -> c_int {
+    match std::panic::catch_unwind(|| {
+        create_error(kind, message, backtrace, cause_chain, extra_context, out)
+    }) {
+        Ok(Ok(())) => 0,
+        _ => -1,
+    }
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIBacktrace`: a thread-local buffer overwritten by the next call: the given frame
+/// (`  File "<file>", line <n>, in <func>`), then the native frames of the caller.
+///
+/// # Safety
+/// The C contract of `TVMFFIBacktrace` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIBacktrace(
+    filename: *const c_char,
+    lineno: c_int,
+    func: *const c_char,
+    _cross_ffi_boundary: c_int,
+) -> *const TVMFFIByteArray {
+    BACKTRACE.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        let (text, view) = &mut *cell;
+        let mut given = None;
+        if !filename.is_null() && !func.is_null() {
+            // SAFETY: the caller passes NUL-terminated strings.
+            let (file, func) = unsafe {
+                (
+                    core::ffi::CStr::from_ptr(filename),
+                    core::ffi::CStr::from_ptr(func),
+                )
+            };
+            let mut line = b"  File \"".to_vec();
+            line.extend_from_slice(file.to_bytes());
+            line.extend_from_slice(format!("\", line {lineno}, in ").as_bytes());
+            line.extend_from_slice(func.to_bytes());
+            line.push(b'\n');
+            given = Some(line);
+        }
+        *text = native_backtrace(given.as_deref());
+        *view = TVMFFIByteArray {
+            data: text.as_ptr().cast(),
+            size: text.len(),
+        };
+        view as *const TVMFFIByteArray
+    })
+}

@@ -1,0 +1,322 @@
+//! Function creation and calls, the global function registry, and `AnyViewToOwnedAny`.
+
+use core::ffi::{c_int, c_void};
+use std::collections::HashMap;
+use std::sync::{OnceLock, RwLock};
+
+use pactum_sys::tvm_ffi::{
+    TVMFFIAny, TVMFFIByteArray, TVMFFIFunctionCell, TVMFFIMethodInfo, TVMFFIObject,
+    TVMFFIObjectHandle, TVMFFITypeIndex, field_flags,
+};
+
+use super::{arg_bytes, arg_ref, byte_array_bytes, guard_status, out_ptr};
+use crate::any::AnyView;
+use crate::error::{Error, ErrorKind};
+use crate::function::Function;
+use crate::object::{ObjectRef, ObjectRefType, header};
+
+type SafeCall = unsafe extern "C" fn(*mut c_void, *const TVMFFIAny, i32, *mut TVMFFIAny) -> c_int;
+
+#[allow(non_snake_case)]
+/// `TVMFFIFunctionCreate`: with `self_` and `deleter` both NULL, `safe_call` is stored directly
+/// and receives the function object; otherwise calls receive `self_` and `deleter(self_)` runs
+/// once when the function dies (even for a NULL `self_`).
+///
+/// # Safety
+/// The C contract of `TVMFFIFunctionCreate` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIFunctionCreate(
+    self_: *mut c_void,
+    safe_call: pactum_sys::tvm_ffi::TVMFFISafeCallType,
+    deleter: Option<unsafe extern "C" fn(*mut c_void)>,
+    out: *mut TVMFFIObjectHandle,
+) -> c_int {
+    guard_status(|| {
+        let out = out_ptr(out, "out")?;
+        let safe_call: SafeCall = safe_call
+            .ok_or_else(|| Error::new(ErrorKind::VALUE_ERROR, "argument `safe_call` is NULL"))?;
+        let function = if self_.is_null() && deleter.is_none() {
+            // SAFETY: the C caller vouches for the callback's convention and thread safety.
+            unsafe { Function::from_safe_call_direct(safe_call) }
+        } else {
+            // SAFETY: as above, for the callback, `self_` and its deleter.
+            unsafe { Function::from_safe_call(self_, safe_call, deleter) }
+        };
+        // SAFETY: checked out pointer; the caller receives the new reference.
+        unsafe { *out = function.into_object_ref().into_raw().cast() };
+        Ok(())
+    })
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIFunctionCall`: a tail call to the function's `safe_call`.
+///
+/// # Safety
+/// The C contract of `TVMFFIFunctionCall` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+#[inline]
+pub unsafe extern "C" fn TVMFFIFunctionCall(
+    func: TVMFFIObjectHandle,
+    args: *mut TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    if func.is_null() {
+        return guard_status(|| {
+            Err(Error::new(
+                ErrorKind::VALUE_ERROR,
+                "argument `func` is NULL",
+            ))
+        });
+    }
+    // SAFETY: the caller passes a live Function object, whose cell follows the header.
+    let cell = unsafe {
+        &*func
+            .cast::<TVMFFIObject>()
+            .add(1)
+            .cast::<TVMFFIFunctionCell>()
+    };
+    match cell.safe_call {
+        // SAFETY: forwarded from the caller.
+        Some(safe_call) => unsafe { safe_call(func, args, num_args, result) },
+        None => guard_status(|| {
+            Err(Error::new(
+                ErrorKind::INTERNAL_ERROR,
+                "function object has no safe_call",
+            ))
+        }),
+    }
+}
+
+/// A registry entry.
+pub(crate) struct GlobalEntry {
+    pub(crate) function: Option<Function>,
+    pub(crate) metadata: Box<[u8]>,
+    #[allow(dead_code)]
+    pub(crate) flags: i64,
+    order: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Registry {
+    entries: HashMap<Box<[u8]>, GlobalEntry>,
+    next_order: u64,
+}
+
+impl Registry {
+    fn insert(&mut self, name: &[u8], function: Option<Function>, metadata: &[u8], flags: i64) {
+        let order = self.next_order;
+        self.next_order += 1;
+        self.entries.insert(
+            name.into(),
+            GlobalEntry {
+                function,
+                metadata: metadata.into(),
+                flags,
+                order,
+            },
+        );
+    }
+
+    /// Names in registration order.
+    pub(crate) fn names(&self) -> Vec<Box<[u8]>> {
+        let mut names: Vec<(&Box<[u8]>, u64)> =
+            self.entries.iter().map(|(k, v)| (k, v.order)).collect();
+        names.sort_by_key(|(_, order)| *order);
+        names.into_iter().map(|(k, _)| k.clone()).collect()
+    }
+
+    pub(crate) fn get(&self, name: &[u8]) -> Option<&GlobalEntry> {
+        self.entries.get(name)
+    }
+
+    pub(crate) fn remove(&mut self, name: &[u8]) -> Option<GlobalEntry> {
+        self.entries.remove(name)
+    }
+}
+
+static REGISTRY: OnceLock<RwLock<Registry>> = OnceLock::new();
+
+/// The registry, with pactum's `ffi.*` globals registered on first use.
+pub(crate) fn registry() -> &'static RwLock<Registry> {
+    REGISTRY.get_or_init(|| {
+        let mut registry = Registry::default();
+        for global in super::globals::builtin_globals() {
+            registry.insert(
+                global.name.as_bytes(),
+                Some(global.function),
+                global.metadata.as_bytes(),
+                field_flags::IS_STATIC_METHOD,
+            );
+        }
+        RwLock::new(registry)
+    })
+}
+
+pub(crate) fn read_registry() -> std::sync::RwLockReadGuard<'static, Registry> {
+    registry()
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub(crate) fn write_registry() -> std::sync::RwLockWriteGuard<'static, Registry> {
+    registry()
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIFunctionGetGlobal`: a new reference, or NULL (rc 0) when missing.
+///
+/// # Safety
+/// The C contract of `TVMFFIFunctionGetGlobal` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIFunctionGetGlobal(
+    name: *const TVMFFIByteArray,
+    out: *mut TVMFFIObjectHandle,
+) -> c_int {
+    guard_status(|| {
+        let name = arg_bytes(name, "name")?;
+        let out = out_ptr(out, "out")?;
+        let function = read_registry().get(name).and_then(|e| e.function.clone());
+        // SAFETY: checked out pointer; a new reference or NULL.
+        unsafe {
+            *out = function.map_or(core::ptr::null_mut(), |f| {
+                f.into_object_ref().into_raw().cast()
+            })
+        };
+        Ok(())
+    })
+}
+
+fn already_registered(name: &[u8]) -> Error {
+    Error::new(
+        ErrorKind::RUNTIME_ERROR,
+        format!(
+            "Global Function `{}` is already registered",
+            std::string::String::from_utf8_lossy(name)
+        ),
+    )
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIFunctionSetGlobal`: the registry keeps its own reference; NULL registers an entry
+/// that lookups report as missing.
+///
+/// # Safety
+/// The C contract of `TVMFFIFunctionSetGlobal` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIFunctionSetGlobal(
+    name: *const TVMFFIByteArray,
+    f: TVMFFIObjectHandle,
+    allow_override: c_int,
+) -> c_int {
+    guard_status(|| {
+        let name = arg_bytes(name, "name")?;
+        let function = core::ptr::NonNull::new(f.cast::<TVMFFIObject>()).map(|p| {
+            // SAFETY: the caller passes a live object; we take our own reference. Like the
+            // official runtime, the type is not checked here.
+            let object = unsafe { ObjectRef::from_raw_borrowed(p) };
+            // SAFETY: see above.
+            unsafe { Function::from_object_ref_unchecked(object) }
+        });
+        let mut registry = write_registry();
+        if allow_override == 0 && registry.get(name).is_some() {
+            return Err(already_registered(name));
+        }
+        let old = registry.remove(name);
+        registry.insert(name, function, b"", field_flags::IS_STATIC_METHOD);
+        drop(registry);
+        drop(old);
+        Ok(())
+    })
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIFunctionSetGlobalFromMethodInfo`.
+///
+/// # Safety
+/// The C contract of `TVMFFIFunctionSetGlobalFromMethodInfo` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIFunctionSetGlobalFromMethodInfo(
+    method_info: *const TVMFFIMethodInfo,
+    allow_override: c_int,
+) -> c_int {
+    guard_status(|| {
+        // SAFETY: checked non-null; the caller passes a valid record.
+        let info = unsafe { arg_ref(method_info, "method_info")? };
+        // SAFETY: the record's strings are valid for the call.
+        let (name, metadata) = unsafe {
+            (
+                byte_array_bytes(&info.name),
+                byte_array_bytes(&info.metadata),
+            )
+        };
+        // SAFETY: `method` is a valid view.
+        let method = unsafe { AnyView::from_raw(info.method) };
+        let function = if method.is_none() {
+            None
+        } else {
+            Some(method.get::<Function>().map_err(|_| {
+                Error::new(
+                    ErrorKind::TYPE_ERROR,
+                    format!(
+                        "Cannot convert from type `{}` to `ffi.Function`",
+                        crate::any::display_type_name(method.type_index())
+                    ),
+                )
+            })?)
+        };
+        let mut registry = write_registry();
+        if allow_override == 0 && registry.get(name).is_some() {
+            let message = format!(
+                "Global Function `{}` is already registered, possible causes:\n- Two GlobalDef().def registrations for the same function \nPlease remove the duplicate registration.",
+                std::string::String::from_utf8_lossy(name)
+            );
+            eprintln!("Traceback (most recent call last):\nRuntimeError: {message}");
+            return Err(Error::new(ErrorKind::RUNTIME_ERROR, message));
+        }
+        let old = registry.remove(name);
+        registry.insert(name, function, metadata, info.flags);
+        drop(registry);
+        drop(old);
+        Ok(())
+    })
+}
+
+#[allow(non_snake_case)]
+/// `TVMFFIAnyViewToOwnedAny`: copies the 16 bytes, then converts borrowed kinds (C strings
+/// to String, byte arrays to Bytes, rvalue references moved) and adds a reference to objects.
+///
+/// # Safety
+/// The C contract of `TVMFFIAnyViewToOwnedAny` in the official headers (pointer arguments valid as
+/// documented there); NULL arguments the official runtime would crash on are reported.
+pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
+    any_view: *const TVMFFIAny,
+    out: *mut TVMFFIAny,
+) -> c_int {
+    guard_status(|| {
+        // SAFETY: checked non-null; the caller passes a valid view.
+        let view = unsafe { *arg_ref(any_view, "any_view")? };
+        let out = out_ptr(out, "out")?;
+        let owned = match TVMFFITypeIndex(view.type_index) {
+            TVMFFITypeIndex::RAW_STR
+            | TVMFFITypeIndex::BYTE_ARRAY_PTR
+            | TVMFFITypeIndex::OBJECT_RVALUE_REF => {
+                // SAFETY: a valid view for the duration of the call.
+                unsafe { AnyView::from_raw(view) }.to_any()?.into_raw()
+            }
+            _ => {
+                if view.type_index >= TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0 {
+                    // SAFETY: a live object; the copy owns a new reference. The type index is
+                    // kept as passed, as the official runtime does.
+                    unsafe { header::inc_ref(view.value.v_obj) };
+                }
+                view
+            }
+        };
+        // SAFETY: checked out pointer.
+        unsafe { *out = owned };
+        Ok(())
+    })
+}

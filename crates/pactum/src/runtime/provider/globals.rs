@@ -1,0 +1,615 @@
+//! The `ffi.*` global functions pactum's runtime registers: containers, strings, shapes,
+//! registry introspection and modules. Typed globals check their arguments with the official
+//! messages and publish the official `type_schema` metadata.
+
+use std::sync::OnceLock;
+
+use pactum_sys::tvm_ffi::TVMFFITypeIndex;
+
+use crate::any::{Any, AnyView, FromAnyView};
+use crate::containers::{Array, Dict, List, Map};
+use crate::error::{Error, ErrorKind, Result};
+use crate::function::Function;
+use crate::object::{ObjectRef, type_key_of};
+use crate::shape::Shape;
+
+/// A global function ready for the registry.
+pub(crate) struct BuiltinGlobal {
+    pub(crate) name: &'static str,
+    pub(crate) function: Function,
+    pub(crate) metadata: std::string::String,
+}
+
+/// A parameter or result type: its name in signatures and its schema JSON.
+#[derive(Clone, Copy)]
+pub(crate) struct Ty {
+    text: &'static str,
+    schema: &'static str,
+}
+
+macro_rules! ty {
+    ($name:ident, $text:literal, $schema:literal) => {
+        pub(crate) const $name: Ty = Ty {
+            text: $text,
+            schema: $schema,
+        };
+    };
+}
+ty!(INT, "int", r#"{"type":"int"}"#);
+ty!(BOOL, "bool", r#"{"type":"bool"}"#);
+ty!(NONE, "None", r#"{"type":"None"}"#);
+ty!(ANY, "Any", r#"{"type":"Any"}"#);
+ty!(VOID_PTR, "void*", r#"{"type":"void*"}"#);
+ty!(DEVICE, "Device", r#"{"type":"Device"}"#);
+ty!(STR, "str", r#"{"type":"ffi.String"}"#);
+ty!(BYTES, "bytes", r#"{"type":"ffi.Bytes"}"#);
+ty!(OBJECT, "ffi.Object", r#"{"type":"ffi.Object"}"#);
+ty!(FUNCTION, "ffi.Function", r#"{"type":"ffi.Function"}"#);
+ty!(ARRAY, "ffi.Array", r#"{"type":"ffi.Array"}"#);
+ty!(
+    ARRAY_OF_STR,
+    "ffi.Array<str>",
+    r#"{"type":"ffi.Array","args":[{"type":"ffi.String"}]}"#
+);
+ty!(LIST, "ffi.List", r#"{"type":"ffi.List"}"#);
+ty!(
+    LIST_OF_ANY,
+    "ffi.List<Any>",
+    r#"{"type":"ffi.List","args":[{"type":"Any"}]}"#
+);
+ty!(MAP, "ffi.Map", r#"{"type":"ffi.Map"}"#);
+ty!(DICT, "ffi.Dict", r#"{"type":"ffi.Dict"}"#);
+ty!(
+    DICT_OF_ANY,
+    "ffi.Dict<Any, Any>",
+    r#"{"type":"ffi.Dict","args":[{"type":"Any"},{"type":"Any"}]}"#
+);
+ty!(MODULE, "ffi.Module", r#"{"type":"ffi.Module"}"#);
+ty!(
+    OPTIONAL_STR,
+    "Optional<str>",
+    r#"{"type":"Optional","args":[{"type":"ffi.String"}]}"#
+);
+ty!(
+    OPTIONAL_FUNCTION,
+    "Optional<ffi.Function>",
+    r#"{"type":"Optional","args":[{"type":"ffi.Function"}]}"#
+);
+
+/// The metadata of packed (untyped) globals.
+const PACKED_METADATA: &str = r#"{"type_schema":"{\"type\":\"ffi.Function\"}"}"#;
+
+fn typed_metadata(params: &[Ty], ret: Ty) -> std::string::String {
+    let params = params
+        .iter()
+        .map(|p| p.schema)
+        .collect::<Vec<_>>()
+        .join(",");
+    let schema = format!(
+        r#"{{"type":"ffi.Function","named_args":{{"return":[{}],"params":[{params}]}}}}"#,
+        ret.schema
+    );
+    let escaped = schema.replace('\\', "\\\\").replace('"', "\\\"");
+    format!(r#"{{"type_schema":"{escaped}"}}"#)
+}
+
+/// The arguments of a typed global, with what is needed to report a mismatch.
+pub(crate) struct Args<'a> {
+    signature: &'a str,
+    params: &'static [Ty],
+    values: &'a [AnyView<'a>],
+}
+
+impl<'a> Args<'a> {
+    /// Argument `index` converted to `T`, or the official mismatch `TypeError`.
+    pub(crate) fn get<T: FromAnyView<'a>>(&self, index: usize) -> Result<T> {
+        T::from_any_view(&self.values[index]).map_err(|_| {
+            Error::new(
+                ErrorKind::TYPE_ERROR,
+                format!(
+                    "Mismatched type on argument #{index} when calling: `{}`. Expected `{}` but got `{}`",
+                    self.signature,
+                    self.params[index].text,
+                    type_key_of(self.values[index].type_index())
+                ),
+            )
+        })
+    }
+
+    /// Argument `index` as a view.
+    pub(crate) fn view(&self, index: usize) -> &'a AnyView<'a> {
+        &self.values[index]
+    }
+
+    /// Argument `index` as an owned value, as C++ `Any` parameters receive it (C strings
+    /// become String values, so they compare equal to stored strings).
+    pub(crate) fn owned(&self, index: usize) -> Result<Any> {
+        self.values[index].to_any()
+    }
+}
+
+/// A typed global: checks the argument count, then runs `body`.
+pub(crate) fn typed(
+    name: &'static str,
+    params: &'static [Ty],
+    ret: Ty,
+    body: impl for<'a> Fn(&Args<'a>) -> Result<Any> + Send + Sync + 'static,
+) -> BuiltinGlobal {
+    let signature = {
+        let params = params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{i}: {}", p.text))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("{name}({params}) -> {}", ret.text)
+    };
+    let function = Function::from_packed(move |values: &[AnyView<'_>]| {
+        if values.len() != params.len() {
+            return Err(Error::new(
+                ErrorKind::TYPE_ERROR,
+                format!(
+                    "Mismatched number of arguments when calling: `{signature}`. Expected {} but got {} arguments",
+                    params.len(),
+                    values.len()
+                ),
+            ));
+        }
+        body(&Args {
+            signature: &signature,
+            params,
+            values,
+        })
+    });
+    BuiltinGlobal {
+        name,
+        function,
+        metadata: typed_metadata(params, ret),
+    }
+}
+
+/// A packed global taking any arguments.
+pub(crate) fn packed(
+    name: &'static str,
+    body: impl Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
+) -> BuiltinGlobal {
+    BuiltinGlobal {
+        name,
+        function: Function::from_packed(body),
+        metadata: PACKED_METADATA.to_owned(),
+    }
+}
+
+fn index_error(index: i64, size: usize) -> Error {
+    Error::new(
+        ErrorKind::INDEX_ERROR,
+        format!("Index {index} out of bounds {size}"),
+    )
+}
+
+fn checked_index(index: i64, size: usize) -> Result<usize> {
+    usize::try_from(index)
+        .ok()
+        .filter(|&i| i < size)
+        .ok_or_else(|| index_error(index, size))
+}
+
+/// A process-wide singleton `ffi.Object` (a plain object with no payload).
+fn singleton(cell: &'static OnceLock<ObjectRef>) -> ObjectRef {
+    cell.get_or_init(|| {
+        let ptr = crate::object::new_object_box(TVMFFITypeIndex::OBJECT.0, ());
+        // SAFETY: a fresh object whose reference the singleton keeps forever.
+        unsafe { ObjectRef::from_raw_owned(ptr.cast()) }
+    })
+    .clone()
+}
+
+static INVALID_OBJECT: OnceLock<ObjectRef> = OnceLock::new();
+static KWARGS_OBJECT: OnceLock<ObjectRef> = OnceLock::new();
+
+/// The "missing" marker `ffi.MapGetItemOrMissing` returns.
+pub(crate) fn missing() -> ObjectRef {
+    singleton(&INVALID_OBJECT)
+}
+
+fn pairs(args: &[AnyView<'_>]) -> Result<Vec<(Any, Any)>> {
+    if args.len() % 2 != 0 {
+        return Err(Error::new(
+            ErrorKind::INTERNAL_ERROR,
+            format!(
+                "Check failed: args.size() % 2 == 0 ({} vs. 0) : ",
+                args.len() % 2
+            ),
+        ));
+    }
+    args.chunks_exact(2)
+        .map(|kv| Ok((kv[0].to_any()?, kv[1].to_any()?)))
+        .collect()
+}
+
+/// A forward iterator over a snapshot of entries: command 0 = key, 1 = value, else advance
+/// and report whether an entry remains.
+fn forward_iter(entries: Vec<(Any, Any)>) -> Function {
+    let position = std::sync::atomic::AtomicUsize::new(0);
+    Function::from_packed(move |args: &[AnyView<'_>]| {
+        let command = args
+            .first()
+            .map(|a| a.get::<i64>())
+            .transpose()?
+            .unwrap_or(2);
+        let at = position.load(std::sync::atomic::Ordering::Relaxed);
+        let entry = entries.get(at);
+        match command {
+            0 => Ok(entry.map(|(k, _)| k.clone()).unwrap_or_default()),
+            1 => Ok(entry.map(|(_, v)| v.clone()).unwrap_or_default()),
+            _ => {
+                let next = (at + 1).min(entries.len());
+                position.store(next, std::sync::atomic::Ordering::Relaxed);
+                Ok(Any::from(next < entries.len()))
+            }
+        }
+    })
+}
+
+fn container_globals() -> Vec<BuiltinGlobal> {
+    vec![
+        typed("ffi.String", &[STR], STR, |a| {
+            Ok(a.get::<crate::String>(0)?.into())
+        }),
+        typed("ffi.Bytes", &[BYTES], BYTES, |a| {
+            Ok(a.get::<crate::Bytes>(0)?.into())
+        }),
+        packed("ffi.Shape", |args| {
+            let dims = args
+                .iter()
+                .map(|a| {
+                    a.get::<i64>().map_err(|_| {
+                        Error::new(
+                            ErrorKind::VALUE_ERROR,
+                            "Expect shape to take list of int arguments",
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Shape::new(&dims).into())
+        }),
+        packed("ffi.Array", |args| Ok(Array::from_views(args)?.into())),
+        typed("ffi.ArrayGetItem", &[ARRAY, INT], ANY, |a| {
+            let array = a.get::<Array>(0)?;
+            let index = checked_index(a.get::<i64>(1)?, array.len())?;
+            Ok(array.as_slice()[index].clone())
+        }),
+        typed("ffi.ArraySize", &[ARRAY], INT, |a| {
+            Ok(Any::from(a.get::<Array>(0)?.len() as i64))
+        }),
+        typed("ffi.ArrayContains", &[ARRAY, ANY], BOOL, |a| {
+            let array = a.get::<Array>(0)?;
+            let needle = a.owned(1)?;
+            Ok(Any::from(array.iter().any(|v| {
+                crate::containers::hash::any_equal(v.as_raw(), needle.as_raw())
+            })))
+        }),
+        packed("ffi.List", |args| {
+            let values = args
+                .iter()
+                .map(AnyView::to_any)
+                .collect::<Result<Vec<_>>>()?;
+            Ok(List::from_values(values).into())
+        }),
+        typed("ffi.ListGetItem", &[LIST, INT], ANY, |a| {
+            let list = a.get::<List>(0)?;
+            let index = a.get::<i64>(1)?;
+            let size = list.len();
+            list.get(checked_index(index, size)?)
+                .ok_or_else(|| index_error(index, size))
+        }),
+        typed("ffi.ListSetItem", &[LIST_OF_ANY, INT, ANY], NONE, |a| {
+            let list = a.get::<List>(0)?;
+            let index = a.get::<i64>(1)?;
+            let size = list.len();
+            list.set(checked_index(index, size)?, a.owned(2)?)?;
+            Ok(Any::none())
+        }),
+        typed("ffi.ListSize", &[LIST], INT, |a| {
+            Ok(Any::from(a.get::<List>(0)?.len() as i64))
+        }),
+        typed("ffi.ListContains", &[LIST, ANY], BOOL, |a| {
+            let list = a.get::<List>(0)?;
+            let needle = a.owned(1)?;
+            Ok(Any::from(list.to_vec().iter().any(|v| {
+                crate::containers::hash::any_equal(v.as_raw(), needle.as_raw())
+            })))
+        }),
+        typed("ffi.ListAppend", &[LIST_OF_ANY, ANY], NONE, |a| {
+            a.get::<List>(0)?.push(a.owned(1)?);
+            Ok(Any::none())
+        }),
+        typed("ffi.ListInsert", &[LIST_OF_ANY, INT, ANY], NONE, |a| {
+            let list = a.get::<List>(0)?;
+            let index = a.get::<i64>(1)?;
+            let size = list.len();
+            let index = usize::try_from(index)
+                .ok()
+                .filter(|&i| i <= size)
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::INDEX_ERROR,
+                        format!("Index {index} out of bounds [0, {size}]"),
+                    )
+                })?;
+            list.insert(index, a.owned(2)?)?;
+            Ok(Any::none())
+        }),
+        typed("ffi.ListPop", &[LIST_OF_ANY, INT], ANY, |a| {
+            let list = a.get::<List>(0)?;
+            let index = a.get::<i64>(1)?;
+            list.remove(checked_index(index, list.len())?)
+        }),
+        typed("ffi.ListErase", &[LIST_OF_ANY, INT], NONE, |a| {
+            let list = a.get::<List>(0)?;
+            let index = a.get::<i64>(1)?;
+            list.remove(checked_index(index, list.len())?)?;
+            Ok(Any::none())
+        }),
+        typed("ffi.ListEraseRange", &[LIST_OF_ANY, INT, INT], NONE, |a| {
+            let list = a.get::<List>(0)?;
+            let (start, end) = (a.get::<i64>(1)?, a.get::<i64>(2)?);
+            if start == end {
+                return Ok(Any::none());
+            }
+            let size = list.len() as i64;
+            if !(0 <= start && start < end && end <= size) {
+                return Err(Error::new(
+                    ErrorKind::INDEX_ERROR,
+                    format!("Erase range [{start}, {end}) out of bounds {size}"),
+                ));
+            }
+            for _ in start..end {
+                list.remove(start as usize)?;
+            }
+            Ok(Any::none())
+        }),
+        typed(
+            "ffi.ListReplaceSlice",
+            &[LIST_OF_ANY, INT, INT, LIST_OF_ANY],
+            NONE,
+            |a| {
+                let list = a.get::<List>(0)?;
+                let (start, end) = (a.get::<i64>(1)?, a.get::<i64>(2)?);
+                let replacement = a.get::<List>(3)?.to_vec();
+                let mut values = list.to_vec();
+                let size = values.len() as i64;
+                if !(0 <= start && start <= end && end <= size) {
+                    return Err(Error::new(
+                        ErrorKind::INDEX_ERROR,
+                        format!("Replace range [{start}, {end}) out of bounds {size}"),
+                    ));
+                }
+                values.splice(start as usize..end as usize, replacement);
+                list.clear();
+                for value in values {
+                    list.push(value);
+                }
+                Ok(Any::none())
+            },
+        ),
+        typed("ffi.ListReverse", &[LIST_OF_ANY], NONE, |a| {
+            let list = a.get::<List>(0)?;
+            let mut values = list.to_vec();
+            values.reverse();
+            list.clear();
+            for value in values {
+                list.push(value);
+            }
+            Ok(Any::none())
+        }),
+        typed("ffi.ListClear", &[LIST_OF_ANY], NONE, |a| {
+            a.get::<List>(0)?.clear();
+            Ok(Any::none())
+        }),
+        typed("ffi.ListReserve", &[LIST_OF_ANY, INT], NONE, |a| {
+            let capacity = a.get::<i64>(1)?;
+            a.get::<List>(0)?
+                .reserve(usize::try_from(capacity).unwrap_or(0));
+            Ok(Any::none())
+        }),
+        packed("ffi.Map", |args| Ok(Map::from_pairs(pairs(args)?).into())),
+        typed("ffi.MapSize", &[MAP], INT, |a| {
+            Ok(Any::from(a.get::<Map>(0)?.len() as i64))
+        }),
+        typed("ffi.MapGetItem", &[MAP, ANY], ANY, |a| {
+            a.get::<Map>(0)?
+                .get(a.owned(1)?.as_view())
+                .ok_or_else(|| Error::new(ErrorKind::KEY_ERROR, "key is not in Map"))
+        }),
+        typed("ffi.MapCount", &[MAP, ANY], INT, |a| {
+            Ok(Any::from(
+                a.get::<Map>(0)?.contains_key(a.owned(1)?.as_view()) as i64,
+            ))
+        }),
+        typed("ffi.MapForwardIterFunctor", &[MAP], FUNCTION, |a| {
+            Ok(forward_iter(a.get::<Map>(0)?.entries()).into())
+        }),
+        typed("ffi.MapGetItemOrMissing", &[MAP, ANY], ANY, |a| {
+            Ok(a.get::<Map>(0)?
+                .get(a.owned(1)?.as_view())
+                .unwrap_or_else(|| Any::from(missing())))
+        }),
+        packed("ffi.Dict", |args| Ok(Dict::from_pairs(pairs(args)?).into())),
+        typed("ffi.DictSize", &[DICT], INT, |a| {
+            Ok(Any::from(a.get::<Dict>(0)?.len() as i64))
+        }),
+        typed("ffi.DictGetItem", &[DICT, ANY], ANY, |a| {
+            a.get::<Dict>(0)?
+                .get(a.owned(1)?.as_view())
+                .ok_or_else(|| Error::new(ErrorKind::KEY_ERROR, "key is not in Map"))
+        }),
+        typed("ffi.DictSetItem", &[DICT_OF_ANY, ANY, ANY], NONE, |a| {
+            a.get::<Dict>(0)?.insert(a.owned(1)?, a.owned(2)?);
+            Ok(Any::none())
+        }),
+        typed("ffi.DictCount", &[DICT, ANY], INT, |a| {
+            Ok(Any::from(
+                a.get::<Dict>(0)?.contains_key(a.owned(1)?.as_view()) as i64,
+            ))
+        }),
+        typed("ffi.DictErase", &[DICT_OF_ANY, ANY], NONE, |a| {
+            a.get::<Dict>(0)?.remove(a.owned(1)?.as_view());
+            Ok(Any::none())
+        }),
+        typed("ffi.DictClear", &[DICT_OF_ANY], NONE, |a| {
+            a.get::<Dict>(0)?.clear();
+            Ok(Any::none())
+        }),
+        typed("ffi.DictForwardIterFunctor", &[DICT], FUNCTION, |a| {
+            Ok(forward_iter(a.get::<Dict>(0)?.entries()).into())
+        }),
+        typed("ffi.DictGetItemOrMissing", &[DICT, ANY], ANY, |a| {
+            Ok(a.get::<Dict>(0)?
+                .get(a.owned(1)?.as_view())
+                .unwrap_or_else(|| Any::from(missing())))
+        }),
+        typed("ffi.ContainerFindFirstNonCPUDevice", &[ANY], DEVICE, |a| {
+            Ok(Any::from(
+                first_non_cpu_device(a.view(0)).unwrap_or(crate::Device::CPU),
+            ))
+        }),
+    ]
+}
+
+/// The first tensor device that is not the CPU, searching containers recursively.
+fn first_non_cpu_device(value: &AnyView<'_>) -> Option<crate::Device> {
+    fn search(values: impl IntoIterator<Item = Any>) -> Option<crate::Device> {
+        values
+            .into_iter()
+            .find_map(|v| first_non_cpu_device(v.as_view()))
+    }
+    match TVMFFITypeIndex(value.type_index()) {
+        TVMFFITypeIndex::TENSOR => {
+            let device = value.get::<crate::Tensor>().ok()?.device();
+            (device.device_type != pactum_sys::dlpack::DLDeviceType::CPU).then_some(device)
+        }
+        TVMFFITypeIndex::ARRAY => search(
+            value
+                .get::<Array>()
+                .ok()?
+                .iter()
+                .cloned()
+                .collect::<Vec<_>>(),
+        ),
+        TVMFFITypeIndex::LIST => search(value.get::<List>().ok()?.to_vec()),
+        TVMFFITypeIndex::MAP => search(
+            value
+                .get::<Map>()
+                .ok()?
+                .entries()
+                .into_iter()
+                .flat_map(|(k, v)| [k, v]),
+        ),
+        TVMFFITypeIndex::DICT => search(
+            value
+                .get::<Dict>()
+                .ok()?
+                .entries()
+                .into_iter()
+                .flat_map(|(k, v)| [k, v]),
+        ),
+        _ => None,
+    }
+}
+
+fn registry_globals() -> Vec<BuiltinGlobal> {
+    vec![
+        typed("ffi.GetRegisteredTypeKeys", &[], ARRAY_OF_STR, |_| {
+            Ok(Array::new(
+                super::types::registered_keys()
+                    .iter()
+                    .map(|k| Any::from(k.as_str())),
+            )
+            .into())
+        }),
+        typed(
+            "ffi.GetInvalidObject",
+            &[],
+            OBJECT,
+            |_| Ok(missing().into()),
+        ),
+        typed("ffi.GetKwargsObject", &[], OBJECT, |_| {
+            Ok(singleton(&KWARGS_OBJECT).into())
+        }),
+        typed("ffi.FunctionRemoveGlobal", &[STR], BOOL, |a| {
+            let name = a.get::<crate::String>(0)?;
+            let removed = super::functions::write_registry().remove(name.as_bytes());
+            Ok(Any::from(removed.is_some()))
+        }),
+        typed("ffi.FunctionListGlobalNamesFunctor", &[], FUNCTION, |_| {
+            let names = super::functions::read_registry().names();
+            Ok(Function::from_packed(move |args: &[AnyView<'_>]| {
+                let index = args
+                    .first()
+                    .map(|a| a.get::<i64>())
+                    .transpose()?
+                    .unwrap_or(-1);
+                if index < 0 {
+                    return Ok(Any::from(names.len() as i64));
+                }
+                let name = names
+                    .get(index as usize)
+                    .ok_or_else(|| index_error(index, names.len()))?;
+                Ok(crate::String::from_bytes_unchecked(name).into())
+            })
+            .into())
+        }),
+        typed("ffi.GetGlobalFuncMetadata", &[STR], STR, |a| {
+            let name = a.get::<crate::String>(0)?;
+            let registry = super::functions::read_registry();
+            let entry = registry.get(name.as_bytes()).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::RUNTIME_ERROR,
+                    format!("Global Function is not found: {}", name.as_str()),
+                )
+            })?;
+            Ok(crate::String::from_bytes_unchecked(&entry.metadata).into())
+        }),
+        typed(
+            "ffi.FunctionFromExternC",
+            &[VOID_PTR, VOID_PTR, VOID_PTR],
+            FUNCTION,
+            |a| {
+                let self_ = a.get::<crate::OpaquePtr>(0)?.0;
+                let safe_call = a.get::<crate::OpaquePtr>(1)?.0;
+                let deleter = a.get::<crate::OpaquePtr>(2)?.0;
+                if safe_call.is_null() {
+                    return Err(Error::new(ErrorKind::VALUE_ERROR, "safe_call is NULL"));
+                }
+                // SAFETY: the caller passes a TVMFFISafeCallType and a `void(void*)` deleter (or
+                // NULL), exactly as for TVMFFIFunctionCreate.
+                let function = unsafe {
+                    let safe_call = core::mem::transmute::<*mut core::ffi::c_void, super::SafeCallFn>(
+                        safe_call,
+                    );
+                    let deleter = (!deleter.is_null()).then(|| {
+                        core::mem::transmute::<
+                            *mut core::ffi::c_void,
+                            unsafe extern "C" fn(*mut core::ffi::c_void),
+                        >(deleter)
+                    });
+                    if self_.is_null() && deleter.is_none() {
+                        Function::from_safe_call_direct(safe_call)
+                    } else {
+                        Function::from_safe_call(self_, safe_call, deleter)
+                    }
+                };
+                Ok(function.into())
+            },
+        ),
+    ]
+}
+
+/// Every global pactum's runtime registers at start-up.
+pub(crate) fn builtin_globals() -> Vec<BuiltinGlobal> {
+    let mut globals = registry_globals();
+    globals.extend(container_globals());
+    globals.extend(super::modules::module_globals());
+    globals
+}

@@ -1,0 +1,156 @@
+//! pactum's own implementation of the 50 C API functions, with the contracts of
+//! `apache-tvm-ffi` 0.1.15 (see `docs/ARCHITECTURE.md` for the few deliberate differences:
+//! where the official runtime crashes or exits on bad input, these report an error).
+//!
+//! The functions are `extern "C"` with the exact C signatures; [`PROVIDER_API`] lists them and
+//! the `pactum-capi` crate exports them under their C names as `libtvm_ffi.so`.
+
+mod env;
+mod errors;
+mod functions;
+mod globals;
+mod modules;
+mod objects;
+mod tensors;
+mod types;
+pub(crate) mod values;
+
+/// `TVMFFISafeCallType` without the `Option`.
+pub(crate) type SafeCallFn = unsafe extern "C" fn(
+    *mut core::ffi::c_void,
+    *const pactum_sys::tvm_ffi::TVMFFIAny,
+    i32,
+    *mut pactum_sys::tvm_ffi::TVMFFIAny,
+) -> core::ffi::c_int;
+
+use core::ffi::{c_char, c_int};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use pactum_sys::TVMFFICApi;
+use pactum_sys::tvm_ffi::TVMFFIByteArray;
+
+use crate::error::{Error, ErrorKind, Result};
+
+pub use env::*;
+pub use errors::*;
+pub use functions::*;
+pub use objects::*;
+pub use tensors::*;
+pub use types::*;
+pub use values::*;
+
+macro_rules! provider_table {
+    ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
+        /// The built-in provider as a function table.
+        pub static PROVIDER_API: TVMFFICApi = TVMFFICApi { $($name),* };
+    };
+}
+pactum_sys::tvm_ffi_c_api!(provider_table);
+
+/// Whether a type index is registered in the built-in type table.
+pub(crate) fn type_index_is_registered(type_index: i32) -> bool {
+    types::is_registered(type_index)
+}
+
+/// Runs the body of a status-returning C function: 0, or -1 with the error raised (a panic
+/// becomes a `RustPanic` error).
+#[inline]
+pub(crate) fn guard_status(body: impl FnOnce() -> Result<()>) -> c_int {
+    crate::function::guard(body)
+}
+
+/// Runs the body of a C function that returns a value and has no status: on error the error
+/// is raised and `fallback` returned.
+#[inline]
+pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> Result<T>) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(value)) => value,
+        Ok(Err(error)) => {
+            error.set_raised();
+            fallback
+        }
+        Err(payload) => {
+            Error::from_panic(payload).set_raised();
+            fallback
+        }
+    }
+}
+
+/// Runs the body of a C function with no result at all: errors are raised.
+#[inline]
+pub(crate) fn guard_void(body: impl FnOnce() -> Result<()>) {
+    guard_value((), body)
+}
+
+fn null_argument(name: &str) -> Error {
+    Error::new(ErrorKind::VALUE_ERROR, format!("argument `{name}` is NULL"))
+}
+
+/// A required pointer argument as a reference.
+///
+/// # Safety
+/// A non-null `ptr` must point to a valid `T` for the duration of the call.
+pub(crate) unsafe fn arg_ref<'a, T>(ptr: *const T, name: &str) -> Result<&'a T> {
+    // SAFETY: forwarded from the caller.
+    unsafe { ptr.as_ref() }.ok_or_else(|| null_argument(name))
+}
+
+/// A required out pointer.
+pub(crate) fn out_ptr<T>(ptr: *mut T, name: &str) -> Result<*mut T> {
+    if ptr.is_null() {
+        Err(null_argument(name))
+    } else {
+        Ok(ptr)
+    }
+}
+
+/// The bytes of a required `TVMFFIByteArray*` argument (a `{NULL, 0}` array is empty).
+pub(crate) fn arg_bytes<'a>(bytes: *const TVMFFIByteArray, name: &str) -> Result<&'a [u8]> {
+    if bytes.is_null() {
+        return Err(null_argument(name));
+    }
+    // SAFETY: the caller passes a valid byte array for the duration of the call.
+    Ok(unsafe { byte_array_bytes(&*bytes) })
+}
+
+/// The bytes a byte array describes (empty for NULL data).
+///
+/// # Safety
+/// `bytes` must describe readable memory for the returned lifetime.
+pub(crate) unsafe fn byte_array_bytes<'a>(bytes: &TVMFFIByteArray) -> &'a [u8] {
+    if bytes.data.is_null() || bytes.size == 0 {
+        return &[];
+    }
+    // SAFETY: forwarded from the caller.
+    unsafe { core::slice::from_raw_parts(bytes.data.cast::<u8>(), bytes.size) }
+}
+
+/// The bytes of a C string argument.
+///
+/// # Safety
+/// A non-null `text` must be NUL-terminated and readable for the returned lifetime.
+pub(crate) unsafe fn c_str_bytes<'a>(text: *const c_char, name: &str) -> Result<&'a [u8]> {
+    if text.is_null() {
+        return Err(null_argument(name));
+    }
+    // SAFETY: forwarded from the caller.
+    Ok(unsafe { core::ffi::CStr::from_ptr(text) }.to_bytes())
+}
+
+/// A permanent, NUL-terminated copy (for registration records that live forever).
+pub(crate) fn permanent_bytes(bytes: &[u8]) -> TVMFFIByteArray {
+    if bytes.is_empty() {
+        return TVMFFIByteArray {
+            data: core::ptr::null(),
+            size: 0,
+        };
+    }
+    let mut copy = Vec::with_capacity(bytes.len() + 1);
+    copy.extend_from_slice(bytes);
+    copy.push(0);
+    let leaked: &'static [u8] = Box::leak(copy.into_boxed_slice());
+    TVMFFIByteArray {
+        data: leaked.as_ptr().cast(),
+        size: bytes.len(),
+    }
+}

@@ -1,0 +1,650 @@
+//! Library modules: `ffi.Module.load_from_file.so` and friends.
+//!
+//! A module owns the loaded library; functions taken from it keep the module alive. The
+//! library's `__tvm_ffi__library_ctx` receives the module's object address as an opaque
+//! token, which `TVMFFIEnvModLookupFromImports` accepts only while that module lives.
+
+use core::cell::UnsafeCell;
+use core::ffi::{c_int, c_void};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIFunctionCell, TVMFFIObject, TVMFFITypeIndex};
+
+use super::SafeCallFn;
+use super::globals::{
+    ARRAY_OF_STR, BOOL, BuiltinGlobal, INT, MODULE, NONE, OPTIONAL_FUNCTION, OPTIONAL_STR, STR,
+    packed, typed,
+};
+use crate::any::Any;
+use crate::containers::Array;
+use crate::error::{Error, ErrorKind, Result};
+use crate::function::{Function, guard};
+use crate::module::Module;
+use crate::object::{ObjectBox, ObjectRef, ObjectRefType, header, new_object_box};
+
+/// Where a module's symbols come from.
+enum Symbols {
+    /// A `dlopen`ed shared library (closed when the last module or function using it dies).
+    Library(libloading::os::unix::Library),
+    /// Symbols registered with `TVMFFIEnvModRegisterSystemLibSymbol`, looked up under a prefix.
+    System { prefix: std::string::String },
+}
+
+impl Symbols {
+    fn lookup(&self, name: &str) -> Option<*mut c_void> {
+        match self {
+            Symbols::Library(library) => {
+                // SAFETY: we only read the symbol's address.
+                let symbol = unsafe { library.get::<*mut c_void>(name.as_bytes()) }.ok()?;
+                Some(symbol.into_raw()).filter(|p| !p.is_null())
+            }
+            Symbols::System { prefix } => {
+                let table = system_lib_symbols();
+                table
+                    .get(&format!("{prefix}{name}"))
+                    .or_else(|| table.get(name))
+                    .map(|&p| p as *mut c_void)
+            }
+        }
+    }
+
+    fn function_symbol(&self, name: &str) -> Option<*mut c_void> {
+        match self {
+            Symbols::Library(_) => self.lookup(&format!("__tvm_ffi_{name}")),
+            Symbols::System { prefix } => {
+                let table = system_lib_symbols();
+                table
+                    .get(&format!("__tvm_ffi_{prefix}{name}"))
+                    .or_else(|| table.get(&format!("__tvm_ffi_{name}")))
+                    .map(|&p| p as *mut c_void)
+            }
+        }
+    }
+}
+
+/// The object body of modules pactum's runtime makes. `imports` sits at +24 like the official
+/// `imports_` field.
+#[repr(C)]
+struct ModuleCell {
+    imports: UnsafeCell<Array>,
+    symbols: Arc<Symbols>,
+    cache: Mutex<HashMap<std::string::String, Function>>,
+}
+
+// SAFETY: `imports` is only replaced under MODULE_EDIT; the rest is thread-safe.
+unsafe impl Sync for ModuleCell {}
+// SAFETY: as above.
+unsafe impl Send for ModuleCell {}
+
+impl Drop for ModuleCell {
+    fn drop(&mut self) {
+        let address = self as *mut ModuleCell as usize - core::mem::size_of::<TVMFFIObject>();
+        live_modules().remove(&address);
+    }
+}
+
+static MODULE_EDIT: Mutex<()> = Mutex::new(());
+
+fn live_modules() -> MutexGuard<'static, HashSet<usize>> {
+    static LIVE: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+fn context_symbols() -> MutexGuard<'static, Vec<(Box<[u8]>, usize)>> {
+    static SYMBOLS: Mutex<Vec<(Box<[u8]>, usize)>> = Mutex::new(Vec::new());
+    SYMBOLS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn system_lib_symbols() -> MutexGuard<'static, HashMap<std::string::String, usize>> {
+    static SYMBOLS: OnceLock<Mutex<HashMap<std::string::String, usize>>> = OnceLock::new();
+    SYMBOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) fn register_context_symbol(name: &[u8], symbol: *mut c_void) {
+    context_symbols().push((name.into(), symbol as usize));
+}
+
+pub(crate) fn register_system_lib_symbol(name: &[u8], symbol: *mut c_void) {
+    let name = std::string::String::from_utf8_lossy(name).into_owned();
+    let mut table = system_lib_symbols();
+    if let Some(&old) = table.get(&name) {
+        if old != symbol as usize {
+            eprintln!(
+                "Warning:SystemLib symbol {name} get overriden to a different address {:p}->{:#x}",
+                symbol, old
+            );
+        }
+    }
+    table.insert(name, symbol as usize);
+}
+
+/// Our module cell behind `module`, if pactum's runtime made it.
+fn cell_of(module: &Module) -> Result<&ModuleCell> {
+    let address = module.as_object_ref().as_raw() as usize;
+    if !live_modules().contains(&address) {
+        return Err(Error::new(
+            ErrorKind::TYPE_ERROR,
+            "module was not created by this runtime",
+        ));
+    }
+    // SAFETY: a live module of ours: an ObjectBox<ModuleCell>, kept alive by `module`.
+    Ok(unsafe { &(*(address as *const ObjectBox<ModuleCell>)).cell })
+}
+
+fn new_module(symbols: Arc<Symbols>) -> Module {
+    let cell = ModuleCell {
+        imports: UnsafeCell::new(Array::new([])),
+        symbols,
+        cache: Mutex::new(HashMap::new()),
+    };
+    let ptr = new_object_box(TVMFFITypeIndex::MODULE.0, cell);
+    live_modules().insert(ptr.as_ptr() as usize);
+    // SAFETY: a fresh object whose single strong reference we take.
+    unsafe { Module::from_object_ref_unchecked(ObjectRef::from_raw_owned(ptr.cast())) }
+}
+
+/// Payload of functions wrapping a library symbol.
+#[repr(C)]
+struct SymbolFunction {
+    cell: TVMFFIFunctionCell,
+    symbol: SafeCallFn,
+    _module: Module,
+}
+
+/// Calls the symbol with handle NULL after checking the result slot, like the official
+/// wrapper; any failure code becomes -1.
+unsafe extern "C" fn symbol_safe_call(
+    handle: *mut c_void,
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    // SAFETY: installed only in ObjectBox<SymbolFunction> objects, alive during the call.
+    let symbol = unsafe { ObjectBox::cell(handle.cast::<ObjectBox<SymbolFunction>>()).symbol };
+    let slot = match crate::function::ResultSlot::prepare(result) {
+        Ok(slot) => slot,
+        Err(error) => return guard(|| Err(error)),
+    };
+    // SAFETY: the library exports the symbol with the safe-call convention; modules' entry
+    // points receive a NULL handle.
+    let rc = unsafe { symbol(core::ptr::null_mut(), args, num_args, result) };
+    slot.finish(if rc == 0 { 0 } else { -1 })
+}
+
+fn wrap_symbol(module: &Module, symbol: *mut c_void) -> Function {
+    // SAFETY: exported `__tvm_ffi_<name>` symbols have the safe-call signature.
+    let symbol = unsafe { core::mem::transmute::<*mut c_void, SafeCallFn>(symbol) };
+    let payload = SymbolFunction {
+        cell: TVMFFIFunctionCell {
+            safe_call: Some(symbol_safe_call),
+            cpp_call: core::ptr::null_mut(),
+        },
+        symbol,
+        _module: module.clone(),
+    };
+    let ptr = new_object_box(TVMFFITypeIndex::FUNCTION.0, payload);
+    // SAFETY: a fresh function object whose reference we take.
+    unsafe { Function::from_object_ref_unchecked(ObjectRef::from_raw_owned(ptr.cast())) }
+}
+
+fn imports_of(cell: &ModuleCell) -> Array {
+    let _edit = MODULE_EDIT.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: replaced only under MODULE_EDIT, which we hold.
+    unsafe { (*cell.imports.get()).clone() }
+}
+
+/// `ModuleGetFunction`: this library's symbol, else (when asked) the imports, depth first.
+fn get_function(module: &Module, name: &str, query_imports: bool) -> Result<Option<Function>> {
+    let cell = cell_of(module)?;
+    if let Some(symbol) = cell.symbols.function_symbol(name) {
+        return Ok(Some(wrap_symbol(module, symbol)));
+    }
+    if query_imports {
+        for import in imports_of(cell).iter() {
+            let import = import.clone().cast::<Module>()?;
+            if let Some(function) = get_function(&import, name, true)? {
+                return Ok(Some(function));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Calls `__tvm_ffi__<what>_<name>` (a getter returning a string), searching imports.
+fn get_function_text(
+    module: &Module,
+    what: &str,
+    name: &str,
+    query_imports: bool,
+) -> Result<Option<crate::String>> {
+    let cell = cell_of(module)?;
+    if let Some(symbol) = cell.symbols.lookup(&format!("__tvm_ffi__{what}_{name}")) {
+        let getter = wrap_symbol(module, symbol);
+        let value = getter.call(&[])?;
+        let type_index = value.type_index();
+        return value.cast::<crate::String>().map(Some).map_err(|_| {
+            Error::new(
+                ErrorKind::TYPE_ERROR,
+                format!(
+                    "Cannot convert from type `{}` to `str`",
+                    crate::object::type_key_of(type_index)
+                ),
+            )
+        });
+    }
+    if query_imports {
+        for import in imports_of(cell).iter() {
+            let import = import.clone().cast::<Module>()?;
+            if let Some(text) = get_function_text(&import, what, name, true)? {
+                return Ok(Some(text));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Writes registered context symbols and the library context, and builds the import tree
+/// from `__tvm_ffi__library_bin` when the library has one.
+fn finish_library_load(symbols: Arc<Symbols>) -> Result<Module> {
+    for (name, value) in context_symbols().iter() {
+        let name = std::string::String::from_utf8_lossy(name);
+        if let Some(slot) = symbols.lookup(&name) {
+            // SAFETY: a context symbol is a `void*` variable the library exports to be filled.
+            unsafe { slot.cast::<*mut c_void>().write(*value as *mut c_void) };
+        }
+    }
+    let library_bin = symbols.lookup("__tvm_ffi__library_bin");
+    let root = match library_bin {
+        None => new_module(symbols.clone()),
+        Some(bin) => load_library_bin(bin.cast::<u8>(), &symbols)?,
+    };
+    if let Some(ctx) = symbols.lookup("__tvm_ffi__library_ctx") {
+        // SAFETY: `__tvm_ffi__library_ctx` is a `void*` variable; it receives an opaque token
+        // (our module's address) without a reference, as the loader convention says.
+        unsafe {
+            ctx.cast::<*mut c_void>()
+                .write(root.as_object_ref().as_raw().cast())
+        };
+    }
+    Ok(root)
+}
+
+/// A bounds-checked reader over the `__tvm_ffi__library_bin` payload.
+struct BinReader<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+}
+
+impl BinReader<'_> {
+    fn u64(&mut self) -> Result<u64> {
+        let end = self
+            .offset
+            .checked_add(8)
+            .filter(|&e| e <= self.bytes.len())
+            .ok_or_else(|| self.truncated())?;
+        let value = u64::from_le_bytes(self.bytes[self.offset..end].try_into().expect("8 bytes"));
+        self.offset = end;
+        Ok(value)
+    }
+
+    fn vec_u64(&mut self) -> Result<Vec<u64>> {
+        let count = self.u64()?;
+        if count > (self.bytes.len() - self.offset) as u64 / 8 {
+            return Err(self.truncated());
+        }
+        (0..count).map(|_| self.u64()).collect()
+    }
+
+    fn bytes(&mut self) -> Result<&[u8]> {
+        let len = self.u64()?;
+        if len == 0 || len > (self.bytes.len() - self.offset) as u64 {
+            return Err(self.truncated());
+        }
+        let start = self.offset;
+        self.offset += len as usize;
+        Ok(&self.bytes[start..self.offset])
+    }
+
+    fn truncated(&self) -> Error {
+        Error::new(
+            ErrorKind::INTERNAL_ERROR,
+            format!(
+                "__tvm_ffi__library_bin is malformed at byte offset {}",
+                self.offset + 8
+            ),
+        )
+    }
+}
+
+fn load_library_bin(bin: *const u8, symbols: &Arc<Symbols>) -> Result<Module> {
+    // SAFETY: the symbol starts with a little-endian u64 byte count of the payload after it.
+    let len = unsafe { bin.cast::<[u8; 8]>().read_unaligned() };
+    let len = usize::try_from(u64::from_le_bytes(len)).map_err(|_| {
+        Error::new(
+            ErrorKind::INTERNAL_ERROR,
+            "__tvm_ffi__library_bin length overflows",
+        )
+    })?;
+    // SAFETY: the library provides `len` payload bytes after the count.
+    let payload = unsafe { core::slice::from_raw_parts(bin.add(8), len) };
+    let mut reader = BinReader {
+        bytes: payload,
+        offset: 0,
+    };
+    let indptr = reader.vec_u64()?;
+    let child_indices = reader.vec_u64()?;
+    let count = indptr.len().saturating_sub(1);
+    let mut modules = Vec::with_capacity(count);
+    for _ in 0..count {
+        let kind = std::string::String::from_utf8_lossy(reader.bytes()?).into_owned();
+        if kind == "_lib" {
+            modules.push(new_module(symbols.clone()));
+        } else {
+            let blob = crate::Bytes::new(reader.bytes()?);
+            let loader = format!("ffi.Module.load_from_bytes.{kind}");
+            let function = Function::get_global(&loader).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::RUNTIME_ERROR,
+                    format!(
+                        "Library binary was created using {{{kind}}} but a loader of that name is not registered. Make sure to have runtime that registers {loader}"
+                    ),
+                )
+            })?;
+            modules.push(function.call_typed::<_, Module>((&blob,))?);
+        }
+    }
+    for i in 0..count {
+        let (start, end) = (indptr[i] as usize, indptr[i + 1] as usize);
+        let children = child_indices
+            .get(start..end)
+            .ok_or_else(|| reader.truncated())?;
+        for &child in children {
+            let child = modules
+                .get(child as usize)
+                .ok_or_else(|| reader.truncated())?
+                .clone();
+            import_module(&modules[i], &child)?;
+        }
+    }
+    modules.into_iter().next().ok_or_else(|| reader.truncated())
+}
+
+fn load_shared_library(path: &str) -> Result<Module> {
+    crate::runtime::prepare_module_loading()?;
+    // SAFETY: loading a library runs its initialisers; that is what the caller asked for.
+    let library = unsafe { libloading::os::unix::Library::open(Some(path), libc::RTLD_LAZY | libc::RTLD_LOCAL) }.map_err(|e| {
+        let detail = match &e {
+            libloading::Error::DlOpen { desc } => format!("{desc:?}").trim_matches('"').to_owned(),
+            other => other.to_string(),
+        };
+        Error::new(
+            ErrorKind::INTERNAL_ERROR,
+            format!("Check failed: (lib_handle_ != nullptr) is false: Failed to load dynamic shared library {path} {detail}"),
+        )
+    })?;
+    finish_library_load(Arc::new(Symbols::Library(library)))
+}
+
+/// `ModuleImportModule`: refuses cycles.
+fn import_module(module: &Module, other: &Module) -> Result<()> {
+    fn reaches(from: &Module, target: &Module) -> Result<bool> {
+        if from.as_object_ref().ptr_eq(target.as_object_ref()) {
+            return Ok(true);
+        }
+        for import in imports_of(cell_of(from)?).iter() {
+            if reaches(&import.clone().cast::<Module>()?, target)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+    if reaches(other, module)? {
+        return Err(Error::new(
+            ErrorKind::RUNTIME_ERROR,
+            "Cyclic dependency detected during import",
+        ));
+    }
+    let cell = cell_of(module)?;
+    let _edit = MODULE_EDIT.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: replaced only under MODULE_EDIT, which we hold.
+    let imports = unsafe { &mut *cell.imports.get() };
+    let mut values: Vec<Any> = imports.iter().cloned().collect();
+    values.push(other.clone().into());
+    *imports = Array::new(values);
+    Ok(())
+}
+
+/// `TVMFFIEnvModLookupFromImports`: imports first, then the global registry; cached.
+pub(crate) fn lookup_from_imports(
+    library_ctx: *mut c_void,
+    name: &str,
+) -> Result<*mut TVMFFIObject> {
+    let module = {
+        let live = live_modules();
+        if library_ctx.is_null() || !live.contains(&(library_ctx as usize)) {
+            return Err(Error::new(
+                ErrorKind::VALUE_ERROR,
+                "library_ctx is not the context of a loaded module",
+            ));
+        }
+        let object = library_ctx.cast::<TVMFFIObject>();
+        // SAFETY: a live module's memory stays valid while it is in the set (removal happens
+        // under this lock before the memory is freed); upgrading fails if it is dying.
+        if !unsafe { header::try_upgrade(object) } {
+            return Err(Error::new(
+                ErrorKind::VALUE_ERROR,
+                "library_ctx belongs to a module being unloaded",
+            ));
+        }
+        // SAFETY: we now own a strong reference to a live module.
+        unsafe {
+            Module::from_object_ref_unchecked(ObjectRef::from_raw_owned(
+                core::ptr::NonNull::new_unchecked(object),
+            ))
+        }
+    };
+    let cell = cell_of(&module)?;
+    if let Some(function) = cell
+        .cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(name)
+    {
+        return Ok(function.as_object_ref().as_raw());
+    }
+    let mut found = None;
+    for import in imports_of(cell).iter() {
+        if let Some(function) = get_function(&import.clone().cast::<Module>()?, name, true)? {
+            found = Some(function);
+            break;
+        }
+    }
+    let function = match found.or_else(|| Function::get_global(name)) {
+        Some(function) => function,
+        None => {
+            return Err(Error::new(
+                ErrorKind::RUNTIME_ERROR,
+                format!("Cannot find function {name} in the imported modules or global registry."),
+            ));
+        }
+    };
+    let raw = function.as_object_ref().as_raw();
+    cell.cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(name.to_owned())
+        .or_insert(function);
+    Ok(raw)
+}
+
+fn module_globals_pins() -> MutexGuard<'static, HashMap<usize, Module>> {
+    static PINS: OnceLock<Mutex<HashMap<usize, Module>>> = OnceLock::new();
+    PINS.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+fn system_libs() -> MutexGuard<'static, HashMap<std::string::String, Module>> {
+    static LIBS: OnceLock<Mutex<HashMap<std::string::String, Module>>> = OnceLock::new();
+    LIBS.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) fn module_globals() -> Vec<BuiltinGlobal> {
+    vec![
+        typed("ffi.ModuleLoadFromFile", &[STR], MODULE, |a| {
+            let path = a.get::<crate::String>(0)?;
+            let path = path.as_str();
+            let format = match path.rfind('.') {
+                Some(dot) => &path[dot + 1..],
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::RUNTIME_ERROR,
+                        format!("Failed to get file format from {path}"),
+                    ));
+                }
+            };
+            let format = if matches!(format, "dll" | "dylib" | "dso") {
+                "so"
+            } else {
+                format
+            };
+            let loader_name = format!("ffi.Module.load_from_file.{format}");
+            let loader = Function::get_global(&loader_name).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::RUNTIME_ERROR,
+                    format!(
+                        "Loader for `.{format}` files is not registered, resolved to ({loader_name}) in the global registry.Ensure that you have loaded the correct runtime code, andthat you are on the correct hardware architecture."
+                    ),
+                )
+            })?;
+            loader.call_typed::<_, Any>((path, format))
+        }),
+        typed(
+            "ffi.ModuleImplementsFunction",
+            &[MODULE, STR, BOOL],
+            BOOL,
+            |a| {
+                let found = get_function(
+                    &a.get::<Module>(0)?,
+                    &a.get::<crate::String>(1)?,
+                    a.get::<bool>(2)?,
+                )?;
+                Ok(Any::from(found.is_some()))
+            },
+        ),
+        typed(
+            "ffi.ModuleGetFunctionMetadata",
+            &[MODULE, STR, BOOL],
+            OPTIONAL_STR,
+            |a| {
+                Ok(get_function_text(
+                    &a.get::<Module>(0)?,
+                    "metadata",
+                    &a.get::<crate::String>(1)?,
+                    a.get::<bool>(2)?,
+                )?
+                .into())
+            },
+        ),
+        typed(
+            "ffi.ModuleGetFunctionDoc",
+            &[MODULE, STR, BOOL],
+            OPTIONAL_STR,
+            |a| {
+                Ok(get_function_text(
+                    &a.get::<Module>(0)?,
+                    "doc",
+                    &a.get::<crate::String>(1)?,
+                    a.get::<bool>(2)?,
+                )?
+                .into())
+            },
+        ),
+        typed(
+            "ffi.ModuleGetFunction",
+            &[MODULE, STR, BOOL],
+            OPTIONAL_FUNCTION,
+            |a| {
+                Ok(get_function(
+                    &a.get::<Module>(0)?,
+                    &a.get::<crate::String>(1)?,
+                    a.get::<bool>(2)?,
+                )?
+                .into())
+            },
+        ),
+        typed("ffi.ModuleGetPropertyMask", &[MODULE], INT, |a| {
+            cell_of(&a.get::<Module>(0)?)?;
+            Ok(Any::from(3i64))
+        }),
+        typed("ffi.ModuleInspectSource", &[MODULE, STR], STR, |a| {
+            cell_of(&a.get::<Module>(0)?)?;
+            Ok(Any::from(""))
+        }),
+        typed("ffi.ModuleGetKind", &[MODULE], STR, |a| {
+            cell_of(&a.get::<Module>(0)?)?;
+            Ok(Any::from("library"))
+        }),
+        typed("ffi.ModuleGetWriteFormats", &[MODULE], ARRAY_OF_STR, |a| {
+            cell_of(&a.get::<Module>(0)?)?;
+            Ok(Array::new([]).into())
+        }),
+        typed("ffi.ModuleWriteToFile", &[MODULE, STR, STR], NONE, |a| {
+            cell_of(&a.get::<Module>(0)?)?;
+            Err(Error::new(
+                ErrorKind::RUNTIME_ERROR,
+                "Module[library] does not support WriteToFile",
+            ))
+        }),
+        typed("ffi.ModuleImportModule", &[MODULE, MODULE], NONE, |a| {
+            import_module(&a.get::<Module>(0)?, &a.get::<Module>(1)?)?;
+            Ok(Any::none())
+        }),
+        typed("ffi.ModuleClearImports", &[MODULE], NONE, |a| {
+            let module = a.get::<Module>(0)?;
+            let cell = cell_of(&module)?;
+            let old = {
+                let _edit = MODULE_EDIT.lock().unwrap_or_else(|p| p.into_inner());
+                // SAFETY: replaced only under MODULE_EDIT, which we hold.
+                core::mem::replace(unsafe { &mut *cell.imports.get() }, Array::new([]))
+            };
+            drop(old);
+            Ok(Any::none())
+        }),
+        typed("ffi.ModuleGlobalsAdd", &[MODULE], NONE, |a| {
+            let module = a.get::<Module>(0)?;
+            module_globals_pins().insert(module.as_object_ref().as_raw() as usize, module);
+            Ok(Any::none())
+        }),
+        typed("ffi.ModuleGlobalsRemove", &[MODULE], NONE, |a| {
+            let module = a.get::<Module>(0)?;
+            let removed = module_globals_pins().remove(&(module.as_object_ref().as_raw() as usize));
+            drop(removed);
+            Ok(Any::none())
+        }),
+        packed("ffi.SystemLib", |args| {
+            let prefix = match args.first() {
+                Some(prefix) => prefix.get::<crate::String>()?.as_str().to_owned(),
+                None => std::string::String::new(),
+            };
+            if let Some(module) = system_libs().get(&prefix) {
+                return Ok(module.clone().into());
+            }
+            let module = finish_library_load(Arc::new(Symbols::System {
+                prefix: prefix.clone(),
+            }))?;
+            Ok(system_libs().entry(prefix).or_insert(module).clone().into())
+        }),
+        typed("ffi.Module.load_from_file.so", &[STR, STR], MODULE, |a| {
+            Ok(load_shared_library(&a.get::<crate::String>(0)?)?.into())
+        }),
+    ]
+}

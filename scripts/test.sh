@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs every pactum test on a fresh machine: installs what the tests need (C/C++ compilers,
+# the pinned peer packages in .venv), then format and lint checks, the Rust tests (which run
+# the C/C++ conformance suite against the official libtvm_ffi.so and pactum's), and the docs.
+#
+# Environment: PACTUM_SKIP_LINT=1 skips fmt/clippy/doc (for quick local runs).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+say() { printf '\n==> %s\n' "$*"; }
+
+say "system tools"
+missing=()
+command -v cc >/dev/null || missing+=(gcc)
+command -v c++ >/dev/null || missing+=(g++)
+command -v python3 >/dev/null || missing+=(python3 python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -q
+  $sudo_cmd apt-get install -y -q "${missing[@]}"
+fi
+
+say "peer packages (.venv, pinned in scripts/requirements-peer.txt)"
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements-peer.txt
+.venv/bin/python -c 'import tvm_ffi, numpy; print("apache-tvm-ffi", tvm_ffi.__version__, "| numpy", numpy.__version__)'
+export PACTUM_TVM_FFI_CONFIG="$PWD/.venv/bin/tvm-ffi-config"
+
+if [ "${PACTUM_SKIP_LINT:-0}" != 1 ]; then
+  say "cargo fmt --check"
+  cargo fmt --all -- --check
+  say "cargo clippy -D warnings"
+  cargo clippy --workspace --all-targets --quiet -- -D warnings
+fi
+
+say "cargo test"
+cargo test --workspace
+
+if [ "${PACTUM_SKIP_LINT:-0}" != 1 ]; then
+  say "cargo doc"
+  RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+fi
+
+say "all tests passed"
