@@ -4,7 +4,7 @@
  * of a loaded module (ffi.Module.load_from_file.so + ffi.ModuleGetFunction), each with 0 args,
  * 3 ints and 1 tensor. Prints "<case> <ns per call>" for one timed repetition.
  *
- * usage: call_bench MODULE.so CALLS
+ * usage: call_bench MODULE.so CALLS [CASE]   (CASE runs only the case of that name)
  */
 #define _POSIX_C_SOURCE 199309L
 #include <stdint.h>
@@ -75,7 +75,10 @@ static TVMFFIObjectHandle module_function(TVMFFIObjectHandle module, const char*
   return out.v_obj;
 }
 
-static void time_calls(const char* label, TVMFFIObjectHandle f, TVMFFIAny* args, int32_t n, long calls) {
+static const char* only_case = NULL;
+
+__attribute__((noinline)) static void time_calls(const char* label, TVMFFIObjectHandle f, TVMFFIAny* args, int32_t n, long calls) {
+  if (only_case && strcmp(only_case, label) != 0) return;
   TVMFFIAny result;
   memset(&result, 0, sizeof(result));
   /* Warm up, then time. */
@@ -92,11 +95,12 @@ static void time_calls(const char* label, TVMFFIObjectHandle f, TVMFFIAny* args,
 static void noop_deleter(DLManagedTensor* self) { (void)self; }
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    fprintf(stderr, "usage: %s MODULE.so CALLS\n", argv[0]);
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: %s MODULE.so CALLS [CASE]\n", argv[0]);
     return 2;
   }
   long calls = atol(argv[2]);
+  if (argc == 4) only_case = argv[3];
 
   TVMFFIAny ints[3];
   memset(ints, 0, sizeof(ints));

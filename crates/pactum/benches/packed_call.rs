@@ -23,7 +23,7 @@ fn callees() -> [Function; 3] {
 }
 
 /// Calls the function object's `safe_call` pointer directly, as a C caller does.
-#[inline(never)]
+#[inline(always)]
 fn raw_call(function: &Function, args: &[TVMFFIAny]) -> Any {
     let object = function.as_object_ref().as_raw();
     // SAFETY: Function objects carry their cell right after the 24-byte header.
@@ -43,23 +43,48 @@ fn raw_call(function: &Function, args: &[TVMFFIAny]) -> Any {
     unsafe { Any::from_raw(result) }
 }
 
-#[inline(never)]
+#[inline(always)]
 fn dynamic_call(function: &Function, args: &[AnyView<'_>]) -> Any {
     function.call(args).unwrap()
 }
 
+/// One named, non-inlined entry point per case and call path, so the harness around each is
+/// identical and instruction counts (bench/count_rust_call_instructions.sh) can be told apart.
+macro_rules! entry_points {
+    ($($case:literal: $raw:ident, $dynamic:ident);* $(;)?) => {$(
+        #[inline(never)]
+        fn $raw(function: &Function, args: &[TVMFFIAny]) -> Any {
+            black_box($case);
+            raw_call(function, args)
+        }
+        #[inline(never)]
+        fn $dynamic(function: &Function, args: &[AnyView<'_>]) -> Any {
+            black_box($case);
+            dynamic_call(function, args)
+        }
+    )*};
+}
+entry_points!(
+    0: enter_raw_args0, enter_dynamic_args0;
+    1: enter_raw_ints3, enter_dynamic_ints3;
+    2: enter_raw_tensor1, enter_dynamic_tensor1;
+);
+
 #[inline(never)]
 fn typed_call0(function: &TypedFunction<(), ()>) {
+    black_box(0);
     function.call(()).unwrap()
 }
 
 #[inline(never)]
 fn typed_call3(function: &TypedFunction<(i64, i64, i64), i64>, a: i64, b: i64, c: i64) -> i64 {
+    black_box(1);
     function.call((a, b, c)).unwrap()
 }
 
 #[inline(never)]
 fn typed_call_tensor<'a>(function: &TypedFunction<(&'a Tensor,), i64>, tensor: &'a Tensor) -> i64 {
+    black_box(2);
     function.call((tensor,)).unwrap()
 }
 
@@ -78,7 +103,7 @@ fn fixture() -> Fixture {
 #[divan::bench(name = "raw_safe_call/args0")]
 fn raw_args0(bencher: Bencher) {
     let f = fixture();
-    bencher.bench_local(|| raw_call(black_box(&f.functions[0]), black_box(&[])));
+    bencher.bench_local(|| enter_raw_args0(black_box(&f.functions[0]), black_box(&[])));
 }
 
 #[divan::bench(name = "raw_safe_call/ints3")]
@@ -89,20 +114,20 @@ fn raw_ints3(bencher: Bencher) {
         *AnyView::from(2i64).as_raw(),
         *AnyView::from(3i64).as_raw(),
     ];
-    bencher.bench_local(|| raw_call(black_box(&f.functions[1]), black_box(&args)));
+    bencher.bench_local(|| enter_raw_ints3(black_box(&f.functions[1]), black_box(&args)));
 }
 
 #[divan::bench(name = "raw_safe_call/tensor1")]
 fn raw_tensor1(bencher: Bencher) {
     let f = fixture();
     let args = [*AnyView::from(&f.tensor).as_raw()];
-    bencher.bench_local(|| raw_call(black_box(&f.functions[2]), black_box(&args)));
+    bencher.bench_local(|| enter_raw_tensor1(black_box(&f.functions[2]), black_box(&args)));
 }
 
 #[divan::bench(name = "dynamic_call/args0")]
 fn dynamic_args0(bencher: Bencher) {
     let f = fixture();
-    bencher.bench_local(|| dynamic_call(black_box(&f.functions[0]), black_box(&[])));
+    bencher.bench_local(|| enter_dynamic_args0(black_box(&f.functions[0]), black_box(&[])));
 }
 
 #[divan::bench(name = "dynamic_call/ints3")]
@@ -113,14 +138,14 @@ fn dynamic_ints3(bencher: Bencher) {
         AnyView::from(2i64),
         AnyView::from(3i64),
     ];
-    bencher.bench_local(|| dynamic_call(black_box(&f.functions[1]), black_box(&args)));
+    bencher.bench_local(|| enter_dynamic_ints3(black_box(&f.functions[1]), black_box(&args)));
 }
 
 #[divan::bench(name = "dynamic_call/tensor1")]
 fn dynamic_tensor1(bencher: Bencher) {
     let f = fixture();
     let args = [AnyView::from(&f.tensor)];
-    bencher.bench_local(|| dynamic_call(black_box(&f.functions[2]), black_box(&args)));
+    bencher.bench_local(|| enter_dynamic_tensor1(black_box(&f.functions[2]), black_box(&args)));
 }
 
 #[divan::bench(name = "typed_call/args0")]

@@ -9,7 +9,7 @@ mod trampoline;
 mod typed;
 
 pub(crate) use trampoline::guard;
-pub use typed::{ArgEncode, ArgList, ArgScratch, IntoReturn, IntoTypedFunction, TypedFunction};
+pub use typed::{ArgEncode, ArgList, IntoReturn, IntoTypedFunction, TypedFunction};
 
 use core::ffi::{c_int, c_void};
 use core::fmt;
@@ -240,7 +240,7 @@ impl Function {
     }
 
     /// Calls with borrowed arguments and returns the owned result.
-    #[inline]
+    #[inline(always)]
     pub fn call(&self, args: &[AnyView<'_>]) -> Result<Any> {
         let Ok(num_args) = i32::try_from(args.len()) else {
             return Err(Error::new(

@@ -19,21 +19,19 @@ use crate::error::{Error, ErrorKind, Result};
 /// `encode` must return a valid borrowed value (see [`AnyView::from_raw`]) that stays valid
 /// while both `self` and `scratch` are alive and unchanged.
 pub unsafe trait ArgEncode {
-    /// Encodes `self`; `scratch` outlives the call and may hold data the value points to.
-    fn encode(&self, scratch: &mut ArgScratch) -> TVMFFIAny;
-}
+    /// Storage on the caller's stack that lives for the call (zero-sized for values that
+    /// need none).
+    type Scratch: Default;
 
-/// Per-argument storage that lives on the caller's stack for the duration of a typed call.
-#[derive(Default)]
-pub struct ArgScratch {
-    bytes: Option<TVMFFIByteArray>,
-    owned: Any,
+    /// Encodes `self`; `scratch` outlives the call and may hold data the value points to.
+    fn encode(&self, scratch: &mut Self::Scratch) -> TVMFFIAny;
 }
 
 // SAFETY: references encode what they point at, which outlives the call.
 unsafe impl<T: ArgEncode + ?Sized> ArgEncode for &T {
+    type Scratch = T::Scratch;
     #[inline(always)]
-    fn encode(&self, scratch: &mut ArgScratch) -> TVMFFIAny {
+    fn encode(&self, scratch: &mut Self::Scratch) -> TVMFFIAny {
         (**self).encode(scratch)
     }
 }
@@ -43,8 +41,9 @@ macro_rules! encode_pod {
     ($($ty:ty),*) => {$(
         // SAFETY: POD values reference no memory.
         unsafe impl ArgEncode for $ty {
+            type Scratch = ();
             #[inline(always)]
-            fn encode(&self, _: &mut ArgScratch) -> TVMFFIAny {
+            fn encode(&self, _: &mut ()) -> TVMFFIAny {
                 *AnyView::from(*self).as_raw()
             }
         }
@@ -69,8 +68,9 @@ encode_pod!(
 // SAFETY: short strings are copied inline; long ones into a String object the scratch slot
 // owns for the call. (A borrowed byte array would be read as Bytes by C++ callees.)
 unsafe impl ArgEncode for str {
+    type Scratch = Any;
     #[inline(always)]
-    fn encode(&self, scratch: &mut ArgScratch) -> TVMFFIAny {
+    fn encode(&self, scratch: &mut Any) -> TVMFFIAny {
         if self.len() <= crate::string::SMALL_STRING_MAX_LEN {
             let mut inline = [0u8; 8];
             inline[..self.len()].copy_from_slice(self.as_bytes());
@@ -80,32 +80,35 @@ unsafe impl ArgEncode for str {
                 value: TVMFFIAnyValue { v_bytes: inline },
             };
         }
-        scratch.owned = Any::from(self);
-        *scratch.owned.as_raw()
+        *scratch = Any::from(self);
+        *scratch.as_raw()
     }
 }
 
 // SAFETY: a borrowed C string (RawStr), alive for the call: the zero-copy way to pass text.
 unsafe impl ArgEncode for core::ffi::CStr {
+    type Scratch = ();
     #[inline(always)]
-    fn encode(&self, _: &mut ArgScratch) -> TVMFFIAny {
+    fn encode(&self, _: &mut ()) -> TVMFFIAny {
         *AnyView::from(self).as_raw()
     }
 }
 
 // SAFETY: as for `str`.
 unsafe impl ArgEncode for std::string::String {
+    type Scratch = Any;
     #[inline(always)]
-    fn encode(&self, scratch: &mut ArgScratch) -> TVMFFIAny {
+    fn encode(&self, scratch: &mut Any) -> TVMFFIAny {
         self.as_str().encode(scratch)
     }
 }
 
 // SAFETY: the byte array in `scratch` points at `self`, both alive for the call.
 unsafe impl ArgEncode for [u8] {
+    type Scratch = Option<TVMFFIByteArray>;
     #[inline(always)]
-    fn encode(&self, scratch: &mut ArgScratch) -> TVMFFIAny {
-        let bytes = scratch.bytes.insert(TVMFFIByteArray {
+    fn encode(&self, scratch: &mut Option<TVMFFIByteArray>) -> TVMFFIAny {
+        let bytes = scratch.insert(TVMFFIByteArray {
             data: self.as_ptr().cast(),
             size: self.len(),
         });
@@ -121,24 +124,27 @@ unsafe impl ArgEncode for [u8] {
 
 // SAFETY: an owned value viewed while `self` is alive.
 unsafe impl ArgEncode for Any {
+    type Scratch = ();
     #[inline(always)]
-    fn encode(&self, _: &mut ArgScratch) -> TVMFFIAny {
+    fn encode(&self, _: &mut ()) -> TVMFFIAny {
         *self.as_raw()
     }
 }
 
 // SAFETY: a view is valid for its own lifetime, which outlives the borrow of `self`.
 unsafe impl ArgEncode for AnyView<'_> {
+    type Scratch = ();
     #[inline(always)]
-    fn encode(&self, _: &mut ArgScratch) -> TVMFFIAny {
+    fn encode(&self, _: &mut ()) -> TVMFFIAny {
         *self.as_raw()
     }
 }
 
 // SAFETY: None or the inner value's encoding.
 unsafe impl<T: ArgEncode> ArgEncode for Option<T> {
+    type Scratch = T::Scratch;
     #[inline(always)]
-    fn encode(&self, scratch: &mut ArgScratch) -> TVMFFIAny {
+    fn encode(&self, scratch: &mut T::Scratch) -> TVMFFIAny {
         match self {
             Some(value) => value.encode(scratch),
             None => TVMFFIAny::NONE,
@@ -151,8 +157,9 @@ macro_rules! encode_by_view {
     ($($ty:ty),*) => {$(
         // SAFETY: a view of an object (or inline value) `self` keeps alive.
         unsafe impl ArgEncode for $ty {
+            type Scratch = ();
             #[inline(always)]
-            fn encode(&self, _: &mut ArgScratch) -> TVMFFIAny {
+            fn encode(&self, _: &mut ()) -> TVMFFIAny {
                 *AnyView::from(self).as_raw()
             }
         }
@@ -175,8 +182,9 @@ encode_by_view!(
 
 // SAFETY: a view of an object `self` keeps alive.
 unsafe impl<T: crate::ObjectType> ArgEncode for crate::Obj<T> {
+    type Scratch = ();
     #[inline(always)]
-    fn encode(&self, _: &mut ArgScratch) -> TVMFFIAny {
+    fn encode(&self, _: &mut ()) -> TVMFFIAny {
         *AnyView::from(self).as_raw()
     }
 }
@@ -242,12 +250,11 @@ macro_rules! typed_arity {
             const LEN: usize = $len;
 
             #[inline(always)]
-            #[allow(unused_variables, non_snake_case)]
+            #[allow(unused_variables, unused_mut, non_snake_case)]
             fn invoke(&self, function: &Function) -> Result<Any> {
-                let mut scratch: [ArgScratch; $len] = Default::default();
-                #[allow(unused_mut)]
-                let mut cells = scratch.iter_mut();
-                let args: [TVMFFIAny; $len] = [$(self.$idx.encode(cells.next().expect("one scratch cell per argument"))),*];
+                #[allow(clippy::let_unit_value)]
+                let mut scratch = ($($arg::Scratch::default(),)*);
+                let args: [TVMFFIAny; $len] = [$(self.$idx.encode(&mut scratch.$idx)),*];
                 let mut result = Any::none();
                 // SAFETY: every argument is a valid view while `self` and `scratch` live, and
                 // `result` holds None.

@@ -62,30 +62,29 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
     result: *mut TVMFFIAny,
 ) -> c_int {
     if func.is_null() {
-        return guard_status(|| {
-            Err(Error::new(
-                ErrorKind::VALUE_ERROR,
-                "argument `func` is NULL",
-            ))
-        });
+        return null_function();
     }
-    // SAFETY: the caller passes a live Function object, whose cell follows the header.
-    let cell = unsafe {
-        &*func
+    // SAFETY: the caller passes a live Function object, whose cell follows the header. Every
+    // Function object has a non-NULL `safe_call` (the ABI requires it; the official runtime
+    // jumps through it unchecked too), so this is a single checked-NULL tail call.
+    unsafe {
+        let cell = &*func
             .cast::<TVMFFIObject>()
             .add(1)
-            .cast::<TVMFFIFunctionCell>()
-    };
-    match cell.safe_call {
-        // SAFETY: forwarded from the caller.
-        Some(safe_call) => unsafe { safe_call(func, args, num_args, result) },
-        None => guard_status(|| {
-            Err(Error::new(
-                ErrorKind::INTERNAL_ERROR,
-                "function object has no safe_call",
-            ))
-        }),
+            .cast::<TVMFFIFunctionCell>();
+        (cell.safe_call.unwrap_unchecked())(func, args, num_args, result)
     }
+}
+
+#[cold]
+#[inline(never)]
+extern "C" fn null_function() -> c_int {
+    guard_status(|| {
+        Err(Error::new(
+            ErrorKind::VALUE_ERROR,
+            "argument `func` is NULL",
+        ))
+    })
 }
 
 /// A registry entry.
