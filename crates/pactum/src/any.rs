@@ -290,7 +290,7 @@ impl<'a> AnyView<'a> {
             TVMFFITypeIndex::RAW_STR => {
                 // SAFETY: the view's contract keeps the C string valid for 'a.
                 let bytes = unsafe { CStr::from_ptr(raw.value.v_c_str) }.to_bytes();
-                Ok(crate::String::from_bytes_unchecked(bytes).into())
+                Ok(crate::String::value_from_bytes(bytes))
             }
             TVMFFITypeIndex::BYTE_ARRAY_PTR => {
                 // SAFETY: the view's contract keeps the byte array valid for 'a.

@@ -259,7 +259,8 @@ impl Error {
         unsafe { (runtime::api().TVMFFIErrorMoveFromRaised)(&mut handle) };
         let ptr = core::ptr::NonNull::new(handle.cast::<TVMFFIObject>())?;
         // SAFETY: MoveFromRaised hands us a strong reference.
-        ObjectRef::from_raw_owned_checked(ptr)
+        // SAFETY: MoveFromRaised hands over the slot's strong reference.
+        unsafe { ObjectRef::from_raw_owned(ptr) }
             .downcast::<Error>()
             .ok()
     }
@@ -292,14 +293,6 @@ impl Error {
     /// The untyped object.
     pub fn as_object_ref(&self) -> &ObjectRef {
         &self.0
-    }
-}
-
-impl ObjectRef {
-    /// Takes an owned reference (used where a C API hands one back).
-    pub(crate) fn from_raw_owned_checked(ptr: core::ptr::NonNull<TVMFFIObject>) -> ObjectRef {
-        // SAFETY: callers pass pointers the runtime returned as new references.
-        unsafe { ObjectRef::from_raw_owned(ptr) }
     }
 }
 

@@ -98,20 +98,16 @@ impl String {
         ))
     }
 
-    /// Copies bytes that the caller has not checked for UTF-8 (used for C strings).
-    pub(crate) fn from_bytes_unchecked(bytes: &[u8]) -> String {
-        String(new_value(
-            bytes,
-            TVMFFITypeIndex::SMALL_STR,
-            TVMFFITypeIndex::STR,
-        ))
+    /// A string value (SmallStr or Str) holding `bytes`, which need not be UTF-8: C strings
+    /// and registry names are byte strings. Returned as `Any`, since a `String` promises UTF-8.
+    pub(crate) fn value_from_bytes(bytes: &[u8]) -> Any {
+        new_value(bytes, TVMFFITypeIndex::SMALL_STR, TVMFFITypeIndex::STR)
     }
 
     /// The text.
     pub fn as_str(&self) -> &str {
         let bytes = view_bytes(self.0.as_view()).unwrap_or(&[]);
-        // Invariant: a String is built from a `&str` or checked when converted from a value;
-        // foreign C strings come in through `to_any`, which the `FromAny` check covers.
+        // Invariant: a String is built from a `&str` or checked when converted from a value.
         core::str::from_utf8(bytes).unwrap_or_default()
     }
 

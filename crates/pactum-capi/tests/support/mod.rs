@@ -11,18 +11,15 @@ pub fn repo_root() -> PathBuf {
         .expect("repository root")
 }
 
-/// The directory holding the `libtvm_ffi.so` cargo built for this test run.
+/// The directory holding the `libtvm_ffi.so` cargo built for this test run: the test binary's
+/// own `deps/` directory. Cargo refreshes the library there for tests but does not copy it up
+/// to `target/<profile>/`, where a stale copy may sit.
 pub fn pactum_libdir() -> PathBuf {
-    // target/<profile>/deps/<test-binary>
     let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target profile directory")
-        .to_path_buf();
+    let dir = exe.parent().expect("target/<profile>/deps").to_path_buf();
     assert!(
         dir.join("libtvm_ffi.so").exists(),
-        "{} has no libtvm_ffi.so; build pactum-capi first",
+        "{} has no libtvm_ffi.so",
         dir.display()
     );
     dir

@@ -304,7 +304,8 @@ impl Function {
             return None;
         }
         let ptr = core::ptr::NonNull::new(handle.cast())?;
-        ObjectRef::from_raw_owned_checked(ptr)
+        // SAFETY: GetGlobal returns a new strong reference.
+        unsafe { ObjectRef::from_raw_owned(ptr) }
             .downcast::<Function>()
             .ok()
     }

@@ -118,14 +118,40 @@ pub(crate) fn prepare_module_loading() -> crate::Result<()> {
     }
 }
 
-/// Whether a dynamic type index is known to the runtime (so `TVMFFIGetTypeInfo` may be asked).
+/// Whether a dynamic type index is known to the runtime, so `TVMFFIGetTypeInfo` may be asked
+/// about it (the official runtime exits the process on an unregistered index).
 pub(crate) fn type_index_is_registered(type_index: i32) -> bool {
     match runtime().kind {
         RuntimeKind::Builtin => provider::type_index_is_registered(type_index),
-        // A host runtime only hands out indices of registered types; we ask it by key-less
-        // probing is impossible, so trust indices that come from live objects.
-        RuntimeKind::Host { .. } => true,
+        RuntimeKind::Host { .. } => host_type_index_is_registered(type_index),
     }
+}
+
+/// Checks an index against the host runtime's registered keys (`ffi.GetRegisteredTypeKeys`,
+/// then `TVMFFITypeKeyToIndex`), caching what it learns and refreshing on a miss.
+fn host_type_index_is_registered(type_index: i32) -> bool {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static KNOWN: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    if known.as_ref().is_some_and(|k| k.contains(&type_index)) {
+        return true;
+    }
+    let Some(list_keys) = crate::Function::get_global("ffi.GetRegisteredTypeKeys") else {
+        return false;
+    };
+    let Ok(keys) = list_keys.call_typed::<_, crate::Array>(()) else {
+        drop(crate::Error::take_raised());
+        return false;
+    };
+    let indices = keys.iter().filter_map(|key| {
+        let key = key.get::<&str>().ok()?;
+        crate::object::type_index_of_key(key).ok()
+    });
+    let refreshed: HashSet<i32> = indices.collect();
+    let found = refreshed.contains(&type_index);
+    *known = Some(refreshed);
+    found
 }
 
 /// A payload destructor panicked inside an object deleter, where nothing can be reported to

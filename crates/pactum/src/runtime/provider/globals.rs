@@ -556,7 +556,7 @@ fn registry_globals() -> Vec<BuiltinGlobal> {
                 let name = names
                     .get(index as usize)
                     .ok_or_else(|| index_error(index, names.len()))?;
-                Ok(crate::String::from_bytes_unchecked(name).into())
+                Ok(crate::String::value_from_bytes(name))
             })
             .into())
         }),
@@ -569,7 +569,7 @@ fn registry_globals() -> Vec<BuiltinGlobal> {
                     format!("Global Function is not found: {}", name.as_str()),
                 )
             })?;
-            Ok(crate::String::from_bytes_unchecked(&entry.metadata).into())
+            Ok(crate::String::value_from_bytes(&entry.metadata))
         }),
         typed(
             "ffi.FunctionFromExternC",

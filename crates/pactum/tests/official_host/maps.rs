@@ -10,7 +10,7 @@
 //! Run it with
 //!
 //! ```text
-//! cd /work/main && cargo test -p pactum --test map_vs_official
+//! cargo test -p pactum --test official_host maps
 //! ```
 //!
 //! (`scripts/test.sh` runs it with the rest of the workspace.) The library is found through
@@ -75,7 +75,7 @@ fn load_official() -> Result<PathBuf, String> {
 
 /// Loads the official library before anything else touches pactum; false when skipped.
 /// Every test calls this first.
-fn official() -> bool {
+pub(crate) fn official() -> bool {
     static LOADED: OnceLock<bool> = OnceLock::new();
     *LOADED.get_or_init(|| match load_official() {
         Ok(path) => {
