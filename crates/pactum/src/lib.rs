@@ -31,6 +31,7 @@ pub mod any;
 pub mod containers;
 pub mod dtype;
 pub mod error;
+pub mod export;
 pub mod function;
 pub mod module;
 pub mod object;
@@ -38,6 +39,7 @@ pub mod runtime;
 pub mod shape;
 pub mod string;
 pub mod tensor;
+pub mod tensor_view;
 
 pub use any::{Any, AnyView, FromAny, FromAnyView, OpaquePtr};
 pub use containers::{Array, Dict, List, Map};
@@ -49,6 +51,12 @@ pub use object::{Obj, ObjectRef, ObjectRefType, ObjectType, WeakObjectRef};
 pub use shape::Shape;
 pub use string::{Bytes, String};
 pub use tensor::{Element, Tensor};
+pub use tensor_view::{AnyDType, TensorView, TensorViewMut};
+
+/// Exports a Rust function as a TVM FFI packed function of the library being built
+/// (`__tvm_ffi_<name>`, with `__tvm_ffi__metadata_<name>` and `__tvm_ffi__doc_<name>`).
+/// See [`export`](mod@export).
+pub use pactum_macros::export;
 
 /// The raw ABI layer this crate is built on.
 pub use pactum_sys as sys;

@@ -25,8 +25,9 @@ use crate::object::{ObjectBox, ObjectRef, ObjectRefType, header, new_object_box}
 
 /// Where a module's symbols come from.
 enum Symbols {
-    /// A `dlopen`ed shared library (closed when the last module or function using it dies).
-    Library(libloading::os::unix::Library),
+    /// A `dlopen`ed shared library. It is never closed: objects the library made (strings,
+    /// functions, tensors) carry deleters in its code and may outlive every module handle.
+    Library(core::mem::ManuallyDrop<libloading::os::unix::Library>),
     /// Symbols registered with `TVMFFIEnvModRegisterSystemLibSymbol`, looked up under a prefix.
     System { prefix: std::string::String },
 }
@@ -388,7 +389,9 @@ fn load_shared_library(path: &str) -> Result<Module> {
             format!("Check failed: (lib_handle_ != nullptr) is false: Failed to load dynamic shared library {path} {detail}"),
         )
     })?;
-    finish_library_load(Arc::new(Symbols::Library(library)))
+    finish_library_load(Arc::new(Symbols::Library(core::mem::ManuallyDrop::new(
+        library,
+    ))))
 }
 
 /// `ModuleImportModule`: refuses cycles.
