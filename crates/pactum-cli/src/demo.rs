@@ -164,8 +164,74 @@ pub fn run() -> Result<()> {
         }
         Err(reason) => println!("skipped (needs a C compiler): {reason:#}"),
     }
+    step("9. The example kernels: a Rust library exported with #[pactum::export]");
+    kernels()?;
+
     ensure!(Error::take_raised().is_none(), "no error left behind");
     println!("\nall demo steps passed");
+    Ok(())
+}
+
+/// Where the example kernels library is: `$PACTUM_KERNELS_LIB`, or next to this executable
+/// (`cargo build -p pactum-example-kernels` puts it there).
+fn kernels_path() -> Result<std::path::PathBuf> {
+    if let Some(path) = std::env::var_os("PACTUM_KERNELS_LIB") {
+        return Ok(path.into());
+    }
+    let exe = std::env::current_exe().context("locating the pactum executable")?;
+    let path = exe.with_file_name("libpactum_example_kernels.so");
+    ensure!(
+        path.exists(),
+        "{} is missing; build it with `cargo build -p pactum-example-kernels` (the README's demo command does)",
+        path.display()
+    );
+    Ok(path)
+}
+
+fn kernels() -> Result<()> {
+    let path = kernels_path()?;
+    let module = Module::load(&path)?;
+    println!("loaded {}", display(&path));
+    for name in ["add_one", "matmul", "apply_twice"] {
+        let metadata = module.function_metadata(name)?.context("metadata")?;
+        let signature = crate::library::parse_metadata(metadata.as_str())?;
+        let doc = module
+            .function_doc(name)?
+            .map(|d| d.as_str().to_owned())
+            .unwrap_or_default();
+        println!("  {}  -- {doc}", signature.render(name));
+    }
+
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3])?;
+    let y = Tensor::empty(&[3], DataType::F32)?;
+    module.function("add_one")?.call_typed::<_, ()>((&x, &y))?;
+    println!(
+        "add_one([1, 2, 3], y) wrote y = {:?} in place (zero copy)",
+        y.to_vec::<f32>()?
+    );
+    ensure!(y.to_vec::<f32>()? == vec![2.0, 3.0, 4.0]);
+
+    let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+    let product: Tensor = module.function("matmul")?.call_typed((&a, &a))?;
+    println!(
+        "matmul(a, a) = {:?} (a new tensor made by the library)",
+        product.to_vec::<f32>()?
+    );
+    ensure!(product.to_vec::<f32>()? == vec![7.0, 10.0, 15.0, 22.0]);
+
+    let callback = Function::from_typed(|v: i64| v * 10);
+    let twice: i64 = module
+        .function("apply_twice")?
+        .call_typed((&callback, 4i64))?;
+    println!("apply_twice(|v| v * 10, 4) = {twice} (the library called back into this program)");
+    ensure!(twice == 80);
+
+    let error = module
+        .function("add_one")?
+        .call_typed::<_, ()>((&x, &x))
+        .unwrap_err();
+    println!("add_one(x, x) -> {error}");
+    ensure!(error.kind() == "ValueError");
     Ok(())
 }
 

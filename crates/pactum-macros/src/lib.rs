@@ -46,6 +46,19 @@ fn elided(ty: &Type) -> Type {
     ty
 }
 
+/// Whether a parameter type is a tensor view (`TensorView<...>` or `TensorViewMut<...>`),
+/// which is told its parameter name for its own error messages.
+fn is_tensor_view(ty: &Type) -> bool {
+    match ty {
+        Type::Path(path) => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "TensorView" || s.ident == "TensorViewMut"),
+        _ => false,
+    }
+}
+
 /// Whether a parameter type is a writable tensor view (`TensorViewMut<...>`).
 fn is_mutable_view(ty: &Type) -> bool {
     match ty {
@@ -168,6 +181,7 @@ fn expand(attr: TokenStream2, function: ItemFn) -> syn::Result<TokenStream2> {
     let metadata = format_ident!("__tvm_ffi__metadata_{}", name);
     let doc_symbol = format_ident!("__tvm_ffi__doc_{}", name);
     let private = quote!(::pactum::export::__private);
+    let param_count = param_types.len();
     let mutable: Vec<usize> = param_types
         .iter()
         .enumerate()
@@ -180,14 +194,16 @@ fn expand(attr: TokenStream2, function: ItemFn) -> syn::Result<TokenStream2> {
         .collect();
     let extract = param_types.iter().enumerate().map(|(i, ty)| {
         let arg = &args[i];
+        let name = &param_names[i];
+        let named = if is_tensor_view(ty) { quote!(.__with_argument_name(#name)) } else { quote!() };
         if is_mutable_view(ty) {
             quote_spanned! {ty.span()=>
                 // The overlap check above makes this view the only access to its memory.
-                let #arg: #ty = unsafe { #private::arg_mut(&__PACTUM_SIGNATURE, __args, #i) }?;
+                let #arg: #ty = unsafe { #private::arg_mut::<#ty>(&__PACTUM_SIGNATURE, __args, #i) }?#named;
             }
         } else {
             quote_spanned! {ty.span()=>
-                let #arg: #ty = #private::arg(&__PACTUM_SIGNATURE, __args, #i)?;
+                let #arg: #ty = #private::arg::<#ty>(&__PACTUM_SIGNATURE, __args, #i)?#named;
             }
         }
     });
@@ -246,7 +262,7 @@ fn expand(attr: TokenStream2, function: ItemFn) -> syn::Result<TokenStream2> {
                 result: *mut #private::TVMFFIAny,
             ) -> ::core::ffi::c_int {
                 let body = |__args: &[::pactum::AnyView<'_>]| -> ::pactum::Result<::pactum::Any> {
-                    #private::check_arity(&__PACTUM_SIGNATURE, __args)?;
+                    #private::check_arity(&__PACTUM_SIGNATURE, __args, #param_count)?;
                     #alias_check
                     #(#extract)*
                     #private::IntoReturn::into_return(#fn_ident(#(#args),*))

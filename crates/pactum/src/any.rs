@@ -835,8 +835,14 @@ impl<'a> FromAnyView<'a> for std::string::String {
 from_any_via_view!(std::string::String);
 
 impl<'a> FromAnyView<'a> for &'a [u8] {
+    /// Bytes values only (like the official runtime: a string is not accepted as bytes).
     fn from_any_view(view: &'a AnyView<'_>) -> Result<Self> {
-        view_bytes(view).ok_or_else(|| type_mismatch("bytes", view.raw.type_index))
+        match TVMFFITypeIndex(view.raw.type_index) {
+            TVMFFITypeIndex::BYTE_ARRAY_PTR
+            | TVMFFITypeIndex::SMALL_BYTES
+            | TVMFFITypeIndex::BYTES => Ok(view_bytes(view).unwrap_or(&[])),
+            _ => Err(type_mismatch("bytes", view.raw.type_index)),
+        }
     }
 }
 

@@ -158,7 +158,12 @@ impl Signature {
             let schemas = params.iter().map(|(_, s)| s.as_ref()).collect::<Vec<_>>().join(",");
             let schema = format!(r#"{{"type":"ffi.Function","named_args":{{"return":[{ret_schema}],"params":[{schemas}]}}}}"#);
             let names = self.params.iter().map(|n| json_string(n)).collect::<Vec<_>>().join(",");
-            let metadata = format!(r#"{{"type_schema":{},"arg_names":[{names}]}}"#, json_string(&schema));
+            let types = params.iter().map(|(t, _)| json_string(t)).collect::<Vec<_>>().join(",");
+            let metadata = format!(
+                r#"{{"type_schema":{},"arg_names":[{names}],"arg_types":[{types}],"return_type":{}}}"#,
+                json_string(&schema),
+                json_string(&ret_text)
+            );
             (signature, metadata)
         })
     }
@@ -207,9 +212,32 @@ pub mod __private {
     /// result slot is handled like every pactum function's.
     ///
     /// # Safety
-    /// The `TVMFFISafeCallType` contract: `args` holds `num_args` valid values for the call.
+    /// The `TVMFFISafeCallType` contract: `args` holds `num_args` valid values for the call,
+    /// and `result` is a valid result slot.
     #[inline(always)]
     pub unsafe fn entry(
+        args: *const TVMFFIAny,
+        num_args: i32,
+        result: *mut TVMFFIAny,
+        body: impl for<'a> FnOnce(&'a [AnyView<'a>]) -> Result<Any>,
+    ) -> core::ffi::c_int {
+        let occupied = result.is_null() || {
+            // SAFETY: the caller passes a valid result slot; NULL was ruled out just above.
+            let preset = unsafe { (*result).type_index };
+            preset >= pactum_sys::tvm_ffi::TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0
+        };
+        if occupied {
+            // SAFETY: forwarded from the caller.
+            return unsafe { entry_with_occupied_slot(args, num_args, result, body) };
+        }
+        // SAFETY: forwarded from the caller; the slot holds no object.
+        unsafe { run(args, num_args, result, body) }
+    }
+
+    /// The rare case of a result slot that still holds an object (or is NULL).
+    #[cold]
+    #[inline(never)]
+    unsafe fn entry_with_occupied_slot(
         args: *const TVMFFIAny,
         num_args: i32,
         result: *mut TVMFFIAny,
@@ -219,22 +247,38 @@ pub mod __private {
             Ok(slot) => slot,
             Err(error) => return guard(|| Err(error)),
         };
-        let rc = guard(|| {
+        // SAFETY: forwarded from the caller; `prepare` left None in the slot.
+        slot.finish(unsafe { run(args, num_args, result, body) })
+    }
+
+    /// Runs the body and writes its result into a slot that holds no object.
+    ///
+    /// # Safety
+    /// As for [`entry`], with `result` non-NULL and holding no object.
+    #[inline(always)]
+    unsafe fn run(
+        args: *const TVMFFIAny,
+        num_args: i32,
+        result: *mut TVMFFIAny,
+        body: impl for<'a> FnOnce(&'a [AnyView<'a>]) -> Result<Any>,
+    ) -> core::ffi::c_int {
+        guard(|| {
             // SAFETY: forwarded from the caller.
             let args =
                 unsafe { AnyView::slice_from_raw(args, usize::try_from(num_args).unwrap_or(0)) };
             let value = body(args)?;
-            // SAFETY: the prepared slot holds None; the caller now owns `value`.
+            // SAFETY: the slot holds no object, so overwriting leaks nothing; the caller now
+            // owns `value`.
             unsafe { result.write(value.into_raw()) };
             Ok(())
-        });
-        slot.finish(rc)
+        })
     }
 
-    /// Checks the argument count.
+    /// Checks the argument count (`expected` is a literal from the macro, so the compiler can
+    /// drop the bounds checks of the argument reads that follow).
     #[inline(always)]
-    pub fn check_arity(signature: &Signature, args: &[AnyView<'_>]) -> Result<()> {
-        if args.len() == signature.params.len() {
+    pub fn check_arity(signature: &Signature, args: &[AnyView<'_>], expected: usize) -> Result<()> {
+        if args.len() == expected {
             Ok(())
         } else {
             Err(arity_error(signature, args.len()))

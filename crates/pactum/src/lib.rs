@@ -34,6 +34,7 @@ pub mod error;
 pub mod export;
 pub mod function;
 pub mod module;
+pub mod npy;
 pub mod object;
 pub mod runtime;
 pub mod shape;

@@ -37,6 +37,7 @@ impl<T: Element> ElementSpec for T {
 }
 
 /// The `DLTensor` an argument carries, if it is a tensor.
+#[inline]
 fn dl_tensor_of<'a>(view: &'a AnyView<'_>) -> Option<&'a DLTensor> {
     let raw = view.as_raw();
     match TVMFFITypeIndex(raw.type_index) {
@@ -59,6 +60,7 @@ fn expectation<T: ElementSpec, const NDIM: i32>() -> std::string::String {
     }
 }
 
+#[inline]
 fn check<T: ElementSpec, const NDIM: i32>(view: &AnyView<'_>) -> Result<*const DLTensor> {
     let Some(tensor) = dl_tensor_of(view) else {
         return Err(type_mismatch(&expectation::<T, NDIM>(), view.type_index()));
@@ -154,7 +156,27 @@ macro_rules! view_accessors {
             unsafe { is_contiguous_raw(self.dl_tensor()) }
         }
 
+        /// Names the argument in the errors this view reports (exported functions do this).
+        #[doc(hidden)]
+        pub fn __with_argument_name(mut self, name: &'static str) -> Self {
+            self.argument = name;
+            self
+        }
+
         fn check_host_slice<E: Element>(&self) -> Result<usize> {
+            self.check_host_slice_unnamed::<E>().map_err(|e| {
+                if self.argument.is_empty() {
+                    e
+                } else {
+                    Error::new(
+                        &e.kind(),
+                        format!("argument `{}`: {}", self.argument, e.message()),
+                    )
+                }
+            })
+        }
+
+        fn check_host_slice_unnamed<E: Element>(&self) -> Result<usize> {
             if self.device().device_type != DLDeviceType::CPU {
                 return Err(Error::new(
                     ErrorKind::VALUE_ERROR,
@@ -225,6 +247,7 @@ type WriteMarker<'a, T> = (&'a mut DLTensor, fn() -> T);
 /// A read-only tensor argument.
 pub struct TensorView<'a, T: ElementSpec = AnyDType, const NDIM: i32 = { ANY_NDIM }> {
     tensor: *const DLTensor,
+    argument: &'static str,
     _marker: PhantomData<ReadMarker<'a, T>>,
 }
 
@@ -232,9 +255,11 @@ impl<'a, T: ElementSpec, const NDIM: i32> TensorView<'a, T, NDIM> {
     view_accessors!();
 
     /// Checks and wraps a tensor argument.
+    #[inline]
     pub fn new(view: &'a AnyView<'_>) -> Result<Self> {
         Ok(TensorView {
             tensor: check::<T, NDIM>(view)?,
+            argument: "",
             _marker: PhantomData,
         })
     }
@@ -261,6 +286,7 @@ impl<'a, E: Element, const NDIM: i32> TensorView<'a, E, NDIM> {
 }
 
 impl<'a, T: ElementSpec, const NDIM: i32> FromAnyView<'a> for TensorView<'a, T, NDIM> {
+    #[inline]
     fn from_any_view(view: &'a AnyView<'_>) -> Result<Self> {
         TensorView::new(view)
     }
@@ -279,6 +305,7 @@ impl<T: ElementSpec, const NDIM: i32> fmt::Debug for TensorView<'_, T, NDIM> {
 /// overlaps a mutable view's (`check_no_alias`), so its slice is the only access.
 pub struct TensorViewMut<'a, T: ElementSpec = AnyDType, const NDIM: i32 = { ANY_NDIM }> {
     tensor: *const DLTensor,
+    argument: &'static str,
     _marker: PhantomData<WriteMarker<'a, T>>,
 }
 
@@ -286,6 +313,7 @@ impl<'a, T: ElementSpec, const NDIM: i32> TensorViewMut<'a, T, NDIM> {
     view_accessors!();
 
     /// Checks and wraps a tensor argument.
+    #[inline]
     ///
     /// # Safety
     /// Nothing else may access the tensor's memory while the view is alive (exported
@@ -293,6 +321,7 @@ impl<'a, T: ElementSpec, const NDIM: i32> TensorViewMut<'a, T, NDIM> {
     pub unsafe fn new(view: &'a AnyView<'_>) -> Result<Self> {
         Ok(TensorViewMut {
             tensor: check::<T, NDIM>(view)?,
+            argument: "",
             _marker: PhantomData,
         })
     }

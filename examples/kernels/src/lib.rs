@@ -67,7 +67,8 @@ pub fn matmul(a: TensorView<'_, f32, 2>, b: TensorView<'_, f32, 2>) -> Result<Te
 /// The sum of all elements of a float32 tensor (accumulated in float64).
 #[pactum::export]
 pub fn sum(x: TensorView<'_, f32>) -> Result<f64> {
-    Ok(x.as_slice()?.iter().map(|&v| f64::from(v)).sum())
+    // A fold from +0.0: `Sum` for floats starts at -0.0, which an empty input would return.
+    Ok(x.as_slice()?.iter().fold(0.0, |acc, &v| acc + f64::from(v)))
 }
 
 /// `n` evenly spaced float32 values from `start` to `stop` inclusive, as a new tensor.
@@ -197,3 +198,28 @@ pub fn nop_i3(_a: i64, _b: i64, _c: i64) {}
 /// Takes a tensor and does nothing (for call-overhead benchmarks).
 #[pactum::export]
 pub fn nop_tensor(_x: TensorView<'_>) {}
+
+/// Calls `callback()`, which must fail, and returns what reached Rust: `[kind, message]`.
+#[pactum::export]
+pub fn error_of(callback: Function) -> Result<Array> {
+    match callback.call(&[]) {
+        Ok(_) => bail!(
+            ValueError,
+            "the callback returned instead of raising an error"
+        ),
+        Err(error) => Ok(Array::new([
+            Any::from(error.kind().as_ref()),
+            Any::from(error.message().as_ref()),
+        ])),
+    }
+}
+
+/// The runtime this library's copy of pactum uses: `builtin`, or `host:` followed by the path of
+/// the loaded `libtvm_ffi.so` it binds to.
+#[pactum::export]
+pub fn runtime_binding() -> String {
+    match pactum::runtime::kind() {
+        pactum::runtime::RuntimeKind::Builtin => "builtin".to_owned(),
+        pactum::runtime::RuntimeKind::Host { path } => format!("host:{path}"),
+    }
+}

@@ -1,0 +1,247 @@
+//! The argument syntax of `pactum call`: numbers with an optional type suffix (`7`, `-2.5`,
+//! `7:i32`, `1:bool`), quoted strings (`"text"` or `'text'`), `none`/`true`/`false`, and
+//! `@file.npy` tensors.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use pactum::{Any, Tensor};
+
+/// One parsed argument.
+#[derive(Debug)]
+pub enum CallArg {
+    /// An integer (type index Int).
+    Int(i64),
+    /// A float (type index Float).
+    Float(f64),
+    /// A bool.
+    Bool(bool),
+    /// A string.
+    Str(String),
+    /// None.
+    None,
+    /// A tensor read from a `.npy` file.
+    Tensor {
+        /// Where it came from.
+        path: PathBuf,
+        /// The tensor, passed to the function as a Tensor object.
+        tensor: Tensor,
+    },
+}
+
+impl CallArg {
+    /// The value passed to the function.
+    pub fn to_any(&self) -> Any {
+        match self {
+            CallArg::Int(v) => Any::from(*v),
+            CallArg::Float(v) => Any::from(*v),
+            CallArg::Bool(v) => Any::from(*v),
+            CallArg::Str(v) => Any::from(v.as_str()),
+            CallArg::None => Any::none(),
+            CallArg::Tensor { tensor, .. } => Any::from(tensor.clone()),
+        }
+    }
+}
+
+const SYNTAX: &str = "expected a number (7, -2.5, 0x1f, 7:i32, 2.5:f32, 1:bool), a quoted string (\"text\"), none, true, false, or @file.npy";
+
+fn parse_int(text: &str) -> Option<i64> {
+    let (negative, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let magnitude = if let Some(hex) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        i128::from_str_radix(hex, 16).ok()?
+    } else if !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit() || b == b'_')
+        && !digits.starts_with('_')
+    {
+        digits.replace('_', "").parse::<i128>().ok()?
+    } else {
+        return None;
+    };
+    i64::try_from(if negative { -magnitude } else { magnitude }).ok()
+}
+
+/// Integer syntax (sign, decimal digits or `0x` hex), whatever its magnitude.
+fn looks_like_integer(text: &str) -> bool {
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    match digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        Some(hex) => !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+        None => !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit() || b == b'_'),
+    }
+}
+
+fn parse_float(text: &str) -> Option<f64> {
+    let lower = text.to_ascii_lowercase();
+    let special = matches!(
+        lower.trim_start_matches(['-', '+']),
+        "inf" | "infinity" | "nan"
+    );
+    let numeric = text.bytes().any(|b| b.is_ascii_digit())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b"+-.eE_".contains(&b));
+    if special || numeric {
+        text.replace('_', "").parse::<f64>().ok()
+    } else {
+        None
+    }
+}
+
+/// Parses argument `index` (0-based) of `pactum call`.
+pub fn parse(text: &str, index: usize) -> Result<CallArg> {
+    let fail = |detail: String| anyhow::anyhow!("argument {index} (`{text}`): {detail}");
+    if let Some(path) = text.strip_prefix('@') {
+        let path = PathBuf::from(path);
+        let tensor = pactum::npy::read_file(&path)
+            .map_err(|e| fail(format!("cannot read {}: {}", path.display(), e.message())))?;
+        return Ok(CallArg::Tensor { path, tensor });
+    }
+    for quote in ['"', '\''] {
+        if text.len() >= 2 && text.starts_with(quote) && text.ends_with(quote) {
+            return Ok(CallArg::Str(text[1..text.len() - 1].to_owned()));
+        }
+    }
+    match text {
+        "none" | "None" => return Ok(CallArg::None),
+        "true" | "True" => return Ok(CallArg::Bool(true)),
+        "false" | "False" => return Ok(CallArg::Bool(false)),
+        _ => {}
+    }
+    let (literal, suffix) = match text.rsplit_once(':') {
+        Some((literal, suffix)) => (literal, Some(suffix)),
+        None => (text, None),
+    };
+    match suffix {
+        None => {
+            if let Some(v) = parse_int(literal) {
+                return Ok(CallArg::Int(v));
+            }
+            if looks_like_integer(literal) {
+                return Err(fail("integer out of range for int64".to_owned()));
+            }
+            if let Some(v) = parse_float(literal) {
+                return Ok(CallArg::Float(v));
+            }
+            Err(fail(SYNTAX.to_owned()))
+        }
+        Some(ty @ ("i8" | "i16" | "i32" | "i64" | "u8" | "u16" | "u32" | "u64")) => {
+            let value = parse_int(literal)
+                .or_else(|| {
+                    (ty == "u64")
+                        .then(|| literal.parse::<u64>().ok().map(|v| v as i64))
+                        .flatten()
+                })
+                .with_context(|| {
+                    format!("argument {index} (`{text}`): `{literal}` is not an integer")
+                })?;
+            let fits = match ty {
+                "i8" => i8::try_from(value).is_ok(),
+                "i16" => i16::try_from(value).is_ok(),
+                "i32" => i32::try_from(value).is_ok(),
+                "u8" => u8::try_from(value).is_ok(),
+                "u16" => u16::try_from(value).is_ok(),
+                "u32" => u32::try_from(value).is_ok(),
+                "u64" => value >= 0,
+                _ => true,
+            };
+            if !fits {
+                bail!("argument {index} (`{text}`): {value} is out of range for {ty}");
+            }
+            Ok(CallArg::Int(value))
+        }
+        Some(ty @ ("f32" | "f64")) => {
+            let value = parse_int(literal)
+                .map(|v| v as f64)
+                .or_else(|| parse_float(literal))
+                .with_context(|| {
+                    format!("argument {index} (`{text}`): `{literal}` is not a number")
+                })?;
+            Ok(CallArg::Float(if ty == "f32" {
+                f64::from(value as f32)
+            } else {
+                value
+            }))
+        }
+        Some("bool") => match parse_int(literal) {
+            Some(0) => Ok(CallArg::Bool(false)),
+            Some(1) => Ok(CallArg::Bool(true)),
+            _ => Err(fail("a bool is 0 or 1".to_owned())),
+        },
+        Some(other) => Err(fail(format!(
+            "unknown type suffix `:{other}` (i8..i64, u8..u64, f32, f64, bool)"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(text: &str) -> CallArg {
+        parse(text, 0).unwrap()
+    }
+
+    fn error(text: &str) -> String {
+        parse(text, 3).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn numbers_strings_and_keywords() {
+        assert!(matches!(value("7"), CallArg::Int(7)));
+        assert!(matches!(value("-12"), CallArg::Int(-12)));
+        assert!(matches!(value("0x1f"), CallArg::Int(31)));
+        assert!(matches!(value("1_000"), CallArg::Int(1000)));
+        assert!(matches!(value("2.5"), CallArg::Float(v) if v == 2.5));
+        assert!(matches!(value("-1e-3"), CallArg::Float(v) if v == -1e-3));
+        assert!(matches!(value("inf"), CallArg::Float(v) if v.is_infinite()));
+        assert!(matches!(value("\"hello world\""), CallArg::Str(ref s) if s == "hello world"));
+        assert!(matches!(value("'7'"), CallArg::Str(ref s) if s == "7"));
+        assert!(matches!(value("none"), CallArg::None));
+        assert!(matches!(value("true"), CallArg::Bool(true)));
+    }
+
+    #[test]
+    fn type_suffixes_check_ranges() {
+        assert!(matches!(value("7:i32"), CallArg::Int(7)));
+        assert!(matches!(value("255:u8"), CallArg::Int(255)));
+        assert!(matches!(value("3:f32"), CallArg::Float(v) if v == 3.0));
+        assert!(matches!(value("0.1:f32"), CallArg::Float(v) if v == f64::from(0.1f32)));
+        assert!(matches!(value("1:bool"), CallArg::Bool(true)));
+        assert_eq!(
+            error("300:u8"),
+            "argument 3 (`300:u8`): 300 is out of range for u8"
+        );
+        assert_eq!(
+            error("-1:u32"),
+            "argument 3 (`-1:u32`): -1 is out of range for u32"
+        );
+        assert_eq!(
+            error("1.5:i32"),
+            "argument 3 (`1.5:i32`): `1.5` is not an integer"
+        );
+        assert!(error("7:x9").contains("unknown type suffix `:x9`"));
+        assert!(error("2:bool").contains("a bool is 0 or 1"));
+    }
+
+    #[test]
+    fn bad_arguments_say_what_was_expected() {
+        assert!(error("hello").contains("expected a number"));
+        assert_eq!(
+            error("99999999999999999999"),
+            "argument 3 (`99999999999999999999`): integer out of range for int64"
+        );
+        assert!(
+            error("@/no/such/file.npy")
+                .starts_with("argument 3 (`@/no/such/file.npy`): cannot read /no/such/file.npy:")
+        );
+        assert!(error("\"").contains("expected a number"));
+    }
+}

@@ -1,0 +1,145 @@
+//! `pactum call LIB.so FUNC ARG... [--out DIR]`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, anyhow};
+use pactum::sys::tvm_ffi::TVMFFITypeIndex;
+use pactum::{Any, AnyView, Array, Map, Module, Tensor};
+
+use crate::args::{self, CallArg};
+use crate::library;
+
+/// Runs a call and prints its result; tensors go to `out` when given.
+pub fn run(
+    library_path: &Path,
+    function: &str,
+    raw_args: &[String],
+    out: Option<&Path>,
+) -> Result<()> {
+    let args = raw_args
+        .iter()
+        .enumerate()
+        .map(|(i, a)| args::parse(a, i))
+        .collect::<Result<Vec<_>>>()?;
+    if !library_path.exists() {
+        return Err(anyhow!("{}: no such file", library_path.display()));
+    }
+    let module = Module::load(library::loadable(library_path))
+        .map_err(|e| anyhow!("cannot load {}: {e}", library_path.display()))?;
+    let Some(callee) = module.get_function(function).map_err(|e| anyhow!("{e}"))? else {
+        let available = library::export_names(library_path).unwrap_or_default();
+        return Err(anyhow!(
+            "{} has no function `{function}`{}",
+            library_path.display(),
+            if available.is_empty() {
+                String::new()
+            } else {
+                format!(" (it exports: {})", available.join(", "))
+            }
+        ));
+    };
+    let values: Vec<Any> = args.iter().map(CallArg::to_any).collect();
+    let views: Vec<AnyView<'_>> = values.iter().map(Any::view).collect();
+    let result = callee
+        .call(&views)
+        .map_err(|e| anyhow!("{function} failed: {e}"))?;
+
+    if let Some(out) = out {
+        std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    }
+    let mut printer = Printer {
+        out,
+        next_result: 0,
+    };
+    println!("{}", printer.render(&result)?);
+    if let Some(out) = out {
+        for (index, arg) in args.iter().enumerate() {
+            if let CallArg::Tensor { tensor, path } = arg {
+                let file = out.join(format!("arg_{index}.npy"));
+                pactum::npy::write_file(&file, tensor)
+                    .map_err(|e| anyhow!("writing {}: {e}", file.display()))?;
+                println!(
+                    "argument {index} ({}) after the call -> {}",
+                    path.display(),
+                    file.display()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Renders results; tensors are saved as `result_<i>.npy` in call order when `out` is set.
+struct Printer<'a> {
+    out: Option<&'a Path>,
+    next_result: usize,
+}
+
+impl Printer<'_> {
+    fn render(&mut self, value: &Any) -> Result<String> {
+        Ok(match TVMFFITypeIndex(value.type_index()) {
+            TVMFFITypeIndex::NONE => "None".to_owned(),
+            TVMFFITypeIndex::INT => value.get::<i64>()?.to_string(),
+            TVMFFITypeIndex::BOOL => value.get::<bool>()?.to_string(),
+            TVMFFITypeIndex::FLOAT => format!("{:?}", value.get::<f64>()?),
+            TVMFFITypeIndex::SMALL_STR | TVMFFITypeIndex::STR => {
+                format!("{:?}", value.get::<&str>().unwrap_or("<invalid UTF-8>"))
+            }
+            TVMFFITypeIndex::SMALL_BYTES | TVMFFITypeIndex::BYTES => {
+                format!("b\"{}\"", value.get::<&[u8]>()?.escape_ascii())
+            }
+            TVMFFITypeIndex::DATA_TYPE => value.get::<pactum::DataType>()?.to_string(),
+            TVMFFITypeIndex::DEVICE => value.get::<pactum::Device>()?.to_string(),
+            TVMFFITypeIndex::TENSOR => self.tensor(&value.clone().cast::<Tensor>()?)?,
+            TVMFFITypeIndex::ARRAY => {
+                let array = value.clone().cast::<Array>()?;
+                let items = array
+                    .iter()
+                    .map(|v| self.render(v))
+                    .collect::<Result<Vec<_>>>()?;
+                format!("[{}]", items.join(", "))
+            }
+            TVMFFITypeIndex::MAP => {
+                let map = value.clone().cast::<Map>()?;
+                let mut items = Vec::new();
+                for (k, v) in map.iter() {
+                    items.push(format!("{}: {}", self.render(k)?, self.render(v)?));
+                }
+                format!("{{{}}}", items.join(", "))
+            }
+            _ => format!("<{}>", value.type_key()),
+        })
+    }
+
+    fn tensor(&mut self, tensor: &Tensor) -> Result<String> {
+        let dims = tensor
+            .shape()
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join("x");
+        let description = format!(
+            "Tensor[{}, {}] on {}",
+            tensor.dtype(),
+            if dims.is_empty() {
+                "scalar".to_owned()
+            } else {
+                dims
+            },
+            tensor.device()
+        );
+        let index = self.next_result;
+        self.next_result += 1;
+        match self.out {
+            Some(out) => {
+                let file = out.join(format!("result_{index}.npy"));
+                pactum::npy::write_file(&file, tensor)
+                    .map_err(|e| anyhow!("writing {}: {e}", file.display()))?;
+                Ok(format!("{description} -> {}", file.display()))
+            }
+            None => Ok(format!(
+                "{description} (pass --out DIR to save it as result_{index}.npy)"
+            )),
+        }
+    }
+}
