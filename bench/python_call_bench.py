@@ -3,7 +3,7 @@ functions written in C against the official headers (bench/c/bench_module.c), bo
 the official tvm_ffi runtime, timed alternately in one process.
 
 usage: python bench/python_call_bench.py KERNELS.so C_MODULE.so [NUMBER] [REPEAT]
-Prints a Markdown table of the median ns per call.
+Prints a Markdown table of the median ns per call and the median of the per-repetition ratios.
 """
 import statistics
 import sys
@@ -33,17 +33,21 @@ def main() -> None:
     print(f"Python -> packed call, {number} calls x {repeat} repetitions (alternating modules); "
           "ns per call")
     print()
-    print("| call | C module (official headers) | pactum-exported | pactum / C |")
+    print("| call | C module (official headers) | pactum-exported | pactum / C (median of paired ratios) |")
     print("|---|---|---|---|")
     for label, statement in cases.items():
         c_env = {"f": c_module[names[label]], "array": array, "tensor": tensor}
         rust_env = {"f": kernels[names[label]], "array": array, "tensor": tensor}
         c_times, rust_times = [], []
-        for _ in range(repeat):
-            c_times.append(timeit.timeit(statement, globals=c_env, number=number) / number * 1e9)
-            rust_times.append(timeit.timeit(statement, globals=rust_env, number=number) / number * 1e9)
+        for i in range(repeat):
+            # Each repetition times both modules back to back, taking turns at going first, so
+            # drift in machine load hits both alike; the ratio is the median of these pairs.
+            pair = [(c_env, c_times), (rust_env, rust_times)]
+            for env, times in pair if i % 2 == 0 else reversed(pair):
+                times.append(timeit.timeit(statement, globals=env, number=number) / number * 1e9)
         c_ns, rust_ns = statistics.median(c_times), statistics.median(rust_times)
-        print(f"| {label} | {c_ns:.1f} | {rust_ns:.1f} | {rust_ns / c_ns:.3f} |")
+        ratio = statistics.median(r / c for r, c in zip(rust_times, c_times))
+        print(f"| {label} | {c_ns:.1f} | {rust_ns:.1f} | {ratio:.3f} |")
 
 
 if __name__ == "__main__":
