@@ -33,6 +33,7 @@ pub mod dtype;
 pub mod error;
 pub mod export;
 pub mod function;
+pub mod iree;
 pub mod module;
 pub mod npy;
 pub mod object;

@@ -223,3 +223,22 @@ pub fn runtime_binding() -> String {
         pactum::runtime::RuntimeKind::Host { path } => format!("host:{path}"),
     }
 }
+
+/// Wraps `flat`, a function taking the flat arguments of an IREE signature, into one taking
+/// nested values (dicts, lists, keyword arguments), following the ABI attributes in
+/// `attributes` (`iree.abi`, `sip` with `f`, `f` alone; none means dynamic). `allocator` is
+/// the result allocator of a raw signature that names one (`fbr`); `allow_casts` lets
+/// tensors of another element type be cast.
+#[pactum::export]
+pub fn iree_bind(
+    attributes: Map,
+    flat: Function,
+    allocator: Option<Function>,
+    allow_casts: bool,
+) -> Result<Function> {
+    let abi = pactum::iree::function_abi::FunctionAbi::from_map(&attributes)?;
+    Ok(abi
+        .bind(flat, allocator)?
+        .allow_casts(allow_casts)
+        .into_function())
+}

@@ -3,6 +3,9 @@
 mod any;
 mod errors;
 mod functions;
+mod iree_buffer;
+mod iree_function_abi;
+mod iree_structured;
 mod modules;
 mod objects;
 mod stress;

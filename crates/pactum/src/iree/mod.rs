@@ -1,0 +1,18 @@
+//! IREE: the function signatures its compiler attaches to exported functions, and calls that
+//! follow them.
+//!
+//! - [`signature`]: one model of a function's user-level signature ([`signature::Signature`])
+//!   and exact codecs for each metadata generation IREE has used: the V1 `iree.abi` JSON, the
+//!   legacy raw (`I…R…`) and SIP signatures, VM calling-convention strings and
+//!   `iree.abi.declaration` text.
+//! - [`function_abi`]: a function's ABI attributes (`fv`/`f`/`fbr`, `sipv`/`sip`,
+//!   `iree.abi`, ...) read from any attribute map.
+//! - [`buffer`]: the buffer-description oracle: whether a tensor fits a signature's buffer
+//!   type as it is, after a conversion (which it performs), or not at all.
+//! - [`structured`]: wraps a packed function that takes flat arguments into one that takes
+//!   and returns nested values, following a signature.
+
+pub mod buffer;
+pub mod function_abi;
+pub mod signature;
+pub mod structured;
