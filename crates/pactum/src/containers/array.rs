@@ -86,6 +86,48 @@ impl Array {
         Array(unsafe { ObjectRef::from_raw_owned(core::ptr::NonNull::new_unchecked(obj)) })
     }
 
+    /// An array of `len` values made by `make(0)`, `make(1)`, ... in order, written straight
+    /// into the new array (no intermediate vector). The first error is returned, and the
+    /// values made before it are released.
+    pub fn try_from_fn<E>(
+        len: usize,
+        mut make: impl FnMut(usize) -> core::result::Result<Any, E>,
+    ) -> core::result::Result<Array, E> {
+        let obj = alloc_raw_object(
+            array_layout(len),
+            TVMFFITypeIndex::ARRAY.0,
+            Some(array_deleter),
+        )
+        .as_ptr();
+        // SAFETY: the allocation holds the header, the cell and `len` elements; the cell
+        // starts empty, so the deleter releases nothing it should not.
+        let (data, cell) = unsafe {
+            let data = obj.cast::<u8>().add(ARRAY_HEADER).cast::<TVMFFIAny>();
+            let cell = obj.add(1).cast::<TVMFFISeqCell>();
+            cell.write(TVMFFISeqCell {
+                data: data.cast(),
+                size: 0,
+                capacity: len as i64,
+                data_deleter: None,
+            });
+            (data, cell)
+        };
+        // SAFETY: a fresh object whose single strong reference we take; from here on, an
+        // early return drops it and its deleter releases the `size` elements written.
+        let array =
+            Array(unsafe { ObjectRef::from_raw_owned(core::ptr::NonNull::new_unchecked(obj)) });
+        for i in 0..len {
+            let value = make(i)?;
+            // SAFETY: slot `i` is inside the allocation and unused; counting it only after
+            // the write keeps the cell consistent. Nobody else sees the array yet.
+            unsafe {
+                data.add(i).write(value.into_raw());
+                (*cell).size = i as i64 + 1;
+            }
+        }
+        Ok(array)
+    }
+
     /// An array of views converted to owned values.
     pub fn from_views(values: &[AnyView<'_>]) -> Result<Array> {
         let owned = values

@@ -133,6 +133,7 @@ pub(crate) fn any_hash(value: &TVMFFIAny) -> u64 {
     }
 }
 
+#[inline]
 fn raw_words(value: &TVMFFIAny) -> (u64, u64) {
     // SAFETY: TVMFFIAny is 16 bytes of plain data.
     let words: [u64; 2] = unsafe { core::mem::transmute(*value) };
@@ -146,6 +147,17 @@ fn content(value: &TVMFFIAny) -> &[u8] {
 }
 
 /// `AnyEqual`.
+/// [`any_equal`] with the common case inline: two short (inline) strings are equal exactly
+/// when their 16 bytes are.
+#[inline]
+pub(crate) fn any_equal_fast(lhs: &TVMFFIAny, rhs: &TVMFFIAny) -> bool {
+    let small = TVMFFITypeIndex::SMALL_STR.0;
+    if lhs.type_index == small && rhs.type_index == small {
+        return raw_words(lhs) == raw_words(rhs);
+    }
+    any_equal(lhs, rhs)
+}
+
 pub(crate) fn any_equal(lhs: &TVMFFIAny, rhs: &TVMFFIAny) -> bool {
     if raw_words(lhs) == raw_words(rhs) {
         return true;

@@ -898,11 +898,16 @@ unsafe fn small_find(data: *const Kv, size: usize, key: &TVMFFIAny) -> Option<us
     (0..size).find(|&i| any_equal(unsafe { &(*data.add(i)).key }, key))
 }
 
-/// The value cell stored under `key`.
+/// The value cell stored under `key`. `hash` is only called for the dense form: the small
+/// form is a linear scan, as in C++, and hashing would cost more than the scan.
 ///
 /// # Safety
 /// `obj` must be a live map object whose storage the caller may read (no concurrent writer).
-unsafe fn lookup(obj: *mut MapObject, key: &TVMFFIAny, hash: u64) -> Option<*mut TVMFFIAny> {
+unsafe fn lookup(
+    obj: *mut MapObject,
+    key: &TVMFFIAny,
+    hash: impl FnOnce() -> u64,
+) -> Option<*mut TVMFFIAny> {
     // SAFETY: forwarded from the caller; each form is read as its layout says.
     unsafe {
         if is_small(obj) {
@@ -910,7 +915,7 @@ unsafe fn lookup(obj: *mut MapObject, key: &TVMFFIAny, hash: u64) -> Option<*mut
             small_find(data, size, key).map(|i| addr_of_mut!((*data.add(i)).value))
         } else {
             let table = Dense::load(obj);
-            table.search(key, hash).map(|slot| table.value_ptr(slot))
+            table.search(key, hash()).map(|slot| table.value_ptr(slot))
         }
     }
 }
@@ -1309,10 +1314,27 @@ impl Map {
 
     /// A reference to the value stored under `key`.
     pub fn get_ref(&self, key: &AnyView<'_>) -> Option<&Any> {
-        let hash = any_hash(key.as_raw());
+        let hash = || any_hash(key.as_raw());
         // SAFETY: `self` keeps the object alive and nobody mutates a Map we hold a reference
         // to (C++ mutates only unique maps); the value lives as long as the borrow of `self`.
         unsafe { lookup(map_object(&self.0), key.as_raw(), hash).map(|cell| as_any(cell)) }
+    }
+
+    /// [`get_ref`](Self::get_ref) for callers that expect `key` at position `hint` in
+    /// iteration order (keys read in the order they were inserted): a small map checks that
+    /// entry first and skips the search when the guess is right.
+    pub fn get_ref_hinted(&self, key: &AnyView<'_>, hint: usize) -> Option<&Any> {
+        let obj = map_object(&self.0);
+        // SAFETY: as in `get_ref`; `hint` is checked against the small form's size.
+        unsafe {
+            if is_small(obj) {
+                let (data, size) = small_pairs(obj);
+                if hint < size && any_equal(&(*data.add(hint)).key, key.as_raw()) {
+                    return Some(as_any(addr_of_mut!((*data.add(hint)).value)));
+                }
+            }
+        }
+        self.get_ref(key)
     }
 
     /// Whether `key` is present.
@@ -1461,7 +1483,7 @@ impl Dict {
         self.locked(|obj| {
             // SAFETY: the lock serialises Rust access; `self` keeps the object alive. The
             // value is copied (a reference count increment) before the lock is released.
-            unsafe { lookup(obj, key.as_raw(), hash).map(|cell| as_any(cell).clone()) }
+            unsafe { lookup(obj, key.as_raw(), || hash).map(|cell| as_any(cell).clone()) }
         })
     }
 
@@ -1469,7 +1491,7 @@ impl Dict {
     pub fn contains_key(&self, key: &AnyView<'_>) -> bool {
         let hash = any_hash(key.as_raw());
         // SAFETY: the lock serialises Rust access; `self` keeps the object alive.
-        self.locked(|obj| unsafe { lookup(obj, key.as_raw(), hash) }.is_some())
+        self.locked(|obj| unsafe { lookup(obj, key.as_raw(), || hash) }.is_some())
     }
 
     /// Inserts or replaces, in place (C++ `Dict::Set`).

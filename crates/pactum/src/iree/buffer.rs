@@ -169,6 +169,26 @@ pub fn assess(wanted: &BufferType, tensor: &TensorView<'_>) -> Verdict {
     assess_parts(wanted.element, wanted.dims.as_deref(), tensor)
 }
 
+/// Whether [`assess`] would say [`Verdict::AsIs`]: the quick test for the common case, with
+/// the element type already as a DLPack type. Nothing is allocated.
+#[inline]
+pub fn fits_as_is(dtype: DataType, dims: Option<&[Option<u64>]>, tensor: &TensorView<'_>) -> bool {
+    let shape = tensor.shape();
+    if let Some(dims) = dims {
+        if dims.len() != shape.len() {
+            return false;
+        }
+        for (expected, &actual) in dims.iter().zip(shape) {
+            if let Some(expected) = *expected
+                && u64::try_from(actual).ok() != Some(expected)
+            {
+                return false;
+            }
+        }
+    }
+    tensor.dtype() == dtype && tensor.is_contiguous()
+}
+
 /// [`assess`] on the parts of a buffer type, for callers that keep them apart.
 pub fn assess_parts(
     element: ScalarType,

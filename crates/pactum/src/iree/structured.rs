@@ -62,6 +62,7 @@ use std::sync::OnceLock;
 use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use crate::any::{Any, AnyView};
+use crate::containers::hash::any_equal_fast;
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
@@ -174,11 +175,56 @@ fn describe(value: &AnyView<'_>) -> String {
 // ---------------------------------------------------------------------------------------
 // Reading containers.
 
+/// The elements of an `Array` (borrowed from it) or a `List` (copied, since a list can
+/// change under us).
+enum Items {
+    Array(Array),
+    List(Vec<Any>),
+}
+
+impl core::ops::Deref for Items {
+    type Target = [Any];
+
+    fn deref(&self) -> &[Any] {
+        match self {
+            Items::Array(array) => array.as_slice(),
+            Items::List(items) => items,
+        }
+    }
+}
+
+impl IntoIterator for Items {
+    type Item = Any;
+    type IntoIter = std::vec::IntoIter<Any>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_vec().into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Items {
+    type Item = &'a Any;
+    type IntoIter = core::slice::Iter<'a, Any>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl Items {
+    fn into_vec(self) -> Vec<Any> {
+        match self {
+            Items::Array(array) => array.as_slice().to_vec(),
+            Items::List(items) => items,
+        }
+    }
+}
+
 /// The elements of an `Array` or `List`; `None` for anything else.
-fn sequence(value: &AnyView<'_>) -> Option<Vec<Any>> {
+fn sequence(value: &AnyView<'_>) -> Option<Items> {
     match TVMFFITypeIndex(value.type_index()) {
-        TVMFFITypeIndex::ARRAY => value.get::<Array>().ok().map(|a| a.as_slice().to_vec()),
-        TVMFFITypeIndex::LIST => value.get::<List>().ok().map(|l| l.to_vec()),
+        TVMFFITypeIndex::ARRAY => value.get::<Array>().ok().map(Items::Array),
+        TVMFFITypeIndex::LIST => value.get::<List>().ok().map(|l| Items::List(l.to_vec())),
         _ => None,
     }
 }
@@ -205,10 +251,14 @@ impl Mapping {
         }
     }
 
-    fn get(&self, key: &Any) -> Option<Any> {
+    /// Calls `visit` with the value under `key`, which the caller expects at position `hint`
+    /// (the record's order, often the user's too); `None` when there is none.
+    fn with<R>(&self, key: &Any, hint: usize, visit: impl FnOnce(&AnyView<'_>) -> R) -> Option<R> {
         match self {
-            Mapping::Map(map) => map.get_ref(key.as_view()).cloned(),
-            Mapping::Dict(dict) => dict.get(key.as_view()),
+            Mapping::Map(map) => map
+                .get_ref_hinted(key.as_view(), hint)
+                .map(|value| visit(value.as_view())),
+            Mapping::Dict(dict) => dict.get(key.as_view()).map(|value| visit(value.as_view())),
         }
     }
 
@@ -229,43 +279,59 @@ fn string_of(value: &AnyView<'_>) -> Option<String> {
     }
 }
 
-/// Checks that `mapping` has exactly `keys`; the error names the first missing or unexpected
-/// key.
-fn check_keys(mapping: &Mapping, keys: &[(Any, String)], path: &Path<'_>) -> Result<Vec<Any>> {
-    let mut values = Vec::with_capacity(keys.len());
-    for (key, name) in keys {
-        match mapping.get(key) {
-            Some(value) => values.push(value),
-            None => {
-                return Err(error_at(
-                    ErrorKind::KEY_ERROR,
-                    path,
-                    format_args!("missing key {name:?}"),
-                ));
-            }
-        }
-    }
+/// Visits the values of `mapping` under `keys`, in order, checking that it has exactly those
+/// keys; the error names the first missing or unexpected key.
+fn for_each_value(
+    mapping: &Mapping,
+    keys: &[(Any, String)],
+    path: &Path<'_>,
+    mut visit: impl FnMut(usize, &AnyView<'_>) -> Result<()>,
+) -> Result<()> {
     if mapping.len() != keys.len() {
-        for (key, _) in mapping.entries() {
-            let known = string_of(key.as_view())
-                .is_some_and(|text| keys.iter().any(|(_, name)| *name == text));
-            if !known {
-                return Err(error_at(
-                    ErrorKind::KEY_ERROR,
-                    path,
-                    format_args!(
-                        "unexpected key {} (expected {})",
-                        format_key(key.as_view()),
-                        keys.iter()
-                            .map(|(_, n)| format!("{n:?}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            }
+        return Err(key_mismatch(mapping, keys, path));
+    }
+    for (i, (key, name)) in keys.iter().enumerate() {
+        mapping
+            .with(key, i, |value| visit(i, value))
+            .unwrap_or_else(|| Err(missing_key(path, name)))?;
+    }
+    Ok(())
+}
+
+#[cold]
+fn missing_key(path: &Path<'_>, name: &str) -> Error {
+    error_at(
+        ErrorKind::KEY_ERROR,
+        path,
+        format_args!("missing key {name:?}"),
+    )
+}
+
+/// The error for a mapping whose key count differs from the signature's.
+#[cold]
+fn key_mismatch(mapping: &Mapping, keys: &[(Any, String)], path: &Path<'_>) -> Error {
+    for (key, name) in keys {
+        if mapping.with(key, 0, |_| ()).is_none() {
+            return missing_key(path, name);
         }
     }
-    Ok(values)
+    for (key, _) in mapping.entries() {
+        let known =
+            string_of(key.as_view()).is_some_and(|text| keys.iter().any(|(_, name)| *name == text));
+        if !known {
+            let expected: Vec<String> = keys.iter().map(|(_, n)| format!("{n:?}")).collect();
+            return error_at(
+                ErrorKind::KEY_ERROR,
+                path,
+                format_args!(
+                    "unexpected key {} (expected {})",
+                    format_key(key.as_view()),
+                    expected.join(", ")
+                ),
+            );
+        }
+    }
+    error_at(ErrorKind::KEY_ERROR, path, "duplicate keys")
 }
 
 fn format_key(key: &AnyView<'_>) -> String {
@@ -283,6 +349,8 @@ enum Node {
     Scalar(ScalarType),
     Tensor {
         element: ScalarType,
+        /// `element` as a DLPack type, worked out once.
+        dtype: crate::dtype::DataType,
         dims: Option<Vec<Option<u64>>>,
     },
     RefArray {
@@ -311,6 +379,7 @@ impl Slot {
             Type::NdArray(array) => match array.scalar_element() {
                 Some(element) => Node::Tensor {
                     element,
+                    dtype: scalar_dtype(element),
                     dims: array.dims.clone(),
                 },
                 None => Node::RefArray {
@@ -342,6 +411,9 @@ impl Slot {
     }
 }
 
+/// Up to this many keys, a map argument is matched in one pass over its entries.
+const SCAN_LIMIT: usize = 16;
+
 /// Conversion settings shared by every call.
 #[derive(Clone, Copy, Default)]
 struct Options {
@@ -363,7 +435,11 @@ fn pack(slot: &Slot, value: &AnyView<'_>, path: &Path<'_>, options: Options) -> 
     let index = TVMFFITypeIndex(value.type_index());
     match &slot.node {
         Node::Scalar(scalar) => pack_scalar(*scalar, slot, value, path),
-        Node::Tensor { element, dims } => {
+        Node::Tensor {
+            element,
+            dtype,
+            dims,
+        } => {
             if !matches!(
                 index,
                 TVMFFITypeIndex::DL_TENSOR_PTR | TVMFFITypeIndex::TENSOR
@@ -371,6 +447,9 @@ fn pack(slot: &Slot, value: &AnyView<'_>, path: &Path<'_>, options: Options) -> 
                 return Err(mismatch(path, &slot.expected, value));
             }
             let view: TensorView = value.get()?;
+            if buffer::fits_as_is(*dtype, dims.as_deref(), &view) {
+                return value.to_any();
+            }
             match buffer::assess_parts(*element, dims.as_deref(), &view) {
                 Verdict::AsIs => value.to_any(),
                 Verdict::Convert(conversion) => {
@@ -447,32 +526,57 @@ fn pack(slot: &Slot, value: &AnyView<'_>, path: &Path<'_>, options: Options) -> 
                     ),
                 ));
             }
-            let mut packed = Vec::with_capacity(items.len());
-            for (i, (slot, item)) in slots.iter().zip(&items).enumerate() {
-                packed.push(pack(slot, item.as_view(), &path.index(i), options)?);
-            }
-            Ok(Array::new(packed).into())
+            Array::try_from_fn(items.len(), |i| {
+                pack(&slots[i], items[i].as_view(), &path.index(i), options)
+            })
+            .map(Any::from)
         }
         Node::Dict(keys, slots) => {
             let Some(mapping) = Mapping::of(value) else {
                 return Err(mismatch(path, &slot.expected, value));
             };
-            let values = check_keys(&mapping, keys, path)?;
-            let mut packed = Vec::with_capacity(values.len());
-            for ((slot, value), (_, name)) in slots.iter().zip(&values).zip(keys) {
-                packed.push(pack(slot, value.as_view(), &path.key(name), options)?);
+            if mapping.len() != keys.len() {
+                return Err(key_mismatch(&mapping, keys, path));
             }
-            Ok(Array::new(packed).into())
+            if let Mapping::Map(map) = &mapping
+                && keys.len() <= SCAN_LIMIT
+            {
+                // One pass over a small map's entries, matching keys by value (a word compare
+                // for short strings), finds every slot whatever order the user wrote.
+                let mut found: [Option<&Any>; SCAN_LIMIT] = [None; SCAN_LIMIT];
+                for (key, value) in map {
+                    let index = keys
+                        .iter()
+                        .position(|(expected, _)| any_equal_fast(expected.as_raw(), key.as_raw()));
+                    match index {
+                        Some(i) if found[i].is_none() => found[i] = Some(value),
+                        _ => return Err(key_mismatch(&mapping, keys, path)),
+                    }
+                }
+                return Array::try_from_fn(keys.len(), |i| match found[i] {
+                    Some(value) => pack(&slots[i], value.as_view(), &path.key(&keys[i].1), options),
+                    None => Err(missing_key(path, &keys[i].1)),
+                })
+                .map(Any::from);
+            }
+            Array::try_from_fn(keys.len(), |i| {
+                let (key, name) = &keys[i];
+                mapping
+                    .with(key, i, |value| {
+                        pack(&slots[i], value, &path.key(name), options)
+                    })
+                    .unwrap_or_else(|| Err(missing_key(path, name)))
+            })
+            .map(Any::from)
         }
         Node::TypedList(element) => {
             let Some(items) = sequence(value) else {
                 return Err(mismatch(path, &slot.expected, value));
             };
-            let mut packed = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                packed.push(pack(element, item.as_view(), &path.index(i), options)?);
-            }
-            Ok(Array::new(packed).into())
+            Array::try_from_fn(items.len(), |i| {
+                pack(element, items[i].as_view(), &path.index(i), options)
+            })
+            .map(Any::from)
         }
         Node::Null => {
             if index == TVMFFITypeIndex::NONE {
@@ -592,7 +696,11 @@ fn unpack(slot: &Slot, value: Any, path: &Path<'_>) -> Result<Any> {
             TVMFFITypeIndex::FLOAT => Ok(value),
             _ => Err(mismatch(path, &slot.expected, value.as_view())),
         },
-        Node::Tensor { element, dims } => {
+        Node::Tensor {
+            element,
+            dtype,
+            dims,
+        } => {
             if !matches!(
                 index,
                 TVMFFITypeIndex::DL_TENSOR_PTR | TVMFFITypeIndex::TENSOR
@@ -600,6 +708,9 @@ fn unpack(slot: &Slot, value: Any, path: &Path<'_>) -> Result<Any> {
                 return Err(mismatch(path, &slot.expected, value.as_view()));
             }
             let view: TensorView = value.as_view().get()?;
+            if buffer::fits_as_is(*dtype, dims.as_deref(), &view) {
+                return Ok(value);
+            }
             match buffer::assess_parts(*element, dims.as_deref(), &view) {
                 Verdict::AsIs => {}
                 Verdict::Convert(conversion) if conversion.cast.is_none() => {}
@@ -1284,11 +1395,9 @@ impl StructuredFunction {
                 let Some(mapping) = Mapping::of(value) else {
                     return Err(mismatch(path, &"a dict", value));
                 };
-                let values = check_keys(&mapping, keys, path)?;
-                for ((child, item), (_, name)) in children.iter().zip(&values).zip(keys) {
-                    self.scatter(plan, child, item.as_view(), &path.key(name), flat)?;
-                }
-                Ok(())
+                for_each_value(&mapping, keys, path, |i, item| {
+                    self.scatter(plan, &children[i], item, &path.key(&keys[i].1), flat)
+                })
             }
         }
     }
@@ -1372,7 +1481,7 @@ fn split_results(out: Any, count: usize) -> Result<Vec<Any>> {
         )),
         1 => Ok(vec![out]),
         _ => match sequence(out.as_view()) {
-            Some(items) if items.len() == count => Ok(items),
+            Some(items) if items.len() == count => Ok(items.into_vec()),
             _ => Err(Error::new(
                 ErrorKind::TYPE_ERROR,
                 format!(
@@ -1476,7 +1585,7 @@ fn preallocate(
         let dims = Array::new(dynamic_dims);
         let out = allocator.call(&[AnyView::from(&dims)])?;
         match sequence(out.as_view()) {
-            Some(items) if items.len() == dynamic_results.len() => items,
+            Some(items) if items.len() == dynamic_results.len() => items.into_vec(),
             _ => {
                 return Err(Error::new(
                     ErrorKind::TYPE_ERROR,
