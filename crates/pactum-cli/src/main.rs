@@ -5,6 +5,7 @@ mod call;
 mod demo;
 mod inspect;
 mod library;
+mod sig;
 
 use std::path::PathBuf;
 
@@ -52,6 +53,56 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Read, check and convert IREE function signatures.
+    Sig {
+        #[command(subcommand)]
+        command: SigCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum SigCommand {
+    /// Print IREE's rendering of a raw (`I…R…`) or SIP signature, exactly as IREE wrote it.
+    Render {
+        /// The signature (the format is detected; see --from).
+        signature: String,
+        /// The signature's format, when detection is not wanted.
+        #[arg(long, value_enum)]
+        from: Option<sig::Format>,
+    },
+    /// Print the VM calling convention a signature (usually `iree.abi` JSON) implies.
+    Cconv {
+        /// The signature.
+        signature: String,
+        /// The signature's format, when detection is not wanted.
+        #[arg(long, value_enum)]
+        from: Option<sig::Format>,
+        /// Check this calling convention against the signature instead of printing one.
+        #[arg(long, value_name = "CCONV")]
+        check: Option<String>,
+    },
+    /// Write a signature in another format, where that format can express it.
+    Convert {
+        /// The format to write.
+        #[arg(long, value_enum)]
+        to: sig::Format,
+        /// The signature.
+        signature: String,
+        /// The signature's format, when detection is not wanted.
+        #[arg(long, value_enum)]
+        from: Option<sig::Format>,
+        /// The function name a declaration needs.
+        #[arg(long, default_value = "main")]
+        name: String,
+    },
+    /// Describe a signature in words: its format, arguments, results and calling convention.
+    Explain {
+        /// The signature.
+        signature: String,
+        /// The signature's format, when detection is not wanted.
+        #[arg(long, value_enum)]
+        from: Option<sig::Format>,
+    },
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -67,6 +118,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let (args, trailing_out) = split_out_option(args)?;
             call::run(&library, &function, &args, out.or(trailing_out).as_deref())
         }
+        Command::Sig { command } => match command {
+            SigCommand::Render { signature, from } => sig::render(&signature, from),
+            SigCommand::Cconv {
+                signature,
+                from,
+                check,
+            } => sig::cconv(&signature, from, check.as_deref()),
+            SigCommand::Convert {
+                to,
+                signature,
+                from,
+                name,
+            } => sig::convert(&signature, from, to, &name),
+            SigCommand::Explain { signature, from } => sig::explain(&signature, from),
+        },
     }
 }
 

@@ -282,3 +282,207 @@ fn demo_runs_every_path() {
     );
     assert!(text.contains("all demo steps passed"), "{text}");
 }
+
+fn vectors(name: &str) -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/vectors")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn sig_render_prints_iree_text_for_every_raw_and_sip_vector() {
+    let dir = scratch("sig-render");
+    let legacy = vectors("iree_legacy_signatures.json");
+    let mut checked = 0;
+    for case in legacy["raw_functions"].as_array().unwrap() {
+        let input = case["input"].as_str().unwrap();
+        let output = pactum(&["sig", "render", "--from", "raw", input], &dir);
+        if let Some(expected) = case["to_string"].as_str() {
+            assert!(output.status.success(), "{input}: {}", stderr(&output));
+            assert_eq!(stdout(&output), format!("{expected}\n"), "{input}");
+        } else {
+            assert_clean_failure(&output, case["error"].as_str().unwrap());
+        }
+        checked += 1;
+    }
+    for case in legacy["sip"].as_array().unwrap() {
+        let input = case["input"].as_str().unwrap();
+        let (Some(inputs), Some(results)) = (
+            case["inputs"]["to_string"].as_str(),
+            case["results"]["to_string"].as_str(),
+        ) else {
+            assert_clean_failure(
+                &pactum(&["sig", "render", "--from", "sip", input], &dir),
+                "",
+            );
+            continue;
+        };
+        let output = pactum(&["sig", "render", "--from", "sip", input], &dir);
+        assert!(output.status.success(), "{input}: {}", stderr(&output));
+        assert_eq!(
+            stdout(&output),
+            format!("inputs:\n{inputs}results:\n{results}"),
+            "{input}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} vectors");
+
+    // Detection: the same texts without --from.
+    let raw = "I23!O1!B11!d-1d128d64S3!t6R17!B13!t11d32d-1d64";
+    let output = pactum(&["sig", "render", raw], &dir);
+    assert_eq!(
+        stdout(&output),
+        "(RefObject<?>, Buffer<float32[?x128x64]>, sint32) -> (Buffer<uint64[32x?x64]>)\n"
+    );
+    let output = pactum(&["sig", "render", "I12!S9!k0_0k1_1R3!_0"], &dir);
+    assert_eq!(
+        stdout(&output),
+        "inputs:\n:[\n  0=raw(0),\n  1=raw(1),\n],\nresults:\n=raw(0),\n"
+    );
+}
+
+#[test]
+fn sig_cconv_gives_every_vector_its_calling_convention() {
+    let dir = scratch("sig-cconv");
+    let abi = vectors("iree_abi_json.json");
+    for case in abi["vectors"].as_array().unwrap() {
+        let json = case["iree_abi"].as_str().unwrap();
+        let expected = case["implied_cconv"].as_str().unwrap();
+        let output = pactum(&["sig", "cconv", json], &dir);
+        assert!(output.status.success(), "{json}: {}", stderr(&output));
+        assert_eq!(stdout(&output).trim(), expected, "{json}");
+        let output = pactum(&["sig", "cconv", json, "--check", expected], &dir);
+        assert!(output.status.success(), "{json}: {}", stderr(&output));
+    }
+    let json = r#"{"a":["i32",["ndarray","f32",2,null,3]],"r":["f32"],"v":1}"#;
+    assert_clean_failure(
+        &pactum(&["sig", "cconv", json, "--check", "0ii_f"], &dir),
+        "argument 1: the signature implies 'r' (ndarray<f32, [?, 3]>), the calling convention has 'i'",
+    );
+}
+
+#[test]
+fn sig_convert_moves_a_signature_between_formats() {
+    let dir = scratch("sig-convert");
+    let run = |args: &[&str]| {
+        let output = pactum(args, &dir);
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        stdout(&output).trim().to_owned()
+    };
+    let raw = "I15!B11!d10d128d64R15!B11!t6d32d8d64";
+    let json = run(&["sig", "convert", "--to", "iree-abi", raw]);
+    assert_eq!(
+        json,
+        r#"{"a":[["ndarray","f32",3,10,128,64]],"r":[["ndarray","i32",3,32,8,64]],"v":1}"#
+    );
+    assert_eq!(
+        run(&["sig", "convert", "--to", "raw", &json]),
+        raw,
+        "and back"
+    );
+    assert_eq!(
+        run(&[
+            "sig",
+            "convert",
+            "--to",
+            "declaration",
+            "--name",
+            "f",
+            &json
+        ]),
+        "sync func @f(%input0: tensor<10x128x64xf32>) -> (%output0: tensor<32x8x64xi32>)"
+    );
+    assert_eq!(run(&["sig", "convert", "--to", "cconv", raw]), "0r_r");
+    let nested = r#"{"a":[["slist","i32",["sdict",["a","f32"]]],"i32"],"r":[["sdict",["x","i32"],["y","i32"]]],"v":1}"#;
+    let sip = run(&["sig", "convert", "--to", "sip", nested]);
+    assert_eq!(sip, "I30!S26!k0S16!k0_0k1D7!K2!a_1k1_2R17!D13!K2!x_0K2!y_1");
+    assert_eq!(
+        run(&["sig", "render", &sip]),
+        ":[\n  0:[\n    0=raw(0),\n    1:{\n      a=raw(1),\n    },\n  ],\n  1=raw(2),\n],\n\
+         results:\n:{\n  x=raw(0),\n  y=raw(1),\n},"
+            .replacen(":[", "inputs:\n:[", 1)
+    );
+    assert_clean_failure(
+        &pactum(&["sig", "convert", "--to", "raw", nested], &dir),
+        "cannot express args[0] as a raw signature",
+    );
+}
+
+#[test]
+fn sig_explain_describes_each_format() {
+    let dir = scratch("sig-explain");
+    let json = r#"{"a":[["sdict",["bias",["ndarray","f32",1,4]],["n","i32"]],["named","scale",["ndarray","f32",1,4]]],"r":[["sdict",["out",["ndarray","f32",1,4]],["n_squared","i32"]]],"v":1}"#;
+    let output = pactum(&["sig", "explain", json], &dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    for line in [
+        "format: iree.abi JSON",
+        "  0: dict{\"bias\": ndarray<f32, [4]>, \"n\": i32}",
+        "  scale (keyword): ndarray<f32, [4]>",
+        "the single structured result is returned as its slots, one VM result each",
+        "calling convention: 0rr_ri",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+    }
+    let text = stdout(&pactum(&["sig", "explain", "0iCiID_I"], &dir));
+    assert!(
+        text.contains("arguments: i32, variadic (i32, i64)..."),
+        "{text}"
+    );
+    let text = stdout(&pactum(&["sig", "explain", "I12!S9!k0_0k1_1R3!_0"], &dir));
+    assert!(text.contains("  [1] = raw 1\n"), "{text}");
+    let text = stdout(&pactum(
+        &[
+            "sig",
+            "explain",
+            "sync func @f(%x: tensor<?x3xf32>) -> (%y: i32)",
+        ],
+        &dir,
+    ));
+    assert!(
+        text.contains("  x (keyword): ndarray<f32, [?, 3]>"),
+        "{text}"
+    );
+}
+
+#[test]
+fn sig_bad_input_is_a_one_line_error_with_the_byte_offset() {
+    let dir = scratch("sig-errors");
+    assert_clean_failure(
+        &pactum(
+            &["sig", "explain", r#"{"a":[["ndarray","f32",2,4]],"r":[]}"#],
+            &dir,
+        ),
+        "iree.abi JSON: at byte ",
+    );
+    assert_clean_failure(
+        &pactum(&["sig", "explain", "0rZ_r"], &dir),
+        "calling convention: at byte 2:",
+    );
+    assert_clean_failure(
+        &pactum(
+            &["sig", "explain", "sync func @f(%x: tensor<4xf32) -> ()"],
+            &dir,
+        ),
+        "iree.abi.declaration: at byte ",
+    );
+    assert_clean_failure(
+        &pactum(&["sig", "render", "I9!B6!t99R1!"], &dir),
+        "at byte ",
+    );
+    assert_clean_failure(
+        &pactum(&["sig", "render", "hello"], &dir),
+        "cannot tell the format",
+    );
+    assert_clean_failure(
+        &pactum(&["sig", "cconv", "0ii_i"], &dir),
+        "a calling convention has only VM-level types",
+    );
+    assert_clean_failure(
+        &pactum(&["sig", "render", r#"{"a":[],"r":[]}"#], &dir),
+        "render prints IREE's rendering of raw and SIP signatures",
+    );
+}
