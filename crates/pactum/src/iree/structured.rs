@@ -766,6 +766,24 @@ fn unpack(slot: &Slot, value: Any, path: &Path<'_>) -> Result<Any> {
                     format_args!("{} values do not fill dims {dims:?}", values.len()),
                 ));
             }
+            // With a zero extent the values cannot bound the lists to build (`[10^18, 0]` holds
+            // no values but 10^18 empty lists), so bound them by what real shapes need.
+            let mut level_lists = 1usize;
+            let mut lists = 0usize;
+            for &extent in &dims {
+                lists = lists.saturating_add(level_lists);
+                level_lists = level_lists.saturating_mul(extent);
+            }
+            if lists > (values.len() + 1).saturating_mul(dims.len() + 1) {
+                return Err(error_at(
+                    ErrorKind::VALUE_ERROR,
+                    path,
+                    format_args!(
+                        "dims {dims:?} describe {lists} nested lists for {} values",
+                        values.len()
+                    ),
+                ));
+            }
             let mut values = values.into_iter().enumerate();
             nest(element, &dims, &mut values, path)
         }

@@ -632,3 +632,38 @@ fn scalar_types_accept_what_they_can_hold() {
     assert_eq!(error.message(), "args[2]: 2 does not fit i1");
     let _ = ScalarType::F32;
 }
+
+#[test]
+fn reference_array_results_with_absurd_dims_are_refused() {
+    let signature = Signature {
+        args: vec![],
+        results: vec![Type::NdArray(NdArray {
+            element: Box::new(Type::String),
+            dims: None,
+        })],
+    };
+    let (flat, _) = recorder(|_| {
+        let dims = array(vec![Any::from(1i64 << 60), Any::from(0i64)]);
+        array(vec![array(vec![]), dims])
+    });
+    let structured = StructuredFunction::from_iree_abi(flat, &signature).unwrap();
+    let error = structured.call(&[], &[]).unwrap_err();
+    assert!(
+        error
+            .message()
+            .starts_with("results[0]: dims [1152921504606846976, 0] describe"),
+        "{}",
+        error.message()
+    );
+
+    let (flat, _) = recorder(|_| {
+        array(vec![
+            array(vec![]),
+            array(vec![Any::from(2i64), Any::from(0i64)]),
+        ])
+    });
+    let structured = StructuredFunction::from_iree_abi(flat, &signature).unwrap();
+    let out = as_array(&structured.call(&[], &[]).unwrap());
+    assert_eq!(out.len(), 2, "two empty rows");
+    assert_eq!(out.get_as::<Array>(0).unwrap().len(), 0);
+}
