@@ -7,14 +7,29 @@ use serde_json::json;
 
 use crate::library;
 
-/// Prints a summary of `path` (or JSON with `as_json`).
+/// The first bytes of a file, to tell its kind.
+fn head(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(16);
+    std::fs::File::open(path)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        .take(16)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Prints a summary of `path` (or JSON with `as_json`): a TVM FFI library or an IREE module.
 pub fn run(path: &Path, as_json: bool) -> Result<()> {
     if !path.exists() {
         bail!("{}: no such file", path.display());
     }
+    if crate::vmfb::looks_like_vmfb(&head(path)?) {
+        return crate::vmfb::run(path, as_json);
+    }
     if !library::is_shared_library(path)? {
         bail!(
-            "{}: not a shared library (pactum inspect reads ELF shared objects)",
+            "{}: not a shared library or an IREE bytecode module (pactum inspect reads ELF shared \
+             objects and .vmfb files)",
             path.display()
         );
     }

@@ -6,6 +6,7 @@ mod demo;
 mod inspect;
 mod library;
 mod sig;
+mod vmfb;
 
 use std::path::PathBuf;
 
@@ -26,9 +27,9 @@ struct Cli {
 enum Command {
     /// Create packed functions and call them through every path pactum offers, printing each step.
     Demo,
-    /// List what a compiled library exports: each function's signature and documentation.
+    /// List what a compiled artifact exports: each function's signature and documentation.
     Inspect {
-        /// A shared library exporting `__tvm_ffi_<name>` functions.
+        /// A shared library exporting `__tvm_ffi_<name>` functions, or an IREE `.vmfb`.
         file: PathBuf,
         /// Print one JSON object instead of text.
         #[arg(long)]

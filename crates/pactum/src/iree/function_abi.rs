@@ -79,8 +79,13 @@ pub struct FunctionAbi {
     pub sip: Option<SipSignature>,
     /// The V1 JSON signature (`iree.abi`).
     pub iree_abi: Option<IreeAbi>,
-    /// The declaration text (`iree.abi.declaration`).
+    /// The declaration (`iree.abi.declaration`), when it reads as the compiler writes it.
+    /// The attribute is documentation ("not meant to be parsed"), and user-supplied ones take
+    /// other forms, so text that does not parse is kept in
+    /// [`declaration_text`](Self::declaration_text) and is not an error.
     pub declaration: Option<Declaration>,
+    /// The `iree.abi.declaration` text as stored.
+    pub declaration_text: Option<String>,
     /// The invocation model (`iree.abi.model`), e.g. `coarse-fences`.
     pub model: Option<String>,
     /// Every other attribute, in the order given.
@@ -158,10 +163,8 @@ impl FunctionAbi {
                 Some(IreeAbi::parse(text).map_err(|e| AttributeError::new("iree.abi", e))?);
         }
         if let Some(text) = get("iree.abi.declaration") {
-            abi.declaration = Some(
-                Declaration::parse(text)
-                    .map_err(|e| AttributeError::new("iree.abi.declaration", e))?,
-            );
+            abi.declaration = Declaration::parse(text).ok();
+            abi.declaration_text = Some(text.to_owned());
         }
         abi.model = get("iree.abi.model").map(str::to_owned);
 

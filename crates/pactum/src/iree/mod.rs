@@ -9,6 +9,7 @@
 //!   `iree.abi`, ...) read from any attribute map.
 //! - [`buffer`]: the buffer-description oracle: whether a tensor fits a signature's buffer
 //!   type as it is, after a conversion (which it performs), or not at all.
+//! - [`vmfb`]: VM bytecode modules: a verified zero-copy reader and a writer.
 //! - [`structured`]: wraps a packed function that takes flat arguments into one that takes
 //!   and returns nested values, following a signature.
 
@@ -16,3 +17,4 @@ pub mod buffer;
 pub mod function_abi;
 pub mod signature;
 pub mod structured;
+pub mod vmfb;

@@ -65,10 +65,6 @@ fn a_bad_attribute_is_named_with_the_parse_error() {
             vec![("iree.abi", r#"{"a":[7],"r":[]}"#)],
             "attribute `iree.abi`: iree.abi JSON: at byte 6:",
         ),
-        (
-            vec![("iree.abi.declaration", "func @f(")],
-            "attribute `iree.abi.declaration`: ",
-        ),
     ];
     for (pairs, expected) in cases {
         let error = FunctionAbi::from_pairs(pairs.clone()).unwrap_err();
@@ -77,6 +73,21 @@ fn a_bad_attribute_is_named_with_the_parse_error() {
             "{pairs:?}: {error}"
         );
     }
+}
+
+#[test]
+fn a_declaration_in_another_form_is_kept_as_text() {
+    // User-supplied declarations need not follow the compiler's form; they are documentation.
+    let text = "sync func @f(%params: {bias: tensor<4xf32>}) -> {out: tensor<4xf32>}";
+    let abi = FunctionAbi::from_pairs([("iree.abi.declaration", text)]).unwrap();
+    assert!(abi.declaration.is_none());
+    assert_eq!(abi.declaration_text.as_deref(), Some(text));
+    let parsed =
+        FunctionAbi::from_pairs([("iree.abi.declaration", "sync func @f() -> ()")]).unwrap();
+    assert_eq!(
+        parsed.declaration.unwrap().to_string(),
+        "sync func @f() -> ()"
+    );
 }
 
 #[test]
