@@ -484,7 +484,16 @@ fn to_vmfb_error(error: &InvalidFlatbuffer, base: usize, len: usize) -> VmfbErro
             }
         }
     }
-    let file = |pos: usize| Some((base + pos) as u64);
+    // Positions come from the data (a vtable length, an offset) and can point past the buffer;
+    // an offset in a message must be a place in the file, so those fall back to the field.
+    let file = |pos: usize| {
+        let pos = if pos <= len {
+            pos
+        } else {
+            innermost.filter(|&p| p <= len).unwrap_or(len)
+        };
+        Some((base + pos) as u64)
+    };
     let (message, offset) = match error {
         InvalidFlatbuffer::MissingRequiredField { required, .. } => (
             format!("missing required field `{required}`"),
