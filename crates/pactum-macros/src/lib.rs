@@ -198,7 +198,8 @@ fn expand(attr: TokenStream2, function: ItemFn) -> syn::Result<TokenStream2> {
         let named = if is_tensor_view(ty) { quote!(.__with_argument_name(#name)) } else { quote!() };
         if is_mutable_view(ty) {
             quote_spanned! {ty.span()=>
-                // The overlap check above makes this view the only access to its memory.
+                // SAFETY: the overlap check above makes this view the only access to its
+                // memory, and the caller keeps the arguments alive for the call.
                 let #arg: #ty = unsafe { #private::arg_mut::<#ty>(&__PACTUM_SIGNATURE, __args, #i) }?#named;
             }
         } else {
@@ -226,6 +227,7 @@ fn expand(attr: TokenStream2, function: ItemFn) -> syn::Result<TokenStream2> {
                 _num_args: i32,
                 result: *mut #private::TVMFFIAny,
             ) -> ::core::ffi::c_int {
+                // SAFETY: the caller passes a result slot, as the packed convention requires.
                 unsafe { #private::string_getter(result, #doc) }
             }
         }
@@ -267,8 +269,8 @@ fn expand(attr: TokenStream2, function: ItemFn) -> syn::Result<TokenStream2> {
                     #(#extract)*
                     #private::IntoReturn::into_return(#fn_ident(#(#args),*))
                 };
-                // The caller passes `num_args` valid arguments and a result slot (the packed
-                // calling convention this symbol is exported under).
+                // SAFETY: the caller passes `num_args` valid arguments and a result slot (the
+                // packed calling convention this symbol is exported under).
                 unsafe { #private::entry(args, num_args, result, body) }
             }
 
@@ -281,6 +283,7 @@ fn expand(attr: TokenStream2, function: ItemFn) -> syn::Result<TokenStream2> {
                 _num_args: i32,
                 result: *mut #private::TVMFFIAny,
             ) -> ::core::ffi::c_int {
+                // SAFETY: the caller passes a result slot, as the packed convention requires.
                 unsafe { #private::string_getter(result, __PACTUM_SIGNATURE.metadata()) }
             }
 
