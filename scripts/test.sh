@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every pactum test on a fresh machine: installs what the tests need (C/C++ compilers,
-# the pinned peer packages in .venv), then format and lint checks, the Rust tests (which run
-# the C/C++ conformance suite against the official libtvm_ffi.so and pactum's), and the docs.
+# Debian's MLIR 22 and LLVM 22 tools, the pinned peer packages in .venv), then format and lint
+# checks, the Rust tests (which run the C/C++ conformance suite against the official
+# libtvm_ffi.so and pactum's, and lower and call the MLIR test modules), and the docs.
 #
 # Environment: PACTUM_SKIP_LINT=1 skips fmt/clippy/doc (for quick local runs).
 set -euo pipefail
@@ -14,10 +15,14 @@ missing=()
 command -v cc >/dev/null || missing+=(gcc)
 command -v c++ >/dev/null || missing+=(g++)
 command -v python3 >/dev/null || missing+=(python3 python3-venv)
+# MLIR 22 lowers the memref tests (crates/pactum/tests/mlir); Debian's default llc is too old.
+mlir_bin="${PACTUM_MLIR_BIN:-/usr/lib/llvm-22/bin}"
+[ -x "$mlir_bin/mlir-opt" ] && [ -x "$mlir_bin/mlir-translate" ] || missing+=(mlir-22-tools)
+[ -x "$mlir_bin/llc" ] || missing+=(llvm-22)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -q
-  $sudo_cmd apt-get install -y -q "${missing[@]}"
+  $sudo_cmd apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 say "peer packages (.venv, pinned in scripts/requirements-peer.txt)"

@@ -1,20 +1,23 @@
-//! `pactum call LIB.so FUNC ARG... [--out DIR]`.
+//! `pactum call LIB.so FUNC ARG... [--out DIR] [--mlir DECLARATION]`.
 
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
+use pactum::mlir::MlirLibrary;
 use pactum::sys::tvm_ffi::TVMFFITypeIndex;
-use pactum::{Any, AnyView, Array, Map, Module, Tensor};
+use pactum::{Any, AnyView, Array, Function, Map, Module, Tensor};
 
 use crate::args::{self, CallArg};
 use crate::library;
 
-/// Runs a call and prints its result; tensors go to `out` when given.
+/// Runs a call and prints its result; tensors go to `out` when given. With `mlir`, the
+/// function is an MLIR-compiled one called through the memref convention with that signature.
 pub fn run(
     library_path: &Path,
     function: &str,
     raw_args: &[String],
     out: Option<&Path>,
+    mlir: Option<&str>,
 ) -> Result<()> {
     let args = raw_args
         .iter()
@@ -24,26 +27,51 @@ pub fn run(
     if !library_path.exists() {
         return Err(anyhow!("{}: no such file", library_path.display()));
     }
-    let module = Module::load(library::loadable(library_path))
-        .map_err(|e| anyhow!("cannot load {}: {e}", library_path.display()))?;
-    let Some(callee) = module.get_function(function).map_err(|e| anyhow!("{e}"))? else {
-        let available = library::export_names(library_path).unwrap_or_default();
-        return Err(anyhow!(
-            "{} has no function `{function}`{}",
-            library_path.display(),
-            if available.is_empty() {
-                String::new()
-            } else {
-                format!(" (it exports: {})", available.join(", "))
-            }
-        ));
+    let callee = match mlir {
+        Some(declaration) => MlirLibrary::open(library_path)
+            .and_then(|library| library.function_named(function, declaration))
+            .map_err(|e| anyhow!("{e}"))?
+            .into_function(),
+        None => tvm_ffi_function(library_path, function)?,
     };
     let values: Vec<Any> = args.iter().map(CallArg::to_any).collect();
     let views: Vec<AnyView<'_>> = values.iter().map(Any::view).collect();
     let result = callee
         .call(&views)
         .map_err(|e| anyhow!("{function} failed: {e}"))?;
+    print_outcome(&args, &result, out)
+}
 
+/// The `__tvm_ffi_<function>` export of a library.
+fn tvm_ffi_function(library_path: &Path, function: &str) -> Result<Function> {
+    let module = Module::load(library::loadable(library_path))
+        .map_err(|e| anyhow!("cannot load {}: {e}", library_path.display()))?;
+    if let Some(callee) = module.get_function(function).map_err(|e| anyhow!("{e}"))? {
+        return Ok(callee);
+    }
+    let mlir = library::mlir_function_names(library_path).unwrap_or_default();
+    if mlir.iter().any(|name| name == function) {
+        return Err(anyhow!(
+            "`{function}` in {} is an MLIR function (_mlir_ciface_{function}); its types are \
+             not recorded in the library, so pass its declaration: --mlir 'func.func \
+             @{function}(...) -> ...'",
+            library_path.display()
+        ));
+    }
+    let available = library::export_names(library_path).unwrap_or_default();
+    Err(anyhow!(
+        "{} has no function `{function}`{}",
+        library_path.display(),
+        if available.is_empty() {
+            String::new()
+        } else {
+            format!(" (it exports: {})", available.join(", "))
+        }
+    ))
+}
+
+/// Prints the result and, with `out`, saves tensor results and tensor arguments.
+fn print_outcome(args: &[CallArg], result: &Any, out: Option<&Path>) -> Result<()> {
     if let Some(out) = out {
         std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     }
@@ -51,7 +79,7 @@ pub fn run(
         out,
         next_result: 0,
     };
-    println!("{}", printer.render(&result)?);
+    println!("{}", printer.render(result)?);
     if let Some(out) = out {
         for (index, arg) in args.iter().enumerate() {
             if let CallArg::Tensor { tensor, path } = arg {

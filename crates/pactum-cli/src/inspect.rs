@@ -33,7 +33,13 @@ pub fn run(path: &Path, as_json: bool) -> Result<()> {
             path.display()
         );
     }
-    let functions = library::describe(&library::loadable(path))?;
+    let mlir_functions = library::mlir_function_names(path)?;
+    let functions = if library::export_names(path)?.is_empty() && !mlir_functions.is_empty() {
+        // A library MLIR built: nothing to load for TVM FFI metadata.
+        Vec::new()
+    } else {
+        library::describe(&library::loadable(path))?
+    };
     if as_json {
         let functions: Vec<_> = functions
             .iter()
@@ -48,8 +54,22 @@ pub fn run(path: &Path, as_json: bool) -> Result<()> {
                 })
             })
             .collect();
-        let report = json!({"path": path.display().to_string(), "kind": "tvm-ffi-library", "functions": functions});
+        let kind = if functions.is_empty() && !mlir_functions.is_empty() {
+            "mlir-library"
+        } else {
+            "tvm-ffi-library"
+        };
+        let report = json!({
+            "path": path.display().to_string(),
+            "kind": kind,
+            "functions": functions,
+            "mlir_c_interface_functions": mlir_functions,
+        });
         println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    if functions.is_empty() && !mlir_functions.is_empty() {
+        print_mlir_functions(path, &mlir_functions);
         return Ok(());
     }
     println!(
@@ -69,5 +89,28 @@ pub fn run(path: &Path, as_json: bool) -> Result<()> {
             }
         }
     }
+    if !mlir_functions.is_empty() {
+        println!();
+        print_mlir_functions(path, &mlir_functions);
+    }
     Ok(())
+}
+
+/// Lists MLIR functions with C wrappers. Their types are not in the library (LLVM's opaque
+/// pointers erase them), so calls need the MLIR declaration.
+fn print_mlir_functions(path: &Path, names: &[String]) {
+    println!(
+        "{}: MLIR library, {} function(s) with C wrappers (_mlir_ciface_<name>)",
+        path.display(),
+        names.len()
+    );
+    for name in names {
+        println!("  @{name}");
+    }
+    println!();
+    println!(
+        "The library does not record argument types; call with the function's MLIR declaration:\n  \
+         pactum call {} NAME --mlir 'func.func @NAME(%a: memref<?xf32>, ...) -> ...' ARG...",
+        path.display()
+    );
 }

@@ -41,6 +41,20 @@ impl Signature {
 
 /// Names of the `__tvm_ffi_<name>` entry points a shared library exports, sorted.
 pub fn export_names(path: &Path) -> Result<Vec<String>> {
+    Ok(defined_names_with_prefix(path, "__tvm_ffi_")?
+        .into_iter()
+        .filter(|n| !n.starts_with('_'))
+        .collect())
+}
+
+/// Names of the MLIR functions a shared library exports with C wrappers
+/// (`_mlir_ciface_<name>`), sorted.
+pub fn mlir_function_names(path: &Path) -> Result<Vec<String>> {
+    defined_names_with_prefix(path, "_mlir_ciface_")
+}
+
+/// Defined dynamic symbols starting with `prefix`, the prefix removed, sorted and unique.
+fn defined_names_with_prefix(path: &Path, prefix: &str) -> Result<Vec<String>> {
     let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
     let file = object::File::parse(&*data)
         .with_context(|| format!("{} is not an object file pactum can read", path.display()))?;
@@ -48,8 +62,8 @@ pub fn export_names(path: &Path) -> Result<Vec<String>> {
         .dynamic_symbols()
         .filter(|s| s.is_definition())
         .filter_map(|s| s.name().ok().map(str::to_owned))
-        .filter_map(|n| n.strip_prefix("__tvm_ffi_").map(str::to_owned))
-        .filter(|n| !n.starts_with('_') && !n.is_empty())
+        .filter_map(|n| n.strip_prefix(prefix).map(str::to_owned))
+        .filter(|n| !n.is_empty())
         .collect();
     names.sort();
     names.dedup();

@@ -53,6 +53,10 @@ enum Command {
         /// `DIR/arg_<i>.npy`.
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Call an MLIR-compiled function (memref calling convention) with this signature: a
+        /// `func.func` declaration or a function type such as `(memref<?xf32>, f32) -> f32`.
+        #[arg(long, value_name = "DECLARATION")]
+        mlir: Option<String>,
     },
     /// Read, check and convert IREE function signatures.
     Sig {
@@ -115,9 +119,16 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             function,
             args,
             out,
+            mlir,
         } => {
-            let (args, trailing_out) = split_out_option(args)?;
-            call::run(&library, &function, &args, out.or(trailing_out).as_deref())
+            let (args, options) = split_call_options(args)?;
+            call::run(
+                &library,
+                &function,
+                &args,
+                out.or(options.out).as_deref(),
+                mlir.or(options.mlir).as_deref(),
+            )
         }
         Command::Sig { command } => match command {
             SigCommand::Render { signature, from } => sig::render(&signature, from),
@@ -137,25 +148,40 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// Takes `--out DIR` / `--out=DIR` out of the call arguments (clap reads every word after
-/// the function name as an argument, so that values such as `-7:i32` are not options).
-fn split_out_option(args: Vec<String>) -> anyhow::Result<(Vec<String>, Option<PathBuf>)> {
+/// `pactum call` options written among the arguments.
+#[derive(Default)]
+struct CallOptions {
+    out: Option<PathBuf>,
+    mlir: Option<String>,
+}
+
+/// Takes `--out DIR` and `--mlir DECL` (or `--out=DIR`, `--mlir=DECL`) out of the call
+/// arguments (clap reads every word after the function name as an argument, so that values
+/// such as `-7:i32` are not options).
+fn split_call_options(args: Vec<String>) -> anyhow::Result<(Vec<String>, CallOptions)> {
     let mut kept = Vec::with_capacity(args.len());
-    let mut out = None;
+    let mut options = CallOptions::default();
     let mut words = args.into_iter();
     while let Some(word) = words.next() {
         if word == "--out" {
             let dir = words
                 .next()
                 .ok_or_else(|| anyhow::anyhow!("--out needs a directory"))?;
-            out = Some(PathBuf::from(dir));
+            options.out = Some(PathBuf::from(dir));
         } else if let Some(dir) = word.strip_prefix("--out=") {
-            out = Some(PathBuf::from(dir));
+            options.out = Some(PathBuf::from(dir));
+        } else if word == "--mlir" {
+            let declaration = words
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("--mlir needs a declaration"))?;
+            options.mlir = Some(declaration);
+        } else if let Some(declaration) = word.strip_prefix("--mlir=") {
+            options.mlir = Some(declaration.to_owned());
         } else {
             kept.push(word);
         }
     }
-    Ok((kept, out))
+    Ok((kept, options))
 }
 
 fn main() -> std::process::ExitCode {

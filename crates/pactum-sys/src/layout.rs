@@ -57,3 +57,16 @@ mod pointer_width_64 {
         type_index @ 0, type_depth @ 4, type_key @ 8, type_ancestors @ 24, type_key_hash @ 32,
         num_fields @ 40, num_methods @ 44, fields @ 48, methods @ 56, metadata @ 64);
 }
+
+// MLIR memref descriptors (mlir_facts.md §4: 24, 40 and 56 bytes for ranks 0, 1 and 2).
+#[cfg(target_pointer_width = "64")]
+mod memref_descriptors {
+    use super::*;
+    use crate::mlir::*;
+
+    assert_layout!(MemRefDescriptor<0>, size = 24, align = 8, allocated @ 0, aligned @ 8, offset @ 16);
+    assert_layout!(MemRefDescriptor<1>, size = 40, align = 8, offset @ 16, sizes @ 24, strides @ 32);
+    assert_layout!(MemRefDescriptor<2>, size = 56, align = 8, offset @ 16, sizes @ 24, strides @ 40);
+    assert_layout!(UnrankedMemRefDescriptor, size = 16, align = 8, rank @ 0, descriptor @ 8);
+    const _: () = assert!(ranked_descriptor_bytes(2) == size_of::<MemRefDescriptor<2>>());
+}

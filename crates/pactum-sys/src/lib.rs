@@ -1,4 +1,4 @@
-//! Raw C ABI of TVM FFI and DLPack, for pactum.
+//! Raw C ABI of TVM FFI, DLPack and MLIR memref descriptors, for pactum.
 //!
 //! This crate mirrors `tvm/ffi/c_api.h`, `tvm/ffi/extra/c_env_api.h` and `dlpack/dlpack.h` as
 //! shipped in `apache-tvm-ffi==0.1.15.post2`: `repr(C)` structs, constants, function-pointer
@@ -21,6 +21,7 @@ pub mod capi;
 pub mod dlpack;
 pub mod forwarder;
 mod layout;
+pub mod mlir;
 pub mod tvm_ffi;
 
 pub use capi::{TVM_FFI_C_API_LEN, TVM_FFI_C_API_NAMES, TVMFFICApi};

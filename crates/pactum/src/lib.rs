@@ -34,6 +34,7 @@ pub mod error;
 pub mod export;
 pub mod function;
 pub mod iree;
+pub mod mlir;
 pub mod module;
 pub mod npy;
 pub mod object;

@@ -27,6 +27,8 @@ enum Owner {
     Buffer { data: *mut u8, layout: Layout },
     /// The tensor whose memory this view shares.
     Source(#[allow(dead_code)] ObjectRef),
+    /// Memory owned elsewhere (e.g. allocated by MLIR-compiled code); released by the closure.
+    Foreign(Option<Box<dyn FnOnce() + Send>>),
 }
 
 /// The object body: the public DLTensor, then the owner and the storage shape/strides may
@@ -67,6 +69,11 @@ impl Drop for TensorCell {
                 }
             }
             Owner::Source(_) => {}
+            Owner::Foreign(ref mut release) => {
+                if let Some(release) = release.take() {
+                    release();
+                }
+            }
         }
     }
 }
@@ -294,6 +301,44 @@ impl Tensor {
         }))
     }
 
+    /// A tensor over memory that something else owns: `release` runs once, when the last
+    /// reference dies (it typically frees the buffer, or drops what keeps it alive). Strides
+    /// are in elements, as in DLPack.
+    ///
+    /// # Safety
+    /// `data` must point to memory valid for every element `shape` and `strides` address, on
+    /// `device`, until `release` runs; the memory may be written through the tensor.
+    pub unsafe fn from_raw_parts(
+        data: *mut c_void,
+        dtype: DataType,
+        device: Device,
+        shape: &[i64],
+        strides: &[i64],
+        release: impl FnOnce() + Send + 'static,
+    ) -> Result<Tensor> {
+        if shape.len() != strides.len() || shape.iter().any(|&d| d < 0) {
+            return Err(Error::new(
+                ErrorKind::VALUE_ERROR,
+                format!("invalid tensor shape {shape:?} with strides {strides:?}"),
+            ));
+        }
+        let dl_tensor = DLTensor {
+            data,
+            device: device.into(),
+            ndim: shape.len() as i32,
+            dtype: dtype.into(),
+            shape: core::ptr::null_mut(),
+            strides: core::ptr::null_mut(),
+            byte_offset: 0,
+        };
+        Ok(Tensor::from_cell(TensorCell {
+            dl_tensor,
+            owner: Owner::Foreign(Some(Box::new(release))),
+            shape: shape.into(),
+            strides: strides.into(),
+        }))
+    }
+
     /// A new CPU tensor holding a copy of `values` with `shape`.
     pub fn from_slice<T: Element>(values: &[T], shape: &[i64]) -> Result<Tensor> {
         let tensor = Tensor::empty(shape, T::DTYPE)?;
@@ -449,6 +494,18 @@ impl Tensor {
         Ok(())
     }
 
+    /// A compact row-major copy of a CPU tensor (any strides), e.g. to read a strided view
+    /// with [`Tensor::to_vec`].
+    pub fn to_contiguous(&self) -> Result<Tensor> {
+        if self.device().device_type != DLDeviceType::CPU {
+            return Err(Error::new(
+                ErrorKind::VALUE_ERROR,
+                format!("expected a CPU tensor, got one on {}", self.device()),
+            ));
+        }
+        crate::mlir::descriptor::compact_copy(self.dl_tensor())
+    }
+
     /// Copies the elements out (CPU, contiguous, dtype `T`).
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         self.check_readable::<T>()?;
@@ -592,7 +649,8 @@ macro_rules! element {
     )*};
 }
 element!(f32 => DataType::F32, f64 => DataType::F64, i8 => DataType::I8, i16 => DataType::I16, i32 => DataType::I32,
-         i64 => DataType::I64, u8 => DataType::U8, u16 => DataType::U16, u32 => DataType::U32, u64 => DataType::U64);
+         i64 => DataType::I64, u8 => DataType::U8, u16 => DataType::U16, u32 => DataType::U32, u64 => DataType::U64,
+         half::f16 => DataType::F16, half::bf16 => DataType::BF16);
 
 #[allow(dead_code)]
 fn _assert_cell_layout() {

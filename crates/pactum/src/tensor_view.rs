@@ -38,7 +38,7 @@ impl<T: Element> ElementSpec for T {
 
 /// The `DLTensor` an argument carries, if it is a tensor.
 #[inline]
-fn dl_tensor_of<'a>(view: &'a AnyView<'_>) -> Option<&'a DLTensor> {
+pub(crate) fn dl_tensor_of<'a>(view: &'a AnyView<'_>) -> Option<&'a DLTensor> {
     let raw = view.as_raw();
     match TVMFFITypeIndex(raw.type_index) {
         // SAFETY: a DLTensorPtr argument points at a DLTensor valid for the call.

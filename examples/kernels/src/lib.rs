@@ -242,3 +242,25 @@ pub fn iree_bind(
         .allow_casts(allow_casts)
         .into_function())
 }
+
+/// Loads function `@name` of an MLIR-compiled shared library at `path`, with the signature of
+/// its `func.func` declaration (e.g. `func.func @add_one(%a: memref<?xf32>, %b: memref<?xf32>)`),
+/// as a function taking tensors (NumPy arrays pass with no copy) and numbers. Results: `None`,
+/// the single result, or an array of them; memref results are tensors owning their memory.
+#[pactum::export]
+pub fn mlir_load(path: &str, declaration: &str) -> Result<Function> {
+    let library = pactum::mlir::MlirLibrary::open(path)?;
+    Ok(library.function(declaration)?.into_function())
+}
+
+/// As [`mlir_load`], but tensors whose layout the memref type cannot describe (e.g. a
+/// transposed array for an identity-layout memref) are passed as compact copies, copied back
+/// after the call, instead of being refused.
+#[pactum::export]
+pub fn mlir_load_copying(path: &str, declaration: &str) -> Result<Function> {
+    let library = pactum::mlir::MlirLibrary::open(path)?;
+    Ok(library
+        .function(declaration)?
+        .with_layout_mismatch(pactum::mlir::LayoutMismatch::Copy)
+        .into_function())
+}
