@@ -4,7 +4,7 @@
 
 use core::ffi::c_void;
 
-use libffi::middle::{Arg, Cif, CodePtr, Ret, Type};
+use libffi::middle::{Cif, Type};
 
 use super::types::{FunctionType, MlirType, ScalarType, Signedness};
 use crate::error::{Error, ErrorKind, Result};
@@ -164,8 +164,47 @@ pub(crate) enum ArgPlan {
     Unranked,
 }
 
+/// One argument of the fast path: where it goes and what it must be.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum FastArg {
+    /// A scalar in integer register `register`.
+    Integer { register: u8, scalar: ScalarType },
+    /// A scalar in float register `register`.
+    Float { register: u8, scalar: ScalarType },
+    /// A compact tensor of `dtype` and `rank` whose descriptor goes at word `words_at` and
+    /// whose address goes in integer register `register`.
+    Compact {
+        register: u8,
+        dtype: pactum_sys::dlpack::DLDataType,
+        element: u8,
+        rank: u8,
+        words_at: u8,
+    },
+}
+
+/// The fast path: the C interface form on the register path, every memref argument an
+/// identity-layout memref with dynamic extents, and results that are scalars. A call that
+/// meets it (compact CPU tensors of the right dtype and rank, numbers that fit) needs no
+/// further checks; anything else takes the general path, which explains what is wrong.
+pub(crate) struct FastPlan {
+    pub args: Vec<FastArg>,
+    /// Descriptor words (at most [`FastPlan::MAX_WORDS`]).
+    pub words: usize,
+    /// Scalar results read from the result struct: (offset, type); empty for a direct result.
+    pub struct_fields: Vec<(usize, ScalarType)>,
+}
+
+impl FastPlan {
+    /// Descriptor words the fast path keeps on its stack.
+    pub const MAX_WORDS: usize = 32;
+    /// Result struct words the fast path keeps on its stack.
+    pub const MAX_RESULT_WORDS: usize = 8;
+}
+
 /// Everything about a call that depends only on the signature, computed once.
 pub(crate) struct CallPlan {
+    /// The fast path, where the signature allows it.
+    pub fast: Option<FastPlan>,
     pub entry: Entry,
     /// Per argument.
     pub args: Vec<ArgPlan>,
@@ -346,7 +385,9 @@ impl CallPlan {
         let fits_registers = cfg!(all(target_arch = "x86_64", not(windows)))
             && counts[Class::Integer as usize] <= pactum_sys::mlir::INTEGER_ARGUMENT_REGISTERS
             && counts[Class::Float as usize] <= pactum_sys::mlir::FLOAT_ARGUMENT_REGISTERS;
+        let fast = Self::fast_plan(ty, entry, &params, &result, fits_registers);
         Ok(CallPlan {
+            fast,
             entry,
             args,
             unranked_args_end,
@@ -356,6 +397,76 @@ impl CallPlan {
             ranked_words,
             fits_registers,
             cif: std::sync::OnceLock::new(),
+        })
+    }
+
+    fn fast_plan(
+        ty: &FunctionType,
+        entry: Entry,
+        params: &[Param],
+        result: &ResultPlan,
+        fits_registers: bool,
+    ) -> Option<FastPlan> {
+        if entry != Entry::CInterface || !fits_registers {
+            return None;
+        }
+        let struct_fields = match result {
+            ResultPlan::Void | ResultPlan::Direct(_) => Vec::new(),
+            ResultPlan::Struct { offsets, size } => {
+                if size.div_ceil(8) > FastPlan::MAX_RESULT_WORDS {
+                    return None;
+                }
+                ty.results
+                    .iter()
+                    .zip(offsets)
+                    .map(|(t, &offset)| match t {
+                        MlirType::Scalar(scalar) => Some((offset, *scalar)),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<_>>>()?
+            }
+        };
+        let first = usize::from(matches!(result, ResultPlan::Struct { .. }));
+        let mut words = 0usize;
+        let mut args = Vec::with_capacity(ty.args.len());
+        for (index, arg) in ty.args.iter().enumerate() {
+            let register = params[first + index].register as u8;
+            args.push(match arg {
+                MlirType::Scalar(scalar) if scalar.is_float() => FastArg::Float {
+                    register,
+                    scalar: *scalar,
+                },
+                MlirType::Scalar(scalar) => FastArg::Integer {
+                    register,
+                    scalar: *scalar,
+                },
+                MlirType::MemRef(memref)
+                    if memref.layout == super::types::Layout::Identity
+                        && memref
+                            .shape
+                            .iter()
+                            .all(|d| *d == super::types::Dim::Dynamic) =>
+                {
+                    let words_at = words;
+                    words += super::descriptor::descriptor_words(memref.rank());
+                    if words > FastPlan::MAX_WORDS {
+                        return None;
+                    }
+                    FastArg::Compact {
+                        register,
+                        dtype: memref.element.data_type()?.into(),
+                        element: memref.element.byte_size() as u8,
+                        rank: memref.rank() as u8,
+                        words_at: words_at as u8,
+                    }
+                }
+                _ => return None,
+            });
+        }
+        Some(FastPlan {
+            args,
+            words,
+            struct_fields,
         })
     }
 
@@ -407,16 +518,35 @@ impl CallPlan {
         }
         let _ = path;
         let cif = self.cif();
-        let args: Vec<Arg<'_>> = values.iter().map(Arg::new).collect();
-        let mut returned = 0u64;
-        let ret = match self.result {
-            // libffi widens small integer results to a full register-sized slot.
-            ResultPlan::Direct(_) => Ret::new(&mut returned),
-            _ => Ret::void(),
+        // libffi takes one pointer per argument, to its value.
+        let mut inline = [core::ptr::null_mut::<c_void>(); 16];
+        let mut heap = Vec::new();
+        let pointers: &mut [*mut c_void] = if values.len() <= inline.len() {
+            &mut inline[..values.len()]
+        } else {
+            heap.resize(values.len(), core::ptr::null_mut());
+            &mut heap
         };
-        // SAFETY: the cif describes `function`'s C signature (built from the same plan);
-        // each argument points at a u64 holding the value in its low bytes (little endian).
-        unsafe { cif.call_return_into(CodePtr(function as *mut c_void), &args, ret) };
+        for (pointer, value) in pointers.iter_mut().zip(values) {
+            *pointer = (value as *const u64).cast_mut().cast();
+        }
+        // libffi widens small integer results to a full register-sized slot.
+        let mut returned = 0u64;
+        let result: *mut c_void = match self.result {
+            ResultPlan::Direct(_) => (&mut returned as *mut u64).cast(),
+            _ => core::ptr::null_mut(),
+        };
+        // SAFETY: the cif describes `function`'s C signature (built from the same plan); each
+        // argument points at a u64 holding the value in its low bytes (little endian), and the
+        // result slot is a u64 (or absent for a void function).
+        unsafe {
+            libffi::raw::ffi_call(
+                cif.as_raw_ptr(),
+                Some(function),
+                result,
+                pointers.as_mut_ptr(),
+            )
+        };
         returned
     }
 }
@@ -481,6 +611,41 @@ pub(crate) fn scalar_bits(
                 _ => v.to_bits(),
             })
         }
+    }
+}
+
+/// [`scalar_bits`] without the error: `None` when the value does not fit (the general path
+/// then reports why).
+#[inline]
+pub(crate) fn scalar_bits_fast(scalar: ScalarType, value: &crate::AnyView<'_>) -> Option<u64> {
+    use crate::any::Payload;
+    use pactum_sys::tvm_ffi::TVMFFITypeIndex;
+    let raw = value.as_raw();
+    let type_index = TVMFFITypeIndex(raw.type_index);
+    match scalar {
+        ScalarType::Index
+        | ScalarType::Integer {
+            width: 64,
+            signedness: Signedness::Signless,
+        }
+        | ScalarType::Integer {
+            width: 64,
+            signedness: Signedness::Signed,
+        } => matches!(type_index, TVMFFITypeIndex::INT | TVMFFITypeIndex::BOOL)
+            .then(|| raw.int64() as u64),
+        ScalarType::F64 => match type_index {
+            TVMFFITypeIndex::FLOAT => Some(raw.float64().to_bits()),
+            TVMFFITypeIndex::INT | TVMFFITypeIndex::BOOL => Some((raw.int64() as f64).to_bits()),
+            _ => None,
+        },
+        ScalarType::F32 => match type_index {
+            TVMFFITypeIndex::FLOAT => Some(u64::from((raw.float64() as f32).to_bits())),
+            TVMFFITypeIndex::INT | TVMFFITypeIndex::BOOL => {
+                Some(u64::from((raw.int64() as f32).to_bits()))
+            }
+            _ => None,
+        },
+        _ => scalar_bits(0, scalar, value).ok(),
     }
 }
 

@@ -9,8 +9,8 @@ use pactum_sys::dlpack::DLTensor;
 use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use super::call::{
-    ArgPlan, CallPath, CallPlan, Entry, ResultPlan, Source, read_scalar_field, scalar_bits,
-    scalar_value,
+    ArgPlan, CallPath, CallPlan, Entry, FastArg, FastPlan, ResultPlan, Source, read_scalar_field,
+    scalar_bits, scalar_bits_fast, scalar_value,
 };
 use super::descriptor::{
     Fit, LayoutMismatch, ReturnedMemRef, check_tensor_basics, compact_copy, copy_elements,
@@ -204,36 +204,25 @@ pub struct MlirFunction {
     library: MlirLibrary,
 }
 
-/// Scratch space for one call: on the stack when small. Only the words handed out are
-/// initialised (zeroed), so a call pays for what its signature needs, not for `N`.
-struct Scratch<const N: usize> {
-    inline: [core::mem::MaybeUninit<u64>; N],
-    heap: Vec<u64>,
-}
-
-impl<const N: usize> Scratch<N> {
-    #[inline]
-    fn new() -> Self {
-        Scratch {
-            inline: [core::mem::MaybeUninit::uninit(); N],
-            heap: Vec::new(),
+/// `len` zeroed words: the front of `inline` (left uninitialised by the caller, so a call pays
+/// only for what its signature needs) when they fit, else `heap`.
+#[inline]
+fn scratch<'a>(
+    inline: &'a mut [core::mem::MaybeUninit<u64>],
+    heap: &'a mut Vec<u64>,
+    len: usize,
+) -> &'a mut [u64] {
+    if len <= inline.len() {
+        let words = &mut inline[..len];
+        for word in words.iter_mut() {
+            word.write(0);
         }
-    }
-
-    #[inline]
-    fn take(&mut self, len: usize) -> &mut [u64] {
-        if len <= N {
-            let words = &mut self.inline[..len];
-            for word in words.iter_mut() {
-                word.write(0);
-            }
-            // SAFETY: the first `len` words were just initialised; MaybeUninit<u64> has u64's
-            // layout.
-            unsafe { &mut *(words as *mut [core::mem::MaybeUninit<u64>] as *mut [u64]) }
-        } else {
-            self.heap.resize(len, 0);
-            &mut self.heap
-        }
+        // SAFETY: the first `len` words were just initialised; MaybeUninit<u64> has u64's
+        // layout.
+        unsafe { &mut *(words as *mut [core::mem::MaybeUninit<u64>] as *mut [u64]) }
+    } else {
+        heap.resize(len, 0);
+        heap
     }
 }
 
@@ -292,6 +281,100 @@ impl MlirFunction {
     /// vector to call without allocating).
     pub fn call_into(&self, args: &[AnyView<'_>], results: &mut Vec<Any>) -> Result<()> {
         results.clear();
+        #[cfg(all(target_arch = "x86_64", not(windows)))]
+        if self.path == CallPath::Registers
+            && let Some(fast) = &self.plan.fast
+            && self.call_fast(fast, args, results)
+        {
+            return Ok(());
+        }
+        self.call_general(args, results)
+    }
+
+    /// The fast path (see `FastPlan`): returns false, having done nothing, when the arguments
+    /// need the general path's checks.
+    #[cfg(all(target_arch = "x86_64", not(windows)))]
+    #[inline]
+    fn call_fast(&self, fast: &FastPlan, args: &[AnyView<'_>], results: &mut Vec<Any>) -> bool {
+        use pactum_sys::mlir::{FLOAT_ARGUMENT_REGISTERS, INTEGER_ARGUMENT_REGISTERS};
+        if args.len() != fast.args.len() {
+            return false;
+        }
+        let mut integers = [0u64; INTEGER_ARGUMENT_REGISTERS];
+        let mut floats = [0u64; FLOAT_ARGUMENT_REGISTERS];
+        let mut word_storage = [core::mem::MaybeUninit::<u64>::uninit(); FastPlan::MAX_WORDS];
+        let mut no_heap = Vec::new();
+        let words = scratch(&mut word_storage, &mut no_heap, fast.words);
+        let words_address = words.as_mut_ptr().expose_provenance() as u64;
+        let mut result_words = [0u64; FastPlan::MAX_RESULT_WORDS];
+        if !fast.struct_fields.is_empty() {
+            integers[0] = result_words.as_mut_ptr().expose_provenance() as u64;
+        }
+        for (fast_arg, arg) in fast.args.iter().zip(args) {
+            match *fast_arg {
+                FastArg::Integer { register, scalar } => match scalar_bits_fast(scalar, arg) {
+                    Some(bits) => integers[register as usize] = bits,
+                    None => return false,
+                },
+                FastArg::Float { register, scalar } => match scalar_bits_fast(scalar, arg) {
+                    Some(bits) => floats[register as usize] = bits,
+                    None => return false,
+                },
+                FastArg::Compact {
+                    register,
+                    dtype,
+                    element,
+                    rank,
+                    words_at,
+                } => {
+                    let (rank, at) = (rank as usize, words_at as usize);
+                    let slot = &mut words[at..at + descriptor_words(rank)];
+                    match dl_tensor_of(arg) {
+                        Some(t) if fill_compact(t, dtype, element as usize, rank, slot) => {
+                            integers[register as usize] = words_address + 8 * at as u64;
+                        }
+                        _ => return false,
+                    }
+                }
+            }
+        }
+        // SAFETY: the fast plan classified every parameter as the System V ABI does; the
+        // descriptors describe compact CPU tensors alive for the call, and the result pointer
+        // (if any) a buffer of the result struct's size. The user vouches that the declared
+        // signature is the symbol's.
+        let returned =
+            unsafe { pactum_sys::mlir::call_with_registers(self.function, &integers, &floats) };
+        match &self.plan.result {
+            ResultPlan::Void => {}
+            ResultPlan::Direct(scalar) => {
+                let bits = if scalar.is_float() {
+                    returned.float
+                } else {
+                    returned.integer
+                };
+                results.push(scalar_value(*scalar, bits));
+            }
+            ResultPlan::Struct { .. } => {
+                // SAFETY: plain integers reinterpreted as their bytes.
+                let bytes = unsafe {
+                    core::slice::from_raw_parts(
+                        result_words.as_ptr().cast::<u8>(),
+                        8 * FastPlan::MAX_RESULT_WORDS,
+                    )
+                };
+                for &(offset, scalar) in &fast.struct_fields {
+                    results.push(scalar_value(
+                        scalar,
+                        read_scalar_field(scalar, &bytes[offset..]),
+                    ));
+                }
+            }
+        }
+        true
+    }
+
+    /// Every case, with every check and a clear error for whatever does not fit.
+    fn call_general(&self, args: &[AnyView<'_>], results: &mut Vec<Any>) -> Result<()> {
         let plan = &*self.plan;
         if args.len() != plan.args.len() {
             return Err(self.count_error(args.len()));
@@ -305,18 +388,25 @@ impl MlirFunction {
                 words_needed += 2 + descriptor_words(tensor.ndim.max(0) as usize);
             }
         }
-        let mut word_scratch = Scratch::<40>::new();
-        let words = word_scratch.take(words_needed);
+        let mut word_scratch = [core::mem::MaybeUninit::<u64>::uninit(); 40];
+        let mut word_scratch_heap = Vec::new();
+        let words = scratch(&mut word_scratch, &mut word_scratch_heap, words_needed);
         let words_address = words.as_mut_ptr().expose_provenance() as u64;
-        let mut result_scratch = Scratch::<16>::new();
+        let mut result_scratch = [core::mem::MaybeUninit::<u64>::uninit(); 16];
+        let mut result_scratch_heap = Vec::new();
         let result_words = match &plan.result {
             ResultPlan::Struct { size, .. } => size.div_ceil(8),
             _ => 0,
         };
-        let result_buffer = result_scratch.take(result_words);
+        let result_buffer = scratch(&mut result_scratch, &mut result_scratch_heap, result_words);
         let result_address = result_buffer.as_mut_ptr().expose_provenance() as u64;
-        let mut values_scratch = Scratch::<12>::new();
-        let values = values_scratch.take(plan.params.len());
+        let mut values_scratch = [core::mem::MaybeUninit::<u64>::uninit(); 12];
+        let mut values_scratch_heap = Vec::new();
+        let values = scratch(
+            &mut values_scratch,
+            &mut values_scratch_heap,
+            plan.params.len(),
+        );
 
         // Compact copies made for layout reasons (only with LayoutMismatch::Copy), and where
         // unranked headers went; both stay empty, without allocating, in the usual case.
