@@ -645,6 +645,18 @@ pub(crate) fn scalar_bits_fast(scalar: ScalarType, value: &crate::AnyView<'_>) -
             }
             _ => None,
         },
+        // Narrow signless/signed integers: in range, sign-extended as C passes them.
+        ScalarType::Integer {
+            width: width @ (8 | 16 | 32),
+            signedness: Signedness::Signless | Signedness::Signed,
+        } => {
+            if !matches!(type_index, TVMFFITypeIndex::INT | TVMFFITypeIndex::BOOL) {
+                return None;
+            }
+            let v = raw.int64();
+            let half = 1i64 << (width - 1);
+            (-half..half).contains(&v).then_some(v as u64)
+        }
         _ => scalar_bits(0, scalar, value).ok(),
     }
 }
@@ -675,9 +687,15 @@ pub(crate) fn scalar_value(scalar: ScalarType, bits: u64) -> crate::Any {
 }
 
 /// Reads a scalar result field of a result struct.
+#[inline]
 pub(crate) fn read_scalar_field(scalar: ScalarType, bytes: &[u8]) -> u64 {
-    let mut buffer = [0u8; 8];
-    let size = scalar.byte_size();
-    buffer[..size].copy_from_slice(&bytes[..size]);
-    u64::from_le_bytes(buffer)
+    fn read<const N: usize>(bytes: &[u8]) -> [u8; N] {
+        bytes[..N].try_into().expect("N bytes")
+    }
+    match scalar.byte_size() {
+        1 => u64::from(bytes[0]),
+        2 => u64::from(u16::from_le_bytes(read(bytes))),
+        4 => u64::from(u32::from_le_bytes(read(bytes))),
+        _ => u64::from_le_bytes(read(bytes)),
+    }
 }
