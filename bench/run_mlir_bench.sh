@@ -23,22 +23,25 @@ units = {"ns": 1.0, "µs": 1e3, "ms": 1e6}
 medians = collections.defaultdict(list)
 group = None
 for line in open(sys.argv[1], encoding="utf-8"):
-    cells = [c.strip() for c in line.split("│")]
-    name = cells[0].split("─ ")[-1].strip()
-    if len(cells) < 3 or not cells[2]:
+    # "│  ├─ name  fastest │ slowest │ median │ ...": the tree prefix goes, then the cells.
+    cells = [c.strip() for c in line.lstrip(" │").split("│")]
+    name = cells[0].split("─ ")[-1].split()[0]
+    if len(cells) < 3 or not cells[1]:
         group = name
         continue
     value, unit = cells[2].split()
     medians[f"{group}/{name}"].append(float(value) * units[unit])
 print(f"Rust -> MLIR function, divan, median of {sys.argv[2]} runs' medians; ns per call")
 print()
-print("| function | direct extern \"C\" | pactum, register path | ratio | difference | pactum, libffi | ratio |")
-print("|---|---|---|---|---|---|---|")
+print("| function | direct extern \"C\" | pactum dynamic, registers | ratio / difference | pactum dynamic, libffi | ratio / difference | pactum typed | ratio / difference |")
+print("|---|---|---|---|---|---|---|---|")
 for group in ("add_one", "mixed"):
     direct = statistics.median(medians[f"{group}/direct"])
-    fast = statistics.median(medians[f"{group}/pactum_registers"])
-    ffi = statistics.median(medians[f"{group}/pactum_libffi"])
-    print(f"| {group} | {direct:.1f} | {fast:.1f} | {fast / direct:.2f} | {fast - direct:+.1f} | {ffi:.1f} | {ffi / direct:.2f} |")
+    cells = []
+    for path in ("pactum_registers", "pactum_libffi", "pactum_typed"):
+        value = statistics.median(medians[f"{group}/{path}"])
+        cells.append(f"{value:.1f} | {value / direct:.2f}x / {value - direct:+.1f} ns")
+    print(f"| {group} | {direct:.1f} | " + " | ".join(cells) + " |")
 if "add_one/direct_fill" in medians:
     print()
     print(f"Direct call with the two descriptors filled from the tensors each call: "

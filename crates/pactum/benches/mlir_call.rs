@@ -1,5 +1,6 @@
 //! MLIR memref calls from Rust: pactum's dynamic call (`MlirFunction::call_into` over
-//! `&[AnyView]`, on the register path and through libffi) against a direct `extern "C"` call of
+//! `&[AnyView]`, on the register path and through libffi) and typed call
+//! (`TypedMlirFunction::call`) against a direct `extern "C"` call of
 //! the same `_mlir_ciface_` symbol, for a pointer-only function (`add_one`, two 4-element
 //! vectors) and a mixed-scalar one (`mixed`: i32, i64, f32, f64, index and a memref in, five
 //! scalars out through a result struct). The direct call gets the best case: descriptors built
@@ -126,6 +127,17 @@ mod add_one {
     fn pactum_libffi(bencher: Bencher) {
         pactum(bencher, CallPath::Libffi);
     }
+
+    #[divan::bench]
+    fn pactum_typed(bencher: Bencher) {
+        let (library, _raw) = library();
+        let function = pactum_function(&library, ADD_ONE, CallPath::Registers)
+            .typed::<(&Tensor, &Tensor), ()>()
+            .unwrap();
+        let (input, output) = tensors();
+        bencher.bench_local(|| function.call(black_box((&input, &output))).unwrap());
+        assert_eq!(output.to_vec::<f32>().unwrap(), [2.0, 3.0, 4.0, 5.0]);
+    }
 }
 
 mod mixed {
@@ -183,5 +195,21 @@ mod mixed {
     #[divan::bench]
     fn pactum_libffi(bencher: Bencher) {
         pactum(bencher, CallPath::Libffi);
+    }
+
+    #[divan::bench]
+    fn pactum_typed(bencher: Bencher) {
+        let (library, _raw) = library();
+        let function = pactum_function(&library, MIXED, CallPath::Registers)
+            .typed::<(i32, i64, f32, f64, i64, &Tensor), (f64, i64, f32, i32, i64)>()
+            .unwrap();
+        let m = Tensor::from_slice(&[0.5f64, 9.0, 9.0], &[3]).unwrap();
+        let mut last = (0.0, 0, 0.0, 0, 0);
+        bencher.bench_local(|| {
+            last = function
+                .call(black_box((41, 21, 1.5, 2.25, 100, &m)))
+                .unwrap()
+        });
+        assert_eq!(last.0, 2.75);
     }
 }

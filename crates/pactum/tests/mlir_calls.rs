@@ -701,3 +701,92 @@ fn calls_from_eight_threads() {
         }
     });
 }
+
+#[test]
+fn typed_calls_check_types_once_and_tensors_every_call() {
+    let Some(add_one) = core("add_one") else {
+        return;
+    };
+    let typed = add_one.typed::<(&Tensor, &Tensor), ()>().unwrap();
+    let input = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
+    let output = Tensor::empty(&[3], DataType::F32).unwrap();
+    typed.call((&input, &output)).unwrap();
+    assert_eq!(output.to_vec::<f32>().unwrap(), [2.0, 3.0, 4.0]);
+    // A refused tensor gets the same error as the dynamic call.
+    let doubles = Tensor::from_slice(&[1.0f64, 2.0], &[2]).unwrap();
+    let typed_error = typed.call((&doubles, &output)).unwrap_err().to_string();
+    let dynamic_error = add_one
+        .call(&[(&doubles).into(), (&output).into()])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(typed_error, dynamic_error);
+    let base = Tensor::from_slice(&[1.0f32; 8], &[8]).unwrap();
+    let error = typed
+        .call((&view(&base, 0, &[3], &[2]), &output))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("identity layout"), "{error}");
+
+    let Some(mixed) = core("mixed") else { return };
+    let typed = mixed
+        .typed::<(i32, i64, f32, f64, i64, &Tensor), (f64, i64, f32, i32, i64)>()
+        .unwrap();
+    let m = Tensor::from_slice(&[0.5f64, 9.0, 9.0], &[3]).unwrap();
+    assert_eq!(
+        typed.call((41, 21, 1.5, 2.25, 100, &m)).unwrap(),
+        (2.75, 42, 4.5, 42, 103)
+    );
+
+    let Some(divmod) = core("divmod") else { return };
+    let typed = divmod.typed::<(i64, i64), (i64, i64)>().unwrap();
+    assert_eq!(typed.call((17, 5)).unwrap(), (3, 2));
+    let Some(ints) = core("ints") else { return };
+    let typed = ints.typed::<(i8, i16, u8, i32, bool), i64>().unwrap();
+    assert_eq!(typed.call((-1, -300, 200, -70000, true)).unwrap(), -69101);
+    let Some(add) = half_fn("bf16_add") else {
+        return;
+    };
+    let typed = add.typed::<(half::bf16, half::bf16), half::bf16>().unwrap();
+    let sum = typed
+        .call((half::bf16::from_f32(1.5), half::bf16::from_f32(2.25)))
+        .unwrap();
+    assert_eq!(sum.to_f32(), 3.75);
+
+    // Types that do not match the signature are refused when the typed function is made.
+    let error = core("divmod")
+        .unwrap()
+        .typed::<(i64, f64), (i64, i64)>()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("argument 1 is i64, not f64"), "{error}");
+    let error = core("divmod")
+        .unwrap()
+        .typed::<(i64,), i64>()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("it takes 2 arguments"), "{error}");
+    let error = core("ints")
+        .unwrap()
+        .typed::<(i8, i16, i8, i32, bool), i64>()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("argument 2 is ui8, not i8"), "{error}");
+    // Memref results and strided layouts stay with the dynamic call.
+    let error = core("alloc_iota")
+        .unwrap()
+        .typed::<(i64,), i64>()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("the results differ"), "{error}");
+    let error = core("sum_strided_1d")
+        .unwrap()
+        .typed::<(&Tensor,), f64>()
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(error.contains("use MlirFunction::call"), "{error}");
+}

@@ -164,9 +164,11 @@ pub(crate) enum ArgPlan {
     Unranked,
 }
 
-/// One argument of the fast path: where it goes and what it must be.
+/// One argument of the fast path: where it goes and what it must be (an implementation
+/// detail of the typed call).
+#[doc(hidden)]
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum FastArg {
+pub enum FastArg {
     /// A scalar in integer register `register`.
     Integer { register: u8, scalar: ScalarType },
     /// A scalar in float register `register`.

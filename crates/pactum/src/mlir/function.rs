@@ -207,7 +207,7 @@ pub struct MlirFunction {
 /// `len` zeroed words: the front of `inline` (left uninitialised by the caller, so a call pays
 /// only for what its signature needs) when they fit, else `heap`.
 #[inline]
-fn scratch<'a>(
+pub(crate) fn scratch<'a>(
     inline: &'a mut [core::mem::MaybeUninit<u64>],
     heap: &'a mut Vec<u64>,
     len: usize,
@@ -371,6 +371,53 @@ impl MlirFunction {
             }
         }
         true
+    }
+
+    /// The fast plan, if the signature has one.
+    pub(crate) fn fast_plan(&self) -> Option<&FastPlan> {
+        self.plan.fast.as_ref()
+    }
+
+    /// How results come back.
+    pub(crate) fn plan_result(&self) -> &ResultPlan {
+        &self.plan.result
+    }
+
+    /// Calls the entry with these registers (the typed path).
+    #[cfg(all(target_arch = "x86_64", not(windows)))]
+    #[inline]
+    pub(crate) fn call_registers(
+        &self,
+        integers: &[u64; 6],
+        floats: &[u64; 8],
+    ) -> pactum_sys::mlir::RegisterResult {
+        // SAFETY: `typed()` only exists for functions with a fast plan (register path, C
+        // interface); the typed arguments were written where that plan says, and tensors went
+        // through `fill_compact`. The user vouches that the declaration is the symbol's.
+        unsafe { pactum_sys::mlir::call_with_registers(self.function, integers, floats) }
+    }
+
+    /// Why the typed path refused argument `index` (a tensor that is not compact, or of
+    /// another dtype, rank or device): the general path's error.
+    #[cold]
+    pub(crate) fn explain_refusal(&self, index: usize, tensor: Option<&Tensor>) -> Error {
+        let refused = || {
+            Error::new(
+                ErrorKind::VALUE_ERROR,
+                format!("argument {index}: refused by the typed call"),
+            )
+        };
+        let Some(tensor) = tensor else {
+            return refused();
+        };
+        let view: AnyView<'_> = tensor.into();
+        let mut slot = vec![0u64; descriptor_words(tensor.ndim())];
+        let mut copies = Vec::new();
+        let general = self.clone().with_layout_mismatch(LayoutMismatch::Reject);
+        match general.fill_checked(index, &view, &mut slot, &mut copies) {
+            Err(error) => error,
+            Ok(()) => refused(),
+        }
     }
 
     /// Every case, with every check and a clear error for whatever does not fit.
@@ -774,7 +821,7 @@ impl core::fmt::Debug for MlirFunction {
 /// returns true, or returns false (without judging) for anything else, which then takes the
 /// full check.
 #[inline]
-fn fill_compact(
+pub(crate) fn fill_compact(
     tensor: &DLTensor,
     dtype: pactum_sys::dlpack::DLDataType,
     element: usize,

@@ -8,6 +8,7 @@
 
 pub mod descriptor;
 pub mod parse;
+pub mod typed;
 pub mod types;
 
 pub use types::{Dim, FunctionType, Layout, MemRefType, MlirType, ScalarType, Signedness};
@@ -17,3 +18,4 @@ pub mod function;
 pub use call::{CallPath, Entry};
 pub use descriptor::LayoutMismatch;
 pub use function::{MlirFunction, MlirLibrary};
+pub use typed::{MlirArg, MlirArgs, MlirResult, MlirResults, TypedMlirFunction};
