@@ -52,10 +52,10 @@ pub trait MlirArg: sealed::Sealed {
     /// The Rust type, in errors.
     fn rust_type() -> &'static str;
 
-    /// Writes the value where the plan says; `Err(())` when a tensor does not fit (the caller
-    /// then explains why).
+    /// Writes the value where the plan says; false when a tensor does not fit (the caller then
+    /// explains why).
     #[doc(hidden)]
-    fn write(&self, slot: &FastArg, frame: &mut CallFrame<'_>) -> core::result::Result<(), ()>;
+    fn write(&self, slot: &FastArg, frame: &mut CallFrame<'_>) -> bool;
 
     /// The tensor, for explaining a refusal.
     #[doc(hidden)]
@@ -88,12 +88,12 @@ macro_rules! integer_args {
             }
 
             #[inline(always)]
-            fn write(&self, slot: &FastArg, frame: &mut CallFrame<'_>) -> core::result::Result<(), ()> {
+            fn write(&self, slot: &FastArg, frame: &mut CallFrame<'_>) -> bool {
                 if let FastArg::Integer { register, .. } = *slot {
                     // Extended to 64 bits as C does (sign for signed types, zero for unsigned).
                     frame.integers[register as usize] = *self as i64 as u64;
                 }
-                Ok(())
+                true
             }
         }
     )*};
@@ -110,16 +110,16 @@ impl MlirArg for bool {
         "bool"
     }
     #[inline(always)]
-    fn write(&self, slot: &FastArg, frame: &mut CallFrame<'_>) -> core::result::Result<(), ()> {
+    fn write(&self, slot: &FastArg, frame: &mut CallFrame<'_>) -> bool {
         if let FastArg::Integer { register, .. } = *slot {
             frame.integers[register as usize] = u64::from(*self);
         }
-        Ok(())
+        true
     }
 }
 
 macro_rules! float_args {
-    ($($ty:ty => $scalar:ident, $bits:expr);* $(;)?) => {$(
+    ($($ty:ty => $scalar:ident, |$v:ident| $bits:expr);* $(;)?) => {$(
         impl sealed::Sealed for $ty {}
         impl MlirArg for $ty {
             fn accepts(ty: &MlirType) -> bool {
@@ -129,12 +129,12 @@ macro_rules! float_args {
                 stringify!($ty)
             }
             #[inline(always)]
-            fn write(&self, slot: &FastArg, frame: &mut CallFrame<'_>) -> core::result::Result<(), ()> {
+            fn write(&self, slot: &FastArg, frame: &mut CallFrame<'_>) -> bool {
                 if let FastArg::Float { register, .. } = *slot {
-                    let to_bits: fn(&$ty) -> u64 = $bits;
-                    frame.floats[register as usize] = to_bits(self);
+                    let $v: &$ty = self;
+                    frame.floats[register as usize] = $bits;
                 }
-                Ok(())
+                true
             }
         }
     )*};
@@ -155,7 +155,7 @@ impl MlirArg for &Tensor {
         "&Tensor"
     }
     #[inline(always)]
-    fn write(&self, slot: &FastArg, frame: &mut CallFrame<'_>) -> core::result::Result<(), ()> {
+    fn write(&self, slot: &FastArg, frame: &mut CallFrame<'_>) -> bool {
         let FastArg::Compact {
             register,
             dtype,
@@ -164,7 +164,7 @@ impl MlirArg for &Tensor {
             words_at,
         } = *slot
         else {
-            return Err(());
+            return false;
         };
         let (rank, at) = (rank as usize, words_at as usize);
         let descriptor = &mut frame.words[at..at + super::descriptor::descriptor_words(rank)];
@@ -176,9 +176,9 @@ impl MlirArg for &Tensor {
             descriptor,
         ) {
             frame.integers[register as usize] = frame.words_address + 8 * at as u64;
-            Ok(())
+            true
         } else {
-            Err(())
+            false
         }
     }
     fn tensor(&self) -> Option<&Tensor> {
@@ -296,7 +296,9 @@ macro_rules! tuples {
             #[inline(always)]
             #[allow(unused_variables)]
             fn write(&self, slots: &[FastArg], frame: &mut CallFrame<'_>) -> core::result::Result<(), usize> {
-                $(self.$index.write(&slots[$index], frame).map_err(|()| $index as usize)?;)*
+                $(if !self.$index.write(&slots[$index], frame) {
+                    return Err($index as usize);
+                })*
                 Ok(())
             }
             #[allow(unused_variables)]
