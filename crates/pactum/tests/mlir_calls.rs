@@ -790,3 +790,68 @@ fn typed_calls_check_types_once_and_tensors_every_call() {
         .to_string();
     assert!(error.contains("use MlirFunction::call"), "{error}");
 }
+
+#[test]
+fn public_descriptors_drive_a_hand_made_call() {
+    use pactum::mlir::{Descriptor, MlirType, tensor_from_descriptor};
+    let Some(built) = built() else { return };
+    // SAFETY: our own test library; no initialisers.
+    let library = unsafe { libloading::Library::new(built.join("libmemref_core.so")) }.unwrap();
+    type Strided = unsafe extern "C" fn(*mut core::ffi::c_void, f32);
+    // SAFETY: `scale_strided(memref<?x?xf32, strided<[?, ?], offset: ?>>, f32)` in C form.
+    let scale: Strided = *unsafe { library.get::<Strided>(b"_mlir_ciface_scale_strided") }.unwrap();
+    let MlirType::MemRef(ty) = "memref<?x?xf32, strided<[?, ?], offset: ?>>"
+        .parse::<MlirType>()
+        .unwrap()
+    else {
+        unreachable!()
+    };
+    let base = Tensor::from_slice(&[1.0f32; 48], &[6, 8]).unwrap();
+    let window = view(&base, 9, &[2, 3], &[8, 2]);
+    let mut descriptor = Descriptor::new(&window, &ty).unwrap();
+    assert_eq!(
+        (descriptor.sizes(), descriptor.strides()),
+        (vec![2, 3], vec![8, 2])
+    );
+    // SAFETY: a checked descriptor of a live tensor, for the function's declared type.
+    unsafe { scale(descriptor.as_mut_ptr(), 3.0) };
+    let scaled: Vec<usize> = base
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| **v == 3.0)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(scaled, [9, 11, 13, 17, 19, 21]);
+
+    // And back: a returned allocation as a tensor that frees it.
+    type Alloc = unsafe extern "C" fn(*mut pactum::sys::mlir::MemRefDescriptor<1>, i64);
+    // SAFETY: `alloc_iota(index) -> memref<?xf32>` in C form (result through the first pointer).
+    let alloc: Alloc = *unsafe { library.get::<Alloc>(b"_mlir_ciface_alloc_iota") }.unwrap();
+    let mut returned = core::mem::MaybeUninit::uninit();
+    // SAFETY: as above.
+    unsafe { alloc(returned.as_mut_ptr(), 3) };
+    // SAFETY: MLIR wrote it.
+    let returned = unsafe { returned.assume_init() };
+    let allocated = returned.allocated as usize;
+    // SAFETY: a rank-1 f32 descriptor of a malloc'ed buffer, freed once by the release.
+    let tensor = unsafe {
+        tensor_from_descriptor(
+            (&returned as *const pactum::sys::mlir::MemRefDescriptor<1>).cast(),
+            1,
+            pactum::mlir::ScalarType::F32,
+            move || libc_free(allocated),
+        )
+    }
+    .unwrap();
+    assert_eq!(tensor.to_vec::<f32>().unwrap(), [0.0, 1.0, 2.0]);
+}
+
+fn libc_free(address: usize) {
+    unsafe extern "C" {
+        fn free(pointer: *mut core::ffi::c_void);
+    }
+    // SAFETY: `address` came from malloc in the MLIR code and is freed once.
+    unsafe { free(core::ptr::with_exposed_provenance_mut(address)) }
+}

@@ -400,3 +400,167 @@ impl ReturnedMemRef {
             .cast()
     }
 }
+
+/// A ranked memref descriptor of a tensor, checked against a memref type: what a
+/// `_mlir_ciface_` function takes for that memref, for callers who make the call themselves
+/// ([`MlirFunction`](super::MlirFunction) does all of this for you). The rank is dynamic; the
+/// layout is `pactum_sys::mlir::MemRefDescriptor<rank>`'s. It borrows the tensor, so the memory
+/// it points to outlives it.
+///
+/// ```
+/// use pactum::mlir::{Descriptor, MlirType};
+/// use pactum::Tensor;
+///
+/// let MlirType::MemRef(ty) = "memref<?x3xf32>".parse::<MlirType>()? else { unreachable!() };
+/// let matrix = Tensor::from_slice(&[0.0f32; 6], &[2, 3])?;
+/// let descriptor = Descriptor::new(&matrix, &ty)?;
+/// assert_eq!((descriptor.sizes(), descriptor.strides()), (vec![2, 3], vec![3, 1]));
+/// let fixed = descriptor.to_static::<2>().unwrap();
+/// assert_eq!(fixed.aligned, matrix.data_ptr());
+///
+/// // A tensor of the wrong shape is refused with the reason.
+/// let wrong = Tensor::from_slice(&[0.0f32; 4], &[2, 2])?;
+/// assert!(Descriptor::new(&wrong, &ty).unwrap_err().to_string().contains("extent 3 in dimension 1"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Descriptor<'a> {
+    words: Vec<u64>,
+    rank: usize,
+    _tensor: core::marker::PhantomData<&'a Tensor>,
+}
+
+impl core::fmt::Debug for Descriptor<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Descriptor")
+            .field("aligned", &self.aligned())
+            .field("offset", &self.offset())
+            .field("sizes", &self.sizes())
+            .field("strides", &self.strides())
+            .finish()
+    }
+}
+
+impl<'a> Descriptor<'a> {
+    /// The descriptor of `tensor` as a memref of type `ty`, after every check a call makes
+    /// (device, dtype, rank, static extents, alignment, layout).
+    pub fn new(tensor: &'a Tensor, ty: &MemRefType) -> Result<Descriptor<'a>> {
+        let text = || ty.to_string();
+        check_tensor_basics(
+            0,
+            tensor.dl_tensor(),
+            ty.element,
+            Some(ty.rank()),
+            Some(&ty.shape),
+            &text,
+        )?;
+        let mut words = vec![0u64; descriptor_words(ty.rank())];
+        match fill_ranked(0, tensor.dl_tensor(), ty, &mut words)? {
+            Fit::Direct => Ok(Descriptor {
+                words,
+                rank: ty.rank(),
+                _tensor: core::marker::PhantomData,
+            }),
+            Fit::NeedsCompactCopy(error) => Err(error),
+        }
+    }
+
+    /// The rank.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The allocated pointer (the tensor's data pointer).
+    pub fn allocated(&self) -> *mut c_void {
+        core::ptr::with_exposed_provenance_mut(self.words[0] as usize)
+    }
+
+    /// The aligned pointer elements are addressed from.
+    pub fn aligned(&self) -> *mut c_void {
+        core::ptr::with_exposed_provenance_mut(self.words[1] as usize)
+    }
+
+    /// The offset of the first element, in elements.
+    pub fn offset(&self) -> i64 {
+        self.words[2] as i64
+    }
+
+    /// The extents.
+    pub fn sizes(&self) -> Vec<i64> {
+        self.words[3..3 + self.rank]
+            .iter()
+            .map(|&w| w as i64)
+            .collect()
+    }
+
+    /// The strides, in elements.
+    pub fn strides(&self) -> Vec<i64> {
+        self.words[3 + self.rank..]
+            .iter()
+            .map(|&w| w as i64)
+            .collect()
+    }
+
+    /// A pointer to the descriptor, to pass to a `_mlir_ciface_` function.
+    pub fn as_mut_ptr(&mut self) -> *mut c_void {
+        self.words.as_mut_ptr().cast()
+    }
+
+    /// The descriptor as the static-rank C struct, if the rank is `RANK`.
+    pub fn to_static<const RANK: usize>(&self) -> Option<pactum_sys::mlir::MemRefDescriptor<RANK>> {
+        if RANK != self.rank {
+            return None;
+        }
+        let mut sizes = [0isize; RANK];
+        let mut strides = [0isize; RANK];
+        for axis in 0..RANK {
+            sizes[axis] = self.words[3 + axis] as isize;
+            strides[axis] = self.words[3 + RANK + axis] as isize;
+        }
+        Some(pactum_sys::mlir::MemRefDescriptor {
+            allocated: self.allocated(),
+            aligned: self.aligned(),
+            offset: self.offset() as isize,
+            sizes,
+            strides,
+        })
+    }
+}
+
+/// A tensor over a ranked descriptor that MLIR-compiled code returned (or any descriptor of
+/// `rank` with `element`s): shape and strides from the descriptor, data at `aligned + offset`.
+/// `release` runs once when the last reference dies; for a fresh `memref.alloc` it should
+/// `free` the allocated pointer (what [`MlirFunction`](super::MlirFunction) does).
+///
+/// # Safety
+/// `descriptor` must point to a valid ranked descriptor of `rank`, whose extents and strides
+/// address memory that stays valid until `release` runs.
+pub unsafe fn tensor_from_descriptor(
+    descriptor: *const c_void,
+    rank: usize,
+    element: ScalarType,
+    release: impl FnOnce() + Send + 'static,
+) -> Result<Tensor> {
+    let dtype = element.data_type().ok_or_else(|| {
+        Error::new(
+            ErrorKind::TYPE_ERROR,
+            format!("element type {element} has no DLPack dtype"),
+        )
+    })?;
+    // SAFETY: the caller vouches for a descriptor of `rank`.
+    let words =
+        unsafe { core::slice::from_raw_parts(descriptor.cast::<u64>(), descriptor_words(rank)) };
+    let returned = ReturnedMemRef::read(words, rank);
+    returned.validate(0)?;
+    let data = returned.data(element.byte_size());
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        Tensor::from_raw_parts(
+            data,
+            dtype,
+            Device::CPU,
+            &returned.sizes,
+            &returned.strides,
+            release,
+        )
+    }
+}

@@ -16,6 +16,6 @@ pub mod call;
 pub mod function;
 
 pub use call::{CallPath, Entry};
-pub use descriptor::LayoutMismatch;
+pub use descriptor::{Descriptor, LayoutMismatch, tensor_from_descriptor};
 pub use function::{MlirFunction, MlirLibrary};
 pub use typed::{MlirArg, MlirArgs, MlirResult, MlirResults, TypedMlirFunction};
