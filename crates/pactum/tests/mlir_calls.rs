@@ -753,42 +753,33 @@ fn typed_calls_check_types_once_and_tensors_every_call() {
     assert_eq!(sum.to_f32(), 3.75);
 
     // Types that do not match the signature are refused when the typed function is made.
-    let error = core("divmod")
-        .unwrap()
-        .typed::<(i64, f64), (i64, i64)>()
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(error.contains("argument 1 is i64, not f64"), "{error}");
-    let error = core("divmod")
-        .unwrap()
-        .typed::<(i64,), i64>()
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(error.contains("it takes 2 arguments"), "{error}");
-    let error = core("ints")
-        .unwrap()
-        .typed::<(i8, i16, i8, i32, bool), i64>()
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(error.contains("argument 2 is ui8, not i8"), "{error}");
-    // Memref results and strided layouts stay with the dynamic call.
-    let error = core("alloc_iota")
-        .unwrap()
-        .typed::<(i64,), i64>()
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(error.contains("the results differ"), "{error}");
-    let error = core("sum_strided_1d")
-        .unwrap()
-        .typed::<(&Tensor,), f64>()
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(error.contains("use MlirFunction::call"), "{error}");
+    fn refusal<A: pactum::mlir::MlirArgs, R: pactum::mlir::MlirResults>(name: &str) -> String {
+        let function = core(name).expect("built");
+        function.typed::<A, R>().err().expect("refused").to_string()
+    }
+    let cases = [
+        (
+            refusal::<(i64, f64), (i64, i64)>("divmod"),
+            "argument 1 is i64, not f64",
+        ),
+        (refusal::<(i64,), i64>("divmod"), "it takes 2 arguments"),
+        (
+            refusal::<(i8, i16, i8, i32, bool), i64>("ints"),
+            "argument 2 is ui8, not i8",
+        ),
+        // Memref results and strided layouts stay with the dynamic call.
+        (refusal::<(i64,), i64>("alloc_iota"), "the results differ"),
+        (
+            refusal::<(&Tensor,), f64>("sum_strided_1d"),
+            "use MlirFunction::call",
+        ),
+    ];
+    for (error, expected) in cases {
+        assert!(
+            error.contains(expected),
+            "{error}\n  should contain: {expected}"
+        );
+    }
 }
 
 #[test]
