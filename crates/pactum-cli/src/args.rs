@@ -1,6 +1,7 @@
 //! The argument syntax of `pactum call`: numbers with an optional type suffix (`7`, `-2.5`,
 //! `7:i32`, `1:bool`), quoted strings (`"text"` or `'text'`), `none`/`true`/`false`, and
-//! `@file.npy` tensors.
+//! `@file.npy` tensors (`@file.npy:bfloat16` views the file's elements as another type of the
+//! same size).
 
 use std::path::PathBuf;
 
@@ -98,10 +99,23 @@ fn parse_float(text: &str) -> Option<f64> {
 /// Parses argument `index` (0-based) of `pactum call`.
 pub fn parse(text: &str, index: usize) -> Result<CallArg> {
     let fail = |detail: String| anyhow::anyhow!("argument {index} (`{text}`): {detail}");
-    if let Some(path) = text.strip_prefix('@') {
-        let path = PathBuf::from(path);
-        let tensor = pactum::npy::read_file(&path)
+    if let Some(file) = text.strip_prefix('@') {
+        // `@file.npy:bfloat16` reads the file and views its elements as another type of the
+        // same size (NumPy has no bfloat16: such data travels as uint16 bits).
+        let (file, view_as) = match file.rsplit_once(':') {
+            Some((name, dtype)) if name.ends_with(".npy") => (name, Some(dtype)),
+            _ => (file, None),
+        };
+        let path = PathBuf::from(file);
+        let mut tensor = pactum::npy::read_file(&path)
             .map_err(|e| fail(format!("cannot read {}: {}", path.display(), e.message())))?;
+        if let Some(dtype) = view_as {
+            let dtype = pactum::DataType::parse(dtype)
+                .map_err(|e| fail(format!("unknown dtype `{dtype}`: {}", e.message())))?;
+            tensor = tensor
+                .view_as(dtype)
+                .map_err(|e| fail(e.message().into_owned()))?;
+        }
         return Ok(CallArg::Tensor { path, tensor });
     }
     for quote in ['"', '\''] {

@@ -84,10 +84,9 @@ fn print_outcome(args: &[CallArg], result: &Any, out: Option<&Path>) -> Result<(
         for (index, arg) in args.iter().enumerate() {
             if let CallArg::Tensor { tensor, path } = arg {
                 let file = out.join(format!("arg_{index}.npy"));
-                pactum::npy::write_file(&file, tensor)
-                    .map_err(|e| anyhow!("writing {}: {e}", file.display()))?;
+                let note = save(&file, tensor)?;
                 println!(
-                    "argument {index} ({}) after the call -> {}",
+                    "argument {index} ({}) after the call -> {}{note}",
                     path.display(),
                     file.display()
                 );
@@ -161,13 +160,30 @@ impl Printer<'_> {
         match self.out {
             Some(out) => {
                 let file = out.join(format!("result_{index}.npy"));
-                pactum::npy::write_file(&file, tensor)
-                    .map_err(|e| anyhow!("writing {}: {e}", file.display()))?;
-                Ok(format!("{description} -> {}", file.display()))
+                let note = save(&file, tensor)?;
+                Ok(format!("{description} -> {}{note}", file.display()))
             }
             None => Ok(format!(
                 "{description} (pass --out DIR to save it as result_{index}.npy)"
             )),
         }
     }
+}
+
+/// Saves a tensor as `.npy`; a `bfloat16` tensor, which NumPy cannot hold, is saved as its
+/// `uint16` bits (the returned note says so).
+fn save(file: &Path, tensor: &Tensor) -> Result<&'static str> {
+    let (tensor, note) = if tensor.dtype() == pactum::DataType::BF16 {
+        (
+            tensor
+                .view_as(pactum::DataType::U16)
+                .map_err(|e| anyhow!("{e}"))?,
+            " (bfloat16 saved as its uint16 bits)",
+        )
+    } else {
+        (tensor.clone(), "")
+    };
+    pactum::npy::write_file(file, &tensor)
+        .map_err(|e| anyhow!("writing {}: {e}", file.display()))?;
+    Ok(note)
 }

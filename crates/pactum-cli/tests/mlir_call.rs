@@ -222,3 +222,116 @@ fn inspect_lists_mlir_functions() {
     let names = report["mlir_c_interface_functions"].as_array().unwrap();
     assert!(names.iter().any(|n| n == "scale_strided"), "{names:?}");
 }
+
+#[path = "../../pactum/tests/mlir/table.rs"]
+mod table;
+
+/// Splits `[a, b, c]` (or a single value) as `pactum call` prints results.
+fn printed_results(line: &str) -> Vec<String> {
+    let inner = line
+        .strip_prefix('[')
+        .and_then(|l| l.strip_suffix(']'))
+        .unwrap_or(line);
+    let mut items = Vec::new();
+    let mut depth = 0;
+    let mut current = String::new();
+    for c in inner.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(current.trim().to_owned());
+                current.clear();
+                continue;
+            }
+            _ => {}
+        }
+        current.push(c);
+    }
+    if !current.trim().is_empty() {
+        items.push(current.trim().to_owned());
+    }
+    items
+}
+
+#[test]
+fn every_table_function_through_the_cli() {
+    let Some(built) = built() else { return };
+    for call in table::calls() {
+        let what = format!("@{}", call.function);
+        let dir = scratch(&call.function);
+        let library = built.join(format!("lib{}.so", call.file));
+        let declaration = table::declaration(&call.file, &call.function);
+        let mut words: Vec<String> = vec![
+            "call".into(),
+            library.to_str().unwrap().into(),
+            call.function.clone(),
+            "--mlir".into(),
+            declaration,
+            "--out".into(),
+            "out".into(),
+        ];
+        for (index, arg) in call.args.iter().enumerate() {
+            words.push(match arg {
+                serde_json::Value::Bool(b) => b.to_string(),
+                v if table::is_tensor(v) => {
+                    let file = format!("arg{index}.npy");
+                    let tensor = table::tensor(v);
+                    // NumPy has no bfloat16: the bits travel as uint16, viewed back by `:bfloat16`.
+                    if tensor.dtype() == pactum::DataType::BF16 {
+                        let bits = tensor.view_as(pactum::DataType::U16).unwrap();
+                        pactum::npy::write_file(dir.join(&file), &bits).unwrap();
+                        format!("@{file}:bfloat16")
+                    } else {
+                        pactum::npy::write_file(dir.join(&file), &tensor).unwrap();
+                        format!("@{file}")
+                    }
+                }
+                v => match v.as_i64() {
+                    Some(i) => i.to_string(),
+                    None => format!("{:?}", v.as_f64().unwrap()),
+                },
+            });
+        }
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let output = pactum(&words, &dir);
+        let stdout = text(&output.stdout);
+        assert!(output.status.success(), "{what}: {}", text(&output.stderr));
+        let first = stdout.lines().next().unwrap_or_default();
+        if call.results.is_empty() {
+            assert_eq!(first, "None", "{what}");
+        } else {
+            let printed = printed_results(first);
+            assert_eq!(printed.len(), call.results.len(), "{what}: {first}");
+            let mut tensor_index = 0;
+            for (i, (text, expected)) in printed.iter().zip(&call.results).enumerate() {
+                if table::is_tensor(expected) {
+                    let file = dir.join(format!("out/result_{tensor_index}.npy"));
+                    tensor_index += 1;
+                    let tensor = pactum::npy::read_file(&file)
+                        .unwrap_or_else(|e| panic!("{what}: {}: {e}", file.display()));
+                    table::check_tensor(&tensor, expected, &format!("{what} result {i}"));
+                } else {
+                    let value: f64 = text.parse().unwrap_or_else(|_| panic!("{what}: {text:?}"));
+                    let want = expected.as_f64().unwrap();
+                    assert!(
+                        table::close(value, want),
+                        "{what} result {i}: {value} vs {want}"
+                    );
+                }
+            }
+        }
+        for (index, expected) in &call.after {
+            let mut tensor =
+                pactum::npy::read_file(dir.join(format!("out/arg_{index}.npy"))).unwrap();
+            if call.args[*index]["dtype"] == "bfloat16" {
+                tensor = tensor.view_as(pactum::DataType::BF16).unwrap();
+            }
+            table::check_numbers(
+                &table::values(&tensor),
+                expected,
+                &format!("{what} argument {index}"),
+            );
+        }
+    }
+}

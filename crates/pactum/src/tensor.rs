@@ -494,6 +494,33 @@ impl Tensor {
         Ok(())
     }
 
+    /// A view of the same memory with another element type of the same size (a bit cast:
+    /// e.g. `uint16` to `bfloat16`, for producers such as NumPy that lack the type).
+    pub fn view_as(&self, dtype: DataType) -> Result<Tensor> {
+        let current = self.dtype();
+        if dtype.element_bytes() != current.element_bytes()
+            || dtype.element_bytes().is_none()
+            || dtype.bits % 8 != 0
+            || current.bits % 8 != 0
+        {
+            return Err(Error::new(
+                ErrorKind::VALUE_ERROR,
+                format!("cannot view a {current} tensor as {dtype}: the element sizes differ"),
+            ));
+        }
+        let mut shape = self.shape().to_vec();
+        let mut strides = self.strides();
+        let prototype = DLTensor {
+            dtype: dtype.into(),
+            shape: shape.as_mut_ptr(),
+            strides: strides.as_mut_ptr(),
+            ..*self.dl_tensor()
+        };
+        // SAFETY: the same memory, extents and strides; only the element type changes, to one
+        // of the same size.
+        unsafe { self.unsafe_view(&prototype) }
+    }
+
     /// A compact row-major copy of a CPU tensor (any strides), e.g. to read a strided view
     /// with [`Tensor::to_vec`].
     pub fn to_contiguous(&self) -> Result<Tensor> {

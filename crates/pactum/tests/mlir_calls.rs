@@ -42,24 +42,11 @@ fn library(stem: &str) -> Option<MlirLibrary> {
     Some(MlirLibrary::open(built()?.join(format!("lib{stem}.so"))).expect("load"))
 }
 
-/// The `func.func` header of `name` exactly as written in the test source (the body's opening
-/// brace dropped): declarations come from the real MLIR text, not retyped.
-fn declaration(stem: &str, name: &str) -> String {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/mlir/{stem}.mlir"));
-    let text = std::fs::read_to_string(source).expect("read source");
-    let needle = format!("func.func @{name}(");
-    let line = text
-        .lines()
-        .find(|line| line.contains(&needle))
-        .unwrap_or_else(|| panic!("no @{name} in {stem}.mlir"));
-    line.trim().trim_end_matches('{').trim_end().to_owned()
-}
-
 fn core(name: &str) -> Option<MlirFunction> {
     let library = library("memref_core")?;
     Some(
         library
-            .function(&declaration("memref_core", name))
+            .function(&table::declaration("memref_core", name))
             .expect("declare"),
     )
 }
@@ -68,7 +55,7 @@ fn half_fn(name: &str) -> Option<MlirFunction> {
     let library = library("memref_half")?;
     Some(
         library
-            .function(&declaration("memref_half", name))
+            .function(&table::declaration("memref_half", name))
             .expect("declare"),
     )
 }
@@ -212,7 +199,10 @@ fn returned_allocations_become_owning_tensors() {
         return;
     };
     let iota = aligned
-        .function(&declaration("memref_aligned_alloc", "aligned_alloc_iota"))
+        .function(&table::declaration(
+            "memref_aligned_alloc",
+            "aligned_alloc_iota",
+        ))
         .unwrap();
     let result = iota.call(&[3i64.into()]).unwrap().remove(0);
     assert_eq!(f32s(&result), [0.0, 1.0, 2.0]);
@@ -450,7 +440,7 @@ fn expanded_form_where_it_is_safe_and_an_explanation_where_not() {
         return;
     };
     let triple = library
-        .function(&declaration("memref_core", "no_wrapper"))
+        .function(&table::declaration("memref_core", "no_wrapper"))
         .unwrap();
     assert_eq!(triple.entry(), Entry::Expanded);
     assert_eq!(
@@ -462,7 +452,7 @@ fn expanded_form_where_it_is_safe_and_an_explanation_where_not() {
 
     // Ten descriptor words as separate arguments: more than the registers hold, so libffi.
     let add = library
-        .function(&declaration("memref_core", "no_wrapper_add"))
+        .function(&table::declaration("memref_core", "no_wrapper_add"))
         .unwrap();
     assert_eq!(
         (add.entry(), add.call_path()),
@@ -845,4 +835,57 @@ fn libc_free(address: usize) {
     }
     // SAFETY: `address` came from malloc in the MLIR code and is freed once.
     unsafe { free(core::ptr::with_exposed_provenance_mut(address)) }
+}
+
+#[path = "mlir/table.rs"]
+mod table;
+
+#[test]
+fn the_call_table_covers_every_function_and_passes() {
+    let Some(_) = built() else { return };
+    let calls = table::calls();
+    let mut covered: Vec<(String, String)> = calls
+        .iter()
+        .map(|c| (c.file.clone(), c.function.clone()))
+        .collect();
+    covered.sort();
+    assert_eq!(
+        covered,
+        table::source_functions(),
+        "calls.json must call every function once"
+    );
+    for call in &calls {
+        let what = format!("@{}", call.function);
+        let function = library(&call.file)
+            .unwrap()
+            .function(&table::declaration(&call.file, &call.function))
+            .unwrap();
+        let args: Vec<Any> = call
+            .args
+            .iter()
+            .map(|arg| match arg {
+                serde_json::Value::Bool(b) => Any::from(*b),
+                v if table::is_tensor(v) => Any::from(table::tensor(v)),
+                v => match v.as_i64() {
+                    Some(i) => Any::from(i),
+                    None => Any::from(v.as_f64().unwrap()),
+                },
+            })
+            .collect();
+        let results = function
+            .call(&views(&args))
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(results.len(), call.results.len(), "{what}");
+        for (i, (got, expected)) in results.iter().zip(&call.results).enumerate() {
+            table::check_value(got, expected, &format!("{what} result {i}"));
+        }
+        for (index, expected) in &call.after {
+            let tensor = args[*index].clone().cast::<Tensor>().unwrap();
+            table::check_numbers(
+                &table::values(&tensor),
+                expected,
+                &format!("{what} argument {index}"),
+            );
+        }
+    }
 }

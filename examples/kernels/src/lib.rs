@@ -264,3 +264,10 @@ pub fn mlir_load_copying(path: &str, declaration: &str) -> Result<Function> {
         .with_layout_mismatch(pactum::mlir::LayoutMismatch::Copy)
         .into_function())
 }
+
+/// A view of `x`'s memory as `dtype`, an element type of the same size (e.g. a NumPy `uint16`
+/// array as `bfloat16`, which NumPy lacks).
+#[pactum::export]
+pub fn bitcast(x: Tensor, dtype: pactum::DataType) -> Result<Tensor> {
+    x.view_as(dtype)
+}

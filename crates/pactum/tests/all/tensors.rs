@@ -257,3 +257,17 @@ fn typed_access_checks_dtype_device_and_layout() {
     assert!(Tensor::empty(&[-1], DataType::F32).is_err());
     let _ = std::ptr::null::<c_void>();
 }
+
+#[test]
+fn view_as_reinterprets_elements_of_the_same_size() {
+    let bits = Tensor::from_slice(&[0x3fc0u16, 0x4010], &[2]).unwrap();
+    let bf16 = bits.view_as(DataType::BF16).unwrap();
+    assert_eq!(bf16.dtype(), DataType::BF16);
+    assert_eq!(bf16.data_ptr(), bits.data_ptr());
+    assert_eq!(
+        bf16.to_vec::<half::bf16>().unwrap(),
+        [half::bf16::from_f32(1.5), half::bf16::from_f32(2.25)]
+    );
+    let error = bits.view_as(DataType::F32).unwrap_err();
+    assert!(error.message().contains("element sizes differ"), "{error}");
+}

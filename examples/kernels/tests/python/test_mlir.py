@@ -4,6 +4,7 @@ called with NumPy arrays through the OFFICIAL tvm_ffi runtime. Memref arguments 
 arrays' own memory (no copy); memref results come back as tensors NumPy reads without a copy.
 """
 
+import json
 import os
 import pathlib
 
@@ -128,3 +129,49 @@ def test_bad_declarations_and_missing_functions(mod):
         mod.mlir_load(library, "func.func @nope(%a: i64) -> i64")
     with pytest.raises(RuntimeError, match="cannot load"):
         mod.mlir_load("/nonexistent/lib.so", "func.func @f() -> ()")
+
+
+TABLE = json.loads((SOURCES / "calls.json").read_text())["calls"]
+
+
+def bf16_bits(values):
+    """bfloat16 bit patterns of exactly representable values (the top half of float32)."""
+    return (np.array(values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def bf16_values(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+@pytest.mark.parametrize("call", TABLE, ids=[c["function"] for c in TABLE])
+def test_every_function_of_the_call_table(mod, call):
+    function = load(mod, call["function"], stem=call["file"])
+    args, arrays = [], {}
+    for index, arg in enumerate(call["args"]):
+        if isinstance(arg, dict):
+            if arg["dtype"] == "bfloat16":
+                # NumPy has no bfloat16: the bits travel as uint16, viewed as bfloat16.
+                array = bf16_bits(arg["data"]).reshape(arg["shape"])
+                args.append(mod.bitcast(array, "bfloat16"))
+            else:
+                array = np.array(arg["data"], dtype=arg["dtype"]).reshape(arg["shape"])
+                args.append(array)
+            arrays[index] = array
+        else:
+            args.append(arg)
+    result = function(*args)
+    expected = call["results"]
+    results = [] if result is None else [result] if len(expected) == 1 else list(result)
+    assert len(results) == len(expected)
+    for got, want in zip(results, expected):
+        if isinstance(want, dict):
+            array = np.from_dlpack(got)
+            assert str(array.dtype) == want["dtype"] and list(array.shape) == want["shape"]
+            np.testing.assert_allclose(array.reshape(-1), want["data"], rtol=1e-6)
+        else:
+            assert got == pytest.approx(want, rel=1e-6)
+    for index, want in call.get("after", {}).items():
+        array = arrays[int(index)]
+        if call["args"][int(index)]["dtype"] == "bfloat16":
+            array = bf16_values(array)
+        np.testing.assert_allclose(array.reshape(-1), want, rtol=1e-6)
