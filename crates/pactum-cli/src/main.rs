@@ -38,7 +38,8 @@ enum Command {
     /// Call a function of a compiled library and print its result.
     ///
     /// Arguments: numbers with an optional type suffix (7, -2.5, 7:i32, 2.5:f32, 1:bool),
-    /// quoted strings ("text"), none, true, false, and @file.npy for tensors.
+    /// quoted strings ("text"), none, true, false, and @file.npy for tensors (@file.npy:bfloat16
+    /// views the file's elements as another type of the same size).
     Call {
         /// The shared library.
         library: PathBuf,
