@@ -7,7 +7,7 @@ use pactum::mlir::MlirLibrary;
 use pactum::sys::tvm_ffi::TVMFFITypeIndex;
 use pactum::{Any, AnyView, Array, Function, Map, Module, Tensor};
 
-use crate::args::{self, CallArg};
+use pactum_cli::args::{self, CallArg};
 use crate::library;
 
 /// Runs a call and prints its result; tensors go to `out` when given. With `mlir`, the

@@ -1,6 +1,5 @@
 //! `pactum`: describe, inspect and call compiled ML code across languages.
 
-mod args;
 mod call;
 mod demo;
 mod inspect;
