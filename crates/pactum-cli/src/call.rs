@@ -7,8 +7,8 @@ use pactum::mlir::MlirLibrary;
 use pactum::sys::tvm_ffi::TVMFFITypeIndex;
 use pactum::{Any, AnyView, Array, Function, Map, Module, Tensor};
 
-use pactum_cli::args::{self, CallArg};
 use crate::library;
+use pactum_cli::args::{self, CallArg};
 
 /// Runs a call and prints its result; tensors go to `out` when given. With `mlir`, the
 /// function is an MLIR-compiled one called through the memref convention with that signature.
@@ -28,7 +28,9 @@ pub fn run(
         return Err(anyhow!("{}: no such file", library_path.display()));
     }
     let callee = match mlir {
-        Some(declaration) => MlirLibrary::open(library_path)
+        // SAFETY: the user names the library and gives its function's declaration on the
+        // command line, as they choose any library `pactum call` loads.
+        Some(declaration) => unsafe { MlirLibrary::open(library_path) }
             .and_then(|library| library.function_named(function, declaration))
             .map_err(|e| anyhow!("{e}"))?
             .into_function(),

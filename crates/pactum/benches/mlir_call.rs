@@ -32,7 +32,8 @@ fn library() -> (MlirLibrary, libloading::Library) {
     let path = out.join("libmemref_core.so");
     // SAFETY: our own test library; no initialisers.
     let raw = unsafe { libloading::Library::new(&path) }.unwrap();
-    (MlirLibrary::open(&path).unwrap(), raw)
+    // SAFETY: our test library; the declarations below are copied from its source.
+    (unsafe { MlirLibrary::open(&path) }.unwrap(), raw)
 }
 
 const ADD_ONE: &str = "func.func @add_one(%in: memref<?xf32>, %out: memref<?xf32>)";

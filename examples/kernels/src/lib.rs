@@ -247,9 +247,14 @@ pub fn iree_bind(
 /// its `func.func` declaration (e.g. `func.func @add_one(%a: memref<?xf32>, %b: memref<?xf32>)`),
 /// as a function taking tensors (NumPy arrays pass with no copy) and numbers. Results: `None`,
 /// the single result, or an array of them; memref results are tensors owning their memory.
+///
+/// Like `tvm_ffi.load_module`, this trusts the library and the declaration: nothing in a
+/// shared library says what its functions take.
 #[pactum::export]
 pub fn mlir_load(path: &str, declaration: &str) -> Result<Function> {
-    let library = pactum::mlir::MlirLibrary::open(path)?;
+    // SAFETY: the Python caller vouches for the library and the declaration (see above), as
+    // for any module it loads.
+    let library = unsafe { pactum::mlir::MlirLibrary::open(path)? };
     Ok(library.function(declaration)?.into_function())
 }
 
@@ -258,7 +263,8 @@ pub fn mlir_load(path: &str, declaration: &str) -> Result<Function> {
 /// after the call, instead of being refused.
 #[pactum::export]
 pub fn mlir_load_copying(path: &str, declaration: &str) -> Result<Function> {
-    let library = pactum::mlir::MlirLibrary::open(path)?;
+    // SAFETY: as for `mlir_load`.
+    let library = unsafe { pactum::mlir::MlirLibrary::open(path)? };
     Ok(library
         .function(declaration)?
         .with_layout_mismatch(pactum::mlir::LayoutMismatch::Copy)

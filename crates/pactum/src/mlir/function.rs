@@ -40,7 +40,13 @@ struct LoadedLibrary {
 impl MlirLibrary {
     /// Loads the library (`dlopen` with `RTLD_NOW`, so a missing dependency such as
     /// `memrefCopy` from `libmlir_c_runner_utils` is reported here, not mid-call).
-    pub fn open(path: impl AsRef<Path>) -> Result<MlirLibrary> {
+    ///
+    /// # Safety
+    /// The library's code runs in this process, and nothing in a shared library says what its
+    /// functions take: every declaration later given to [`MlirLibrary::function`] and friends
+    /// must be the one the function was compiled from. pactum checks every value against the
+    /// declaration, but cannot check the declaration against the machine code.
+    pub unsafe fn open(path: impl AsRef<Path>) -> Result<MlirLibrary> {
         let path = path.as_ref();
         // A bare file name would make dlopen search the library path instead of the file.
         let loadable = if path.components().count() == 1 {
@@ -48,8 +54,8 @@ impl MlirLibrary {
         } else {
             path.to_path_buf()
         };
-        // SAFETY: loading runs the library's initialisers; MLIR-lowered libraries have none
-        // beyond the C runtime's, and the caller chose to trust the file.
+        // SAFETY: loading runs the library's initialisers; the caller vouches for the file
+        // (this function's contract).
         let library = unsafe {
             libloading::os::unix::Library::open(Some(&loadable), libc::RTLD_NOW | libc::RTLD_LOCAL)
         }

@@ -7,7 +7,8 @@
 //! use pactum::mlir::MlirLibrary;
 //! use pactum::Tensor;
 //!
-//! let library = MlirLibrary::open("libmodel.so")?;
+//! // SAFETY: our own library, and the declarations below are its functions'.
+//! let library = unsafe { MlirLibrary::open("libmodel.so")? };
 //! let add_one = library
 //!     .function("func.func @add_one(%a: memref<?xf32>, %b: memref<?xf32>)")?
 //!     .typed::<(&Tensor, &Tensor), ()>()?;
