@@ -93,32 +93,39 @@ def main() -> None:
     # tvm_ffi's own cost of taking two NumPy arrays (it imports each through __dlpack__):
     # the kernels library's Rust add_one, same arguments, same work.
     rust_add_one = kernels.add_one
-    env = {"rust_add_one": rust_add_one, "add_one": add_one, "mixed": mixed, "x": x, "y": y, "m": m,
+    # Arrays converted to tvm_ffi tensors once, the counterpart of prebuilt descriptors.
+    tx, ty, tm = tvm_ffi.from_dlpack(x), tvm_ffi.from_dlpack(y), tvm_ffi.from_dlpack(m)
+    env = {"tx": tx, "ty": ty, "tm": tm, "rust_add_one": rust_add_one, "add_one": add_one, "mixed": mixed, "x": x, "y": y, "m": m,
            "ctypes_add_one": ctypes_add_one, "ctypes_mixed": ctypes_mixed,
            "c_add_one": c_add_one, "c_mixed": c_mixed, "dx": dx, "dy": dy, "dm": dm, "out": out}
     cases = {
-        "add_one(x, y), 4 x f32": ("add_one(x, y)", "ctypes_add_one()", "c_add_one(dx, dy)"),
+        "add_one(x, y), 4 x f32": ("add_one(x, y)", "ctypes_add_one()", "c_add_one(dx, dy)",
+                                   "add_one(tx, ty)"),
         "mixed(5 scalars, m) -> 5 scalars": (
             "mixed(41, 21, 1.5, 2.25, 100, m)", "ctypes_mixed()",
-            "c_mixed(out, 41, 21, 1.5, 2.25, 100, dm)"),
+            "c_mixed(out, 41, 21, 1.5, 2.25, 100, dm)", "mixed(41, 21, 1.5, 2.25, 100, tm)"),
     }
     print(f"Python -> MLIR function, {number} calls x {repeat} repetitions (alternating); "
           "ns per call, medians")
     print()
     print("| call | pactum bridge (NumPy arrays) | ctypes, descriptors from NumPy per call | "
-          "ctypes / pactum (median of paired ratios) | ctypes, descriptors prebuilt |")
-    print("|---|---|---|---|---|")
-    for label, (ours, theirs, floor) in cases.items():
-        times = {ours: [], theirs: [], floor: []}
+          "ctypes / pactum (median of paired ratios) | ctypes, descriptors prebuilt | "
+          "pactum bridge, tvm_ffi tensors made once | prebuilt ctypes / pactum |")
+    print("|---|---|---|---|---|---|---|")
+    for label, (ours, theirs, floor, ours_prebuilt) in cases.items():
+        statements = [ours, theirs, floor, ours_prebuilt]
+        times = {statement: [] for statement in statements}
         for i in range(repeat):
-            order = [ours, theirs, floor] if i % 2 == 0 else [floor, theirs, ours]
-            for statement in order:
+            for statement in statements if i % 2 == 0 else reversed(statements):
                 times[statement].append(
                     timeit.timeit(statement, globals=env, number=number) / number * 1e9)
         ratio = statistics.median(t / o for o, t in zip(times[ours], times[theirs]))
+        prebuilt_ratio = statistics.median(
+            t / o for o, t in zip(times[ours_prebuilt], times[floor]))
         print(f"| {label} | {statistics.median(times[ours]):.0f} | "
               f"{statistics.median(times[theirs]):.0f} | {ratio:.1f} | "
-              f"{statistics.median(times[floor]):.0f} |")
+              f"{statistics.median(times[floor]):.0f} | "
+              f"{statistics.median(times[ours_prebuilt]):.0f} | {prebuilt_ratio:.2f} |")
     reference = [timeit.timeit("rust_add_one(x, y)", globals=env, number=number) / number * 1e9
                  for _ in range(repeat)]
     print()
