@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Writes seed inputs for the fuzz targets into fuzz/corpus/<target>/ (not committed), taken
-# from the shared test vectors, which are read in place (see ../shared/vectors/README.md).
+# Writes seed inputs for the fuzz targets into fuzz/corpus/<target>/ (not committed): the
+# signature targets' from the shared test vectors, which are read in place (see
+# ../shared/vectors/README.md; skipped with a note when they are absent), vmfb_module's and
+# mlir_signature's from the test fixtures, npy_reader's written by NumPy (.venv's, else
+# python3's; skipped with a note when there is none), and call_arguments' and
+# capi_sequence's generated here.
 #
 # Usage: fuzz/seed_corpora.sh [VECTORS_DIR]   (default: <repo>/../shared/vectors)
 # Safe to rerun: each seed is named by the hash of its contents, so reruns add nothing twice
@@ -8,22 +12,30 @@
 set -euo pipefail
 
 fuzz_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo_dir="$(cd "$fuzz_dir/.." && pwd)"
 vectors_dir="${1:-$fuzz_dir/../../shared/vectors}"
 
-python3 - "$vectors_dir" "$fuzz_dir/corpus" <<'PY'
+python3 - "$vectors_dir" "$fuzz_dir/corpus" "$repo_dir" <<'PY'
 import hashlib
 import json
 import pathlib
+import random
 import sys
 
 vectors = pathlib.Path(sys.argv[1])
 corpus = pathlib.Path(sys.argv[2])
-legacy = json.loads((vectors / "iree_legacy_signatures.json").read_text(encoding="utf-8"))
-abi = json.loads((vectors / "iree_abi_json.json").read_text(encoding="utf-8"))
+repo = pathlib.Path(sys.argv[3])
+if (vectors / "iree_abi_json.json").is_file():
+    legacy = json.loads((vectors / "iree_legacy_signatures.json").read_text(encoding="utf-8"))
+    abi = json.loads((vectors / "iree_abi_json.json").read_text(encoding="utf-8"))
+else:
+    print(f"note: no test vectors in {vectors}: the signature targets get no seeds from them")
+    legacy, abi = {}, {}
 
 seeds = {target: set() for target in (
     "iree_abi_json", "raw_signature", "sip_signature", "calling_convention", "declaration",
-    "lexer", "structured_call",
+    "lexer", "structured_call", "vmfb_module", "mlir_signature", "call_arguments",
+    "capi_sequence",
 )}
 
 def cases(document, section):
@@ -77,6 +89,40 @@ call_seeds.add(call_seed(4, ""))
 
 seeds["structured_call"] = call_seeds
 
+# vmfb_module: the test modules as they are.
+for path in sorted((repo / "crates/pactum/tests/fixtures/vmfb").glob("*.vmfb")):
+    seeds["vmfb_module"].add(path.read_bytes())
+
+# mlir_signature: the func.func headers of the MLIR test modules.
+for path in sorted((repo / "crates/pactum/tests/mlir").glob("*.mlir")):
+    for line in path.read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line.startswith("func.func"):
+            seeds["mlir_signature"].add(line.removesuffix("{").rstrip())
+
+# call_arguments: an argument-index byte, then the argument text (never '@file', which the
+# target skips).
+arguments = [
+    "7", "-12", "+3", "0x1f", "-0X7F", "1_000", "2.5", "-1e-3", "1E300", ".5", "inf", "-inf",
+    "nan", "NaN", "\"hello world\"", "'7'", "\"\"", "none", "None", "true", "False",
+    "7:i32", "255:u8", "300:u8", "-1:u32", "-129:i8", "18446744073709551615:u64", "3:f32",
+    "0.1:f32", "1e39:f32", "2.5:f64", "1:bool", "0:bool", "2:bool", "7:x9", "1.5:i32",
+    "9223372036854775807", "-9223372036854775808", "99999999999999999999",
+    "-0x8000000000000000", "hello", "", ":", "\"", "1:2:i32",
+]
+for index, text in enumerate(arguments):
+    seeds["call_arguments"].add(bytes([index % 4]) + text.encode("utf-8"))
+
+# capi_sequence reads operations with `arbitrary`'s Unstructured (one byte picks each of the
+# 32 operations, the following bytes its parameters): each operation first, then a stream of
+# pseudo-random bytes (the same on every run) to continue from, and some random sequences.
+rng = random.Random(20261122)
+for op in range(32):
+    for length in (24, 160):
+        seeds["capi_sequence"].add(bytes([op]) + rng.randbytes(length))
+for length in (16, 64, 256, 1024) * 4:
+    seeds["capi_sequence"].add(rng.randbytes(length))
+
 written = 0
 for target, inputs in seeds.items():
     directory = corpus / target
@@ -89,4 +135,60 @@ for target, inputs in seeds.items():
             written += 1
     print(f"{target}: {len(inputs)} seeds")
 print(f"wrote {written} new files under {corpus}")
+PY
+
+# npy_reader: arrays of several dtypes, shapes (0-d and empty included), byte orders, memory
+# orders and format versions, written by NumPy.
+python_bin=python3
+[ -x "$repo_dir/.venv/bin/python" ] && python_bin="$repo_dir/.venv/bin/python"
+if ! "$python_bin" -c 'import numpy' 2>/dev/null; then
+  echo "note: no NumPy for $python_bin: npy_reader gets no seeds"
+  exit 0
+fi
+"$python_bin" - "$fuzz_dir/corpus/npy_reader" <<'PY'
+import hashlib
+import io
+import pathlib
+import sys
+
+import numpy as np
+
+directory = pathlib.Path(sys.argv[1])
+directory.mkdir(parents=True, exist_ok=True)
+arrays = [
+    np.arange(6, dtype="<f4").reshape(2, 3),
+    np.asfortranarray(np.arange(6, dtype="<i8").reshape(2, 3)),
+    np.asfortranarray(np.arange(24, dtype="<i4").reshape(2, 3, 4)),
+    np.array(3.5),
+    np.array(True),
+    np.zeros((0,), dtype="|i1"),
+    np.zeros((2, 0, 3), dtype="<f4"),
+    np.array([True, False, True]),
+    np.arange(4, dtype=">u2"),
+    np.arange(5, dtype=">f8").reshape(5, 1),
+    np.array([1 + 2j, 3 - 4j], dtype="<c8"),
+    np.array([[1 + 2j], [3 - 4j]], dtype=">c16"),
+    np.arange(3, dtype="<f2"),
+    np.array([0, 2**64 - 1, 7], dtype="<u8"),
+    np.arange(-4, 4, dtype="<i2").reshape(2, 2, 2),
+    np.arange(256, dtype="|u1"),
+]
+written = set()
+for array in arrays:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    written.add(buffer.getvalue())
+# Format versions 2.0 and 3.0 of a few of them.
+for array in arrays[:3]:
+    for version in ((2, 0), (3, 0)):
+        buffer = io.BytesIO()
+        np.lib.format.write_array(buffer, array, version=version)
+        written.add(buffer.getvalue())
+new = 0
+for data in written:
+    path = directory / hashlib.sha1(data).hexdigest()
+    if not path.exists():
+        path.write_bytes(data)
+        new += 1
+print(f"npy_reader: {len(written)} seeds (numpy {np.__version__}), {new} new files")
 PY

@@ -48,4 +48,9 @@ if [ "${PACTUM_SKIP_LINT:-0}" != 1 ]; then
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 fi
 
+if [ "${PACTUM_SKIP_FUZZ:-0}" != 1 ]; then
+  say "fuzz smoke (every target, short runs)"
+  scripts/fuzz_smoke.sh "${PACTUM_FUZZ_SECONDS:-10}"
+fi
+
 say "all tests passed"

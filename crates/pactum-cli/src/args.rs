@@ -55,6 +55,10 @@ fn parse_int(text: &str) -> Option<i64> {
         .strip_prefix("0x")
         .or_else(|| digits.strip_prefix("0X"))
     {
+        // `from_str_radix` would take a sign of its own (`0x-5`); hex digits only.
+        if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
         i128::from_str_radix(hex, 16).ok()?
     } else if !digits.is_empty()
         && digits.bytes().all(|b| b.is_ascii_digit() || b == b'_')
@@ -64,7 +68,12 @@ fn parse_int(text: &str) -> Option<i64> {
     } else {
         return None;
     };
-    i64::try_from(if negative { -magnitude } else { magnitude }).ok()
+    i64::try_from(if negative {
+        magnitude.checked_neg()?
+    } else {
+        magnitude
+    })
+    .ok()
 }
 
 /// Integer syntax (sign, decimal digits or `0x` hex), whatever its magnitude.
@@ -172,9 +181,9 @@ pub fn parse(text: &str, index: usize) -> Result<CallArg> {
             Ok(CallArg::Int(value))
         }
         Some(ty @ ("f32" | "f64")) => {
-            let value = parse_int(literal)
-                .map(|v| v as f64)
-                .or_else(|| parse_float(literal))
+            // Floats first, so that `-0:f64` keeps its sign.
+            let value = parse_float(literal)
+                .or_else(|| parse_int(literal).map(|v| v as f64))
                 .with_context(|| {
                     format!("argument {index} (`{text}`): `{literal}` is not a number")
                 })?;
@@ -242,6 +251,11 @@ mod tests {
             "argument 3 (`1.5:i32`): `1.5` is not an integer"
         );
         assert!(error("7:x9").contains("unknown type suffix `:x9`"));
+        // Found by fuzzing: a sign after `0x`, and -0 losing its sign.
+        assert!(error("-0x-80000000000000000000000000000000").contains("expected a number"));
+        assert!(error("0x-5").contains("expected a number"));
+        assert!(error("0x+5:i32").contains("is not an integer"));
+        assert!(matches!(value("-0:f64"), CallArg::Float(v) if v == 0.0 && v.is_sign_negative()));
         assert!(error("2:bool").contains("a bool is 0 or 1"));
     }
 

@@ -55,8 +55,12 @@ pub fn mlir_function_names(path: &Path) -> Result<Vec<String>> {
 
 /// Defined dynamic symbols starting with `prefix`, the prefix removed, sorted and unique.
 fn defined_names_with_prefix(path: &Path, prefix: &str) -> Result<Vec<String>> {
-    let data = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let file = object::File::parse(&*data)
+    // Read on demand through a cache rather than all at once: the symbol tables are a small part
+    // of a library, and a huge file that only starts like one is refused after its headers.
+    let data = std::fs::File::open(path)
+        .map(object::read::ReadCache::new)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let file = object::File::parse(&data)
         .with_context(|| format!("{} is not an object file pactum can read", path.display()))?;
     let mut names: Vec<String> = file
         .dynamic_symbols()

@@ -288,6 +288,9 @@ impl<'a> AnyView<'a> {
         let raw = self.raw;
         match TVMFFITypeIndex(raw.type_index) {
             TVMFFITypeIndex::RAW_STR => {
+                if raw.c_str().is_null() {
+                    corrupt_byte_array("a RawStr value holds NULL");
+                }
                 // SAFETY: the view's contract keeps the C string valid for 'a.
                 let bytes = unsafe { CStr::from_ptr(raw.value.v_c_str) }.to_bytes();
                 Ok(crate::String::value_from_bytes(bytes))
@@ -359,13 +362,36 @@ impl fmt::Debug for AnyView<'_> {
 /// # Safety
 /// `bytes` must point to a valid byte array whose data lives for `'a`.
 pub(crate) unsafe fn byte_array_slice<'a>(bytes: *const TVMFFIByteArray) -> &'a [u8] {
-    // SAFETY: forwarded from the caller.
-    let bytes = unsafe { &*bytes };
+    // SAFETY: forwarded from the caller (a NULL pointer is caught below instead).
+    let Some(bytes) = (unsafe { bytes.as_ref() }) else {
+        corrupt_byte_array("a ByteArrayPtr value holds NULL")
+    };
     if bytes.size == 0 {
         return &[];
     }
+    // What C hands over cannot be trusted to be sane, and a slice of a NULL pointer or of more
+    // than isize::MAX bytes (larger than any allocation) is undefined behaviour. Both are
+    // detectable, so they panic instead; every C entry point turns the panic into an error.
+    if bytes.data.is_null() {
+        corrupt_byte_array(&format!(
+            "a TVMFFIByteArray claims {} bytes of NULL data",
+            bytes.size
+        ))
+    }
+    if bytes.size > isize::MAX as usize {
+        corrupt_byte_array(&format!(
+            "a TVMFFIByteArray claims {} bytes, more than any allocation can hold",
+            bytes.size
+        ))
+    }
     // SAFETY: forwarded from the caller.
     unsafe { core::slice::from_raw_parts(bytes.data.cast::<u8>(), bytes.size) }
+}
+
+#[cold]
+#[inline(never)]
+fn corrupt_byte_array(message: &str) -> ! {
+    panic!("corrupt value from foreign code: {message}")
 }
 
 /// Conversion from a borrowed value; `T` may borrow from the view for `'a`.
@@ -780,6 +806,9 @@ pub(crate) fn view_bytes<'a>(view: &'a AnyView<'_>) -> Option<&'a [u8]> {
     let raw = &view.raw;
     match TVMFFITypeIndex(raw.type_index) {
         TVMFFITypeIndex::RAW_STR => {
+            if raw.c_str().is_null() {
+                corrupt_byte_array("a RawStr value holds NULL");
+            }
             // SAFETY: RawStr points at a NUL-terminated string valid for the view's lifetime.
             Some(unsafe { CStr::from_ptr(raw.c_str()) }.to_bytes())
         }

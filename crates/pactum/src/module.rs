@@ -42,6 +42,12 @@ impl Module {
                 format!("module path is not UTF-8: {}", path.display()),
             )
         })?;
+        if let Some(detail) = truncated_library(path) {
+            return Err(Error::new(
+                ErrorKind::VALUE_ERROR,
+                format!("Failed to load dynamic shared library {text}: {detail}"),
+            ));
+        }
         global("ffi.ModuleLoadFromFile")?.call_typed::<_, Module>((text,))
     }
 
@@ -91,4 +97,63 @@ impl Module {
     pub fn as_object_ref(&self) -> &ObjectRef {
         &self.0
     }
+}
+
+/// Why the shared library at `path` must not be given to `dlopen`, when its file is an ELF64
+/// object cut short: its program headers or a loadable segment end past the end of the file.
+///
+/// glibc maps such segments anyway and the process dies of SIGBUS when the loader touches the
+/// missing pages (Python's `ctypes.CDLL` dies the same way), so a truncated copy of a library
+/// must be refused before it is loaded. Anything else (a missing file, a bare name for the
+/// loader's search path, another format) is left to `dlopen` and its own errors. The program
+/// headers are read one by one, so nothing is allocated in proportion to what the header claims.
+/// Loading a library runs its code: this catches damaged files, not malicious ones.
+pub(crate) fn truncated_library(path: &Path) -> Option<std::string::String> {
+    use std::os::unix::fs::FileExt;
+    // dlopen searches the loader's path for a name without a slash, not the working directory.
+    if !path.as_os_str().as_encoded_bytes().contains(&b'/') {
+        return None;
+    }
+    let file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut header = [0u8; 64];
+    file.read_exact_at(&mut header, 0).ok()?;
+    // ELF magic, 64-bit, little-endian: the objects this platform loads.
+    if header[..6] != *b"\x7fELF\x02\x01" {
+        return None;
+    }
+    let u16_at = |b: &[u8], at: usize| u64::from(u16::from_le_bytes([b[at], b[at + 1]]));
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (table, entry_size, count) = (
+        u64_at(&header, 0x20),
+        u16_at(&header, 0x36),
+        u16_at(&header, 0x38),
+    );
+    if entry_size < 56 {
+        return None; // not a program header table dlopen accepts either
+    }
+    let table_end = table.saturating_add(entry_size * count);
+    if table_end > len {
+        return Some(format!(
+            "the file is truncated: its program headers end at byte {table_end}, but it has {len} \
+             bytes"
+        ));
+    }
+    let mut entry = [0u8; 56];
+    for index in 0..count {
+        file.read_exact_at(&mut entry, table + index * entry_size)
+            .ok()?;
+        const PT_LOAD: u32 = 1;
+        if u32::from_le_bytes(entry[..4].try_into().unwrap()) != PT_LOAD {
+            continue;
+        }
+        let end = u64_at(&entry, 8).saturating_add(u64_at(&entry, 32));
+        if end > len {
+            return Some(format!(
+                "the file is truncated: loadable segment {index} ends at byte {end}, but it has \
+                 {len} bytes"
+            ));
+        }
+    }
+    None
 }

@@ -56,7 +56,7 @@ const MAX_SHOWN_DIMS: usize = 16;
 /// Anything malformed, truncated, followed by extra bytes, or of an unsupported dtype is a
 /// `ValueError` naming the byte offset of the problem.
 pub fn read(bytes: &[u8]) -> Result<Tensor> {
-    let header = parse_file(bytes)?;
+    let header = parse_file(bytes, bytes.len())?;
     let data = &bytes[header.data_start..];
     let tensor = Tensor::empty(&header.shape, header.element.dtype)?;
     let nbytes = data.len();
@@ -91,20 +91,37 @@ pub fn read(bytes: &[u8]) -> Result<Tensor> {
 }
 
 /// Reads a `.npy` file; I/O errors (a `RuntimeError`) and format errors name the path.
+///
+/// The header is checked against the file's size before the data is read, so a file whose
+/// header disagrees with its length (a small shape in a huge file, a huge shape in a small
+/// one) is refused after reading at most the header, whatever the file's size.
 pub fn read_file(path: impl AsRef<Path>) -> Result<Tensor> {
+    use std::io::Read as _;
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|error| {
+    let io_error = |error: std::io::Error| {
         Error::new(
             ErrorKind::RUNTIME_ERROR,
             format!("npy: cannot read '{}': {error}", path.display()),
         )
-    })?;
-    read(&bytes).map_err(|error| {
+    };
+    let in_path = |error: Error| {
         Error::new(
             &error.kind(),
             format!("{} (in '{}')", error.message(), path.display()),
         )
-    })
+    };
+    let mut file = std::fs::File::open(path).map_err(io_error)?;
+    let len = usize::try_from(file.metadata().map_err(io_error)?.len()).unwrap_or(usize::MAX);
+    // The magic string, version, header length (at most 4 bytes) and the header itself.
+    let head_len = len.min(MAGIC.len() + 2 + 4 + MAX_HEADER_LEN);
+    let mut bytes = vec![0; head_len];
+    file.read_exact(&mut bytes).map_err(io_error)?;
+    if len > head_len {
+        // Only now is allocating for the rest of the file known to be what the header needs.
+        parse_file(&bytes, len).map_err(in_path)?;
+        file.read_to_end(&mut bytes).map_err(io_error)?;
+    }
+    read(&bytes).map_err(in_path)
 }
 
 /// Serialises a CPU tensor as a `.npy` file (format 1.0, or 2.0 when the header needs more
@@ -525,7 +542,10 @@ struct Header {
     data_start: usize,
 }
 
-fn parse_file(bytes: &[u8]) -> Result<Header> {
+/// Reads the header from `bytes`, the start of a file of `file_len` bytes (all of it, or at
+/// least the preamble and the header), and checks that the rest of the file is exactly the data
+/// the header describes.
+fn parse_file(bytes: &[u8], file_len: usize) -> Result<Header> {
     // Magic string.
     if let Some(bad) = (0..MAGIC.len().min(bytes.len())).find(|&i| bytes[i] != MAGIC[i]) {
         return Err(error_at(
@@ -537,14 +557,11 @@ fn parse_file(bytes: &[u8]) -> Result<Header> {
             ),
         ));
     }
-    if bytes.len() < MAGIC.len() {
+    if file_len < MAGIC.len() {
         return Err(error_at(
             "magic",
-            bytes.len(),
-            format!(
-                "file ends after {} bytes, inside the magic string \\x93NUMPY",
-                bytes.len()
-            ),
+            file_len,
+            format!("file ends after {file_len} bytes, inside the magic string \\x93NUMPY"),
         ));
     }
     // Version.
@@ -572,8 +589,7 @@ fn parse_file(bytes: &[u8]) -> Result<Header> {
             "header length",
             8,
             format!(
-                "file ends inside the {length_size}-byte header length (file is {} bytes)",
-                bytes.len()
+                "file ends inside the {length_size}-byte header length (file is {file_len} bytes)"
             ),
         ));
     };
@@ -590,7 +606,7 @@ fn parse_file(bytes: &[u8]) -> Result<Header> {
         ));
     }
     let header_len = header_len as usize;
-    let available = bytes.len() - header_start;
+    let available = file_len - header_start;
     if header_len > available {
         return Err(error_at(
             "header length",
@@ -636,7 +652,7 @@ fn parse_file(bytes: &[u8]) -> Result<Header> {
             ),
         )
     })?;
-    let held = bytes.len() - data_start;
+    let held = file_len - data_start;
     if held != needed {
         let extra = if held > needed {
             format!(" ({} trailing bytes)", held - needed)

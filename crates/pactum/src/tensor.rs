@@ -132,6 +132,22 @@ fn is_direct_address_device(device_type: DLDeviceType) -> bool {
 
 /// The checks `TVMFFITensorFromDLPack` makes, with the official messages.
 fn check_import(tensor: &DLTensor, require_alignment: i32, require_contiguous: bool) -> Result<()> {
+    // Detectable corruption: the shape is read below and for the tensor's whole life, and a
+    // slice of a NULL pointer (or a negative length) would be undefined behaviour.
+    if tensor.ndim < 0 || (tensor.ndim > 0 && tensor.shape.is_null()) {
+        return Err(Error::new(
+            ErrorKind::VALUE_ERROR,
+            format!(
+                "FromDLPack: malformed tensor: ndim {} with a {} shape pointer",
+                tensor.ndim,
+                if tensor.shape.is_null() {
+                    "NULL"
+                } else {
+                    "non-NULL"
+                }
+            ),
+        ));
+    }
     if require_alignment != 0 {
         let align = require_alignment as usize;
         let misaligned = if is_direct_address_device(tensor.device.device_type) {

@@ -414,6 +414,24 @@ impl Slot {
 /// Up to this many keys, a map argument is matched in one pass over its entries.
 const SCAN_LIMIT: usize = 16;
 
+/// The deepest a value is walked where no signature bounds it: values without a signature,
+/// reference arrays of unknown rank, and the dims of reference-array results. The walk
+/// recurses once per level, and a list may contain itself, so without a bound a hostile value
+/// would overflow the stack. The same bound as the signature parsers' nesting limit.
+const MAX_VALUE_DEPTH: usize = 256;
+
+#[cold]
+fn too_deep(path: &Path<'_>) -> Error {
+    error_at(
+        ErrorKind::VALUE_ERROR,
+        path,
+        format_args!(
+            "values nested deeper than {MAX_VALUE_DEPTH} levels (a list or dict that contains \
+             itself?)"
+        ),
+    )
+}
+
 /// Conversion settings shared by every call.
 #[derive(Clone, Copy, Default)]
 struct Options {
@@ -628,6 +646,9 @@ fn flatten_ref_array(
     values: &mut Vec<Any>,
     options: Options,
 ) -> Result<()> {
+    if level > MAX_VALUE_DEPTH {
+        return Err(too_deep(path));
+    }
     let items = sequence(value);
     let at_leaf = match dims {
         Some(dims) => level == dims.len(),
@@ -781,6 +802,17 @@ fn unpack(slot: &Slot, value: Any, path: &Path<'_>) -> Result<Any> {
                     format_args!(
                         "dims {dims:?} describe {lists} nested lists for {} values",
                         values.len()
+                    ),
+                ));
+            }
+            // `nest` recurses once per dimension.
+            if dims.len() > MAX_VALUE_DEPTH {
+                return Err(error_at(
+                    ErrorKind::VALUE_ERROR,
+                    path,
+                    format_args!(
+                        "dims of rank {} exceed the {MAX_VALUE_DEPTH} levels a nested list may have",
+                        dims.len()
                     ),
                 ));
             }
@@ -1435,7 +1467,7 @@ impl StructuredFunction {
         }
         let mut flat_args = Vec::with_capacity(positional.len());
         for (i, value) in positional.iter().enumerate() {
-            flat_args.push(pack_dynamic(value, &Path::root(Segment::Arg(i)))?);
+            flat_args.push(pack_dynamic(value, &Path::root(Segment::Arg(i)), 0)?);
         }
         let views: Vec<AnyView<'_>> = flat_args.iter().map(Any::view).collect();
         self.flat.call(&views)
@@ -1451,11 +1483,22 @@ fn named_hint(names: &[Option<String>]) -> String {
     }
 }
 
-fn pack_dynamic(value: &AnyView<'_>, path: &Path<'_>) -> Result<Any> {
+/// `depth` counts the lists and dicts around `value`.
+fn pack_dynamic(value: &AnyView<'_>, path: &Path<'_>, depth: usize) -> Result<Any> {
+    let nested = matches!(
+        TVMFFITypeIndex(value.type_index()),
+        TVMFFITypeIndex::ARRAY
+            | TVMFFITypeIndex::LIST
+            | TVMFFITypeIndex::MAP
+            | TVMFFITypeIndex::DICT
+    );
+    if nested && depth >= MAX_VALUE_DEPTH {
+        return Err(too_deep(path));
+    }
     if let Some(items) = sequence(value) {
         let mut packed = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
-            packed.push(pack_dynamic(item.as_view(), &path.index(i))?);
+            packed.push(pack_dynamic(item.as_view(), &path.index(i), depth + 1)?);
         }
         return Ok(Array::new(packed).into());
     }
@@ -1478,7 +1521,7 @@ fn pack_dynamic(value: &AnyView<'_>, path: &Path<'_>) -> Result<Any> {
         entries.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let mut packed = Vec::with_capacity(entries.len());
         for (name, item) in &entries {
-            packed.push(pack_dynamic(item.as_view(), &path.key(name))?);
+            packed.push(pack_dynamic(item.as_view(), &path.key(name), depth + 1)?);
         }
         return Ok(Array::new(packed).into());
     }

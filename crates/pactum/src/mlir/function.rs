@@ -54,6 +54,13 @@ impl MlirLibrary {
         } else {
             path.to_path_buf()
         };
+        // A truncated library would crash the process inside dlopen (SIGBUS).
+        if let Some(detail) = crate::module::truncated_library(&loadable) {
+            return Err(Error::new(
+                ErrorKind::VALUE_ERROR,
+                format!("cannot load {}: {detail}", path.display()),
+            ));
+        }
         // SAFETY: loading runs the library's initialisers; the caller vouches for the file
         // (this function's contract).
         let library = unsafe {

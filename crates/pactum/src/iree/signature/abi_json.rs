@@ -527,10 +527,116 @@ impl<'a> Parser<'a> {
                 ),
             ));
         }
+        self.check_depth(raw)?;
         self.array(raw)?
             .into_iter()
             .map(|item| self.record(item, true, 1))
             .collect()
+    }
+
+    /// Refuses records nested deeper than [`MAX_DEPTH`] in one linear pass, before the walk.
+    ///
+    /// The walk re-reads each compound record's text once per enclosing level, so without
+    /// this a text claiming a million levels would be scanned 256 times over before the depth
+    /// check in [`Parser::compound`] is reached (over a minute for 9 MB in a debug build). The
+    /// scan follows the record grammar just enough to count record levels as the walk does
+    /// (an `sdict` entry `[key, T]` is a list but not a level) and gives the error that check
+    /// gives, at the same offset: the opening bracket of the first record past the limit.
+    /// `raw` is the list of `a` or `r`. Memory is bounded by `MAX_DEPTH`: values that are not
+    /// records (an object, a key, anything the walk refuses anyway) only count brackets.
+    fn check_depth(&self, raw: &RawValue) -> Result<(), ParseError> {
+        #[derive(Clone, Copy)]
+        enum Role {
+            /// The list of `a` or `r`: its items are records of level 1.
+            Top,
+            /// A compound record of this level; `sdict` once its tag is known.
+            Record { level: usize, sdict: bool },
+            /// An `sdict` entry `[key, T]` of a record of this level.
+            Entry { level: usize },
+        }
+        let text = raw.get();
+        let bytes = text.as_bytes();
+        // (role, index of the item being read) per open list, and the nesting of values the
+        // walk never reads as records.
+        let mut open: Vec<(Role, usize)> = Vec::new();
+        let mut ignored = 0usize;
+        let mut pos = 0;
+        while pos < bytes.len() {
+            match bytes[pos] {
+                b'"' => {
+                    let start = pos;
+                    pos += 1;
+                    while pos < bytes.len() && bytes[pos] != b'"' {
+                        pos += if bytes[pos] == b'\\' { 2 } else { 1 };
+                    }
+                    // A record's tag decides what its items are.
+                    if let (0, Some((Role::Record { sdict, .. }, 0))) = (ignored, open.last_mut()) {
+                        let tag = text.get(start..=pos.min(bytes.len() - 1)).unwrap_or("");
+                        // Decoded only when escaped (`"\u0073dict"` is `sdict` too).
+                        *sdict = tag == "\"sdict\""
+                            || (tag.contains('\\')
+                                && serde_json::from_str::<String>(tag).is_ok_and(|t| t == "sdict"));
+                    }
+                }
+                open_bracket @ (b'[' | b'{') => {
+                    let level = match (ignored, open.last()) {
+                        (0, None) => Some(0),
+                        (0, Some(&(Role::Top, _))) => Some(1),
+                        (0, Some(&(Role::Record { level, sdict }, index))) if index > 0 => {
+                            if sdict {
+                                if open_bracket == b'[' {
+                                    open.push((Role::Entry { level }, 0));
+                                    pos += 1;
+                                    continue;
+                                }
+                                None
+                            } else {
+                                Some(level + 1)
+                            }
+                        }
+                        (0, Some(&(Role::Entry { level }, 1))) => Some(level + 1),
+                        _ => None,
+                    };
+                    match (level, open_bracket) {
+                        (Some(0), b'[') => open.push((Role::Top, 0)),
+                        (Some(level), b'[') => {
+                            if level > MAX_DEPTH {
+                                let message =
+                                    format!("type records nested deeper than {MAX_DEPTH} levels");
+                                return Err(ParseError::new(
+                                    FORMAT,
+                                    self.offset(raw) + pos,
+                                    message,
+                                ));
+                            }
+                            open.push((
+                                Role::Record {
+                                    level,
+                                    sdict: false,
+                                },
+                                0,
+                            ));
+                        }
+                        _ => ignored += 1,
+                    }
+                }
+                b']' | b'}' => {
+                    if ignored > 0 {
+                        ignored -= 1;
+                    } else {
+                        open.pop();
+                    }
+                }
+                b',' if ignored == 0 => {
+                    if let Some((_, index)) = open.last_mut() {
+                        *index += 1;
+                    }
+                }
+                _ => {}
+            }
+            pos += 1;
+        }
+        Ok(())
     }
 
     fn record(&self, raw: &'a RawValue, top: bool, depth: usize) -> Result<Type, ParseError> {

@@ -5,7 +5,7 @@ use core::ffi::{c_char, c_int};
 
 use pactum_sys::tvm_ffi::{TVMFFIByteArray, TVMFFIObject, TVMFFIObjectHandle};
 
-use super::{byte_array_bytes, c_str_bytes, guard_void, out_ptr};
+use super::{arg_bytes, c_str_bytes, guard_void, out_ptr};
 use crate::error::{Error, Result};
 use crate::object::{ObjectRef, header};
 
@@ -216,9 +216,13 @@ fn create_error(
     out: *mut TVMFFIObjectHandle,
 ) -> Result<()> {
     let out = out_ptr(out, "out")?;
-    let read = |bytes: *const TVMFFIByteArray| -> &[u8] {
-        // SAFETY: the caller passes valid byte arrays or NULL.
-        unsafe { bytes.as_ref().map_or(&[][..], |b| byte_array_bytes(b)) }
+    // NULL reads as empty; a size no allocation can have is refused (see `arg_bytes`).
+    let read = |bytes: *const TVMFFIByteArray, name: &str| -> Result<&[u8]> {
+        if bytes.is_null() {
+            Ok(&[])
+        } else {
+            arg_bytes(bytes, name)
+        }
     };
     let borrowed = |handle: TVMFFIObjectHandle| {
         // SAFETY: the caller passes live objects or NULL; we take our own reference.
@@ -231,9 +235,9 @@ fn create_error(
         unsafe { <Error as crate::object::ObjectRefType>::from_object_ref_unchecked(c) }
     });
     let error = Error::with_parts(
-        read(kind),
-        read(message),
-        read(backtrace),
+        read(kind, "kind")?,
+        read(message, "message")?,
+        read(backtrace, "backtrace")?,
         cause,
         borrowed(extra),
     );

@@ -109,6 +109,14 @@ pub(crate) fn arg_bytes<'a>(bytes: *const TVMFFIByteArray, name: &str) -> Result
     if bytes.is_null() {
         return Err(null_argument(name));
     }
+    // SAFETY: checked non-NULL; the caller passes a valid byte array for the call.
+    let size = unsafe { (*bytes).size };
+    if size > isize::MAX as usize {
+        return Err(Error::new(
+            ErrorKind::VALUE_ERROR,
+            format!("argument `{name}` claims {size} bytes, more than any allocation can hold"),
+        ));
+    }
     // SAFETY: the caller passes a valid byte array for the duration of the call.
     Ok(unsafe { byte_array_bytes(&*bytes) })
 }
@@ -121,6 +129,14 @@ pub(crate) unsafe fn byte_array_bytes<'a>(bytes: &TVMFFIByteArray) -> &'a [u8] {
     if bytes.data.is_null() || bytes.size == 0 {
         return &[];
     }
+    // No allocation exceeds isize::MAX bytes, so such a size is a corrupt array; making a slice
+    // of it would be undefined behaviour. Every caller runs inside a guard, which reports the
+    // panic as an error (arguments are checked with a clearer message in `arg_bytes`).
+    assert!(
+        bytes.size <= isize::MAX as usize,
+        "a TVMFFIByteArray claims {} bytes, more than any allocation can hold",
+        bytes.size
+    );
     // SAFETY: forwarded from the caller.
     unsafe { core::slice::from_raw_parts(bytes.data.cast::<u8>(), bytes.size) }
 }

@@ -378,6 +378,13 @@ fn load_library_bin(bin: *const u8, symbols: &Arc<Symbols>) -> Result<Module> {
 
 fn load_shared_library(path: &str) -> Result<Module> {
     crate::runtime::prepare_module_loading()?;
+    // A truncated library would crash the process inside dlopen (SIGBUS).
+    if let Some(detail) = crate::module::truncated_library(std::path::Path::new(path)) {
+        return Err(Error::new(
+            ErrorKind::VALUE_ERROR,
+            format!("Failed to load dynamic shared library {path}: {detail}"),
+        ));
+    }
     // SAFETY: loading a library runs its initialisers; that is what the caller asked for.
     let library = unsafe { libloading::os::unix::Library::open(Some(path), libc::RTLD_LAZY | libc::RTLD_LOCAL) }.map_err(|e| {
         let detail = match &e {
