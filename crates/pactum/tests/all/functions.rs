@@ -215,3 +215,35 @@ fn global_functions_report_mismatches_like_the_official_runtime() {
         "Mismatched number of arguments when calling: `ffi.ArraySize(0: ffi.Array) -> int`. Expected 1 but got 0 arguments"
     );
 }
+
+#[test]
+fn string_globals_take_any_bytes_like_the_official_runtime() {
+    // The official `String` is a byte string: names that are not UTF-8 still work.
+    let name = c"test.globals.\xff";
+    let copy = Function::get_global("ffi.String").unwrap();
+    let copied = copy.call(&[pactum::AnyView::from(name)]).unwrap();
+    assert_eq!(copied.type_key(), "ffi.String");
+    assert!(
+        copied.get::<&str>().is_err(),
+        "the copy keeps the byte that is not UTF-8"
+    );
+    let remove = Function::get_global("ffi.FunctionRemoveGlobal").unwrap();
+    for argument in [pactum::AnyView::from(name), copied.view()] {
+        let removed = remove.call(&[argument]).unwrap();
+        assert!(
+            !removed.get::<bool>().unwrap(),
+            "nothing is registered under that name"
+        );
+    }
+    let metadata = Function::get_global("ffi.GetGlobalFuncMetadata").unwrap();
+    let error = metadata.call(&[copied.view()]).unwrap_err();
+    assert!(
+        error
+            .message()
+            .contains("Global Function is not found: test.globals.\u{fffd}"),
+        "{error}"
+    );
+    // Other types are still a TypeError.
+    let error = remove.call(&[7i64.into()]).unwrap_err();
+    assert_eq!(error.kind(), "TypeError");
+}

@@ -116,6 +116,19 @@ impl<'a> Args<'a> {
         })
     }
 
+    /// Argument `index`'s bytes if it is a string (`ffi.String`, small or not, or a C
+    /// string), UTF-8 or not, as the official `String` (a byte string) accepts; else the
+    /// official mismatch `TypeError`.
+    pub(crate) fn string_bytes(&self, index: usize) -> Result<&'a [u8]> {
+        let view = &self.values[index];
+        match TVMFFITypeIndex(view.type_index()) {
+            TVMFFITypeIndex::SMALL_STR | TVMFFITypeIndex::STR | TVMFFITypeIndex::RAW_STR => {
+                Ok(crate::any::view_bytes(view).unwrap_or(&[]))
+            }
+            _ => self.get::<crate::String>(index).map(|_| &[][..]),
+        }
+    }
+
     /// Argument `index` as a view.
     pub(crate) fn view(&self, index: usize) -> &'a AnyView<'a> {
         &self.values[index]
@@ -254,7 +267,8 @@ fn forward_iter(entries: Vec<(Any, Any)>) -> Function {
 fn container_globals() -> Vec<BuiltinGlobal> {
     vec![
         typed("ffi.String", &[STR], STR, |a| {
-            Ok(a.get::<crate::String>(0)?.into())
+            // Any string, UTF-8 or not: a copy of its bytes as a string value.
+            Ok(crate::String::value_from_bytes(a.string_bytes(0)?))
         }),
         typed("ffi.Bytes", &[BYTES], BYTES, |a| {
             Ok(a.get::<crate::Bytes>(0)?.into())
@@ -538,8 +552,8 @@ fn registry_globals() -> Vec<BuiltinGlobal> {
             Ok(singleton(&KWARGS_OBJECT).into())
         }),
         typed("ffi.FunctionRemoveGlobal", &[STR], BOOL, |a| {
-            let name = a.get::<crate::String>(0)?;
-            let removed = super::functions::write_registry().remove(name.as_bytes());
+            let name = a.string_bytes(0)?;
+            let removed = super::functions::write_registry().remove(name);
             Ok(Any::from(removed.is_some()))
         }),
         typed("ffi.FunctionListGlobalNamesFunctor", &[], FUNCTION, |_| {
@@ -561,12 +575,15 @@ fn registry_globals() -> Vec<BuiltinGlobal> {
             .into())
         }),
         typed("ffi.GetGlobalFuncMetadata", &[STR], STR, |a| {
-            let name = a.get::<crate::String>(0)?;
+            let name = a.string_bytes(0)?;
             let registry = super::functions::read_registry();
-            let entry = registry.get(name.as_bytes()).ok_or_else(|| {
+            let entry = registry.get(name).ok_or_else(|| {
                 Error::new(
                     ErrorKind::RUNTIME_ERROR,
-                    format!("Global Function is not found: {}", name.as_str()),
+                    format!(
+                        "Global Function is not found: {}",
+                        std::string::String::from_utf8_lossy(name)
+                    ),
                 )
             })?;
             Ok(crate::String::value_from_bytes(&entry.metadata))
