@@ -1,6 +1,6 @@
 //! [`List`] (`ffi.List`): a mutable, shared sequence whose elements live in a separate
-//! `malloc` buffer freed through the cell's `data_deleter` (never NULL), so C++ code can grow a
-//! list we made and we can grow one C++ made.
+//! heap buffer freed through the cell's `data_deleter` (never NULL), so C++ code can grow a
+//! list we made and we can grow one C++ made (see [`alloc_elements`] for which allocator).
 //!
 //! Lists are shared and mutable like their C++ counterpart. Rust code reaches the contents
 //! only under a lock keyed by the object's address ([`crate::containers::lock`]), so safe Rust
@@ -26,10 +26,67 @@ const LIST_LAYOUT: core::alloc::Layout = match core::alloc::Layout::from_size_al
     Err(_) => panic!("invalid list layout"),
 };
 
-/// The buffer deleter: `free`, matching both our `malloc` and libstdc++'s `operator new`.
+/// The deleter of buffers from `malloc` (processes with no C++ runtime in the global scope).
 pub(crate) unsafe extern "C" fn free_buffer(data: *mut c_void) {
-    // SAFETY: list buffers come from malloc (ours) or operator new (C++, which is malloc).
+    // SAFETY: installed only next to buffers `alloc_elements` got from malloc.
     unsafe { libc::free(data) }
+}
+
+/// The deleter of buffers from C++'s `operator new`: `::operator delete`, as C++'s own
+/// `ListObj::RawDataDeleter`.
+unsafe extern "C" fn delete_buffer(data: *mut c_void) {
+    let cxx = cxx_allocator().expect("installed only where the C++ allocator was found");
+    // SAFETY: installed only next to buffers from `cxx.new` (or from the C++ header's
+    // `ListObj::Reserve`, which calls the same global `::operator new`).
+    unsafe { (cxx.delete)(data) }
+}
+
+/// C++'s global `operator new(size_t, const std::nothrow_t&)` and `operator delete(void*)`.
+struct CxxAllocator {
+    new: unsafe extern "C" fn(usize, *const u8) -> *mut c_void,
+    delete: unsafe extern "C" fn(*mut c_void),
+}
+
+/// The C++ allocator of the process's global scope, looked up once, at the first list buffer.
+///
+/// The C++ header's `ListObj::Reserve` grows a list by allocating with `::operator new`, calling
+/// the cell's `data_deleter` on the old buffer and keeping that deleter for the new one. So the
+/// deleter we install must release `operator new` memory: freeing it with `free` is an
+/// allocation/deallocation mismatch, which breaks programs that replace `operator new` and
+/// aborts them under AddressSanitizer (`scripts/sanitize.sh` found it with
+/// `crates/pactum-capi/tests/cpp/interop.cc`). Where C++ is loaded we therefore allocate and
+/// free list buffers as the official library does. Where it is not (a Rust or C host),
+/// `malloc`/`free` stay in use; a C++ runtime loaded later (say, privately by a C++ module a
+/// Rust host loads) is not seen, so lists its header code grows are freed with `free`, which
+/// matches libstdc++'s default `operator new` but not a replaced one.
+fn cxx_allocator() -> Option<&'static CxxAllocator> {
+    static CXX_ALLOCATOR: std::sync::OnceLock<Option<CxxAllocator>> = std::sync::OnceLock::new();
+    CXX_ALLOCATOR
+        .get_or_init(|| {
+            // SAFETY: dlsym with RTLD_DEFAULT and NUL-terminated names only reads the loader's
+            // tables.
+            let (new, delete) = unsafe {
+                (
+                    libc::dlsym(libc::RTLD_DEFAULT, c"_ZnwmRKSt9nothrow_t".as_ptr()),
+                    libc::dlsym(libc::RTLD_DEFAULT, c"_ZdlPv".as_ptr()),
+                )
+            };
+            if new.is_null() || delete.is_null() {
+                return None;
+            }
+            type NewFn = unsafe extern "C" fn(usize, *const u8) -> *mut c_void;
+            type DeleteFn = unsafe extern "C" fn(*mut c_void);
+            // SAFETY: these Itanium-mangled names are `operator new(std::size_t, const
+            // std::nothrow_t&)` (the empty `nothrow_t` passed by reference, a pointer; NULL
+            // instead of throwing) and `operator delete(void*)`, with exactly these signatures.
+            Some(unsafe {
+                CxxAllocator {
+                    new: core::mem::transmute::<*mut c_void, NewFn>(new),
+                    delete: core::mem::transmute::<*mut c_void, DeleteFn>(delete),
+                }
+            })
+        })
+        .as_ref()
 }
 
 unsafe extern "C" fn list_deleter(obj: *mut c_void, flags: c_int) {
@@ -61,19 +118,33 @@ pub struct List(ObjectRef);
 
 builtin_object_ref!(List, TVMFFITypeIndex::LIST, "ffi.List");
 
-fn malloc_elements(capacity: usize) -> *mut TVMFFIAny {
+/// A buffer for `capacity` values and the `data_deleter` that frees it: C++'s `operator new`
+/// and `operator delete` when the process has them (see [`cxx_allocator`]), else `malloc` and
+/// `free`.
+fn alloc_elements(capacity: usize) -> (*mut TVMFFIAny, unsafe extern "C" fn(*mut c_void)) {
+    let cxx = cxx_allocator();
+    let deleter = if cxx.is_some() {
+        delete_buffer
+    } else {
+        free_buffer
+    };
     if capacity == 0 {
-        return core::ptr::null_mut();
+        return (core::ptr::null_mut(), deleter);
     }
     let bytes = capacity.checked_mul(16).expect("list too large");
-    // SAFETY: plain allocation of a positive size.
-    let data = unsafe { libc::malloc(bytes) }.cast::<TVMFFIAny>();
+    let data = match cxx {
+        // SAFETY: the nothrow `operator new` of a positive size; the tag is never read.
+        Some(cxx) => unsafe { (cxx.new)(bytes, [0u8].as_ptr()) },
+        // SAFETY: plain allocation of a positive size.
+        None => unsafe { libc::malloc(bytes) },
+    }
+    .cast::<TVMFFIAny>();
     if data.is_null() {
         std::alloc::handle_alloc_error(
             core::alloc::Layout::from_size_align(bytes, 16).expect("list too large"),
         );
     }
-    data
+    (data, deleter)
 }
 
 impl List {
@@ -84,15 +155,16 @@ impl List {
 
     /// An empty list with room for `capacity` values.
     pub fn with_capacity(capacity: usize) -> List {
+        let (data, deleter) = alloc_elements(capacity);
         let obj =
             alloc_raw_object(LIST_LAYOUT, TVMFFITypeIndex::LIST.0, Some(list_deleter)).as_ptr();
         // SAFETY: the allocation holds the header and the cell.
         unsafe {
             obj.add(1).cast::<TVMFFISeqCell>().write(TVMFFISeqCell {
-                data: malloc_elements(capacity).cast(),
+                data: data.cast(),
                 size: 0,
                 capacity: capacity as i64,
-                data_deleter: Some(free_buffer),
+                data_deleter: Some(deleter),
             });
         }
         // SAFETY: a fresh object whose single strong reference we take.
@@ -153,7 +225,7 @@ impl List {
             return;
         }
         let new_capacity = needed.max((cell.capacity.max(0) as usize).saturating_mul(2));
-        let data = malloc_elements(new_capacity);
+        let (data, deleter) = alloc_elements(new_capacity);
         // SAFETY: move `size` raw values into the new buffer (values are bitwise-relocatable),
         // then release the old buffer through whichever deleter allocated it.
         unsafe {
@@ -166,7 +238,7 @@ impl List {
         }
         cell.data = data.cast();
         cell.capacity = new_capacity as i64;
-        cell.data_deleter = Some(free_buffer);
+        cell.data_deleter = Some(deleter);
     }
 
     /// Makes room for at least `capacity` values in total.

@@ -267,8 +267,13 @@ fn forward_iter(entries: Vec<(Any, Any)>) -> Function {
 fn container_globals() -> Vec<BuiltinGlobal> {
     vec![
         typed("ffi.String", &[STR], STR, |a| {
-            // Any string, UTF-8 or not: a copy of its bytes as a string value.
-            Ok(crate::String::value_from_bytes(a.string_bytes(0)?))
+            // Any string, UTF-8 or not. A string value is returned as itself (the same object,
+            // as the official runtime does); a C string is copied.
+            let bytes = a.string_bytes(0)?;
+            match TVMFFITypeIndex(a.view(0).type_index()) {
+                TVMFFITypeIndex::RAW_STR => Ok(crate::String::value_from_bytes(bytes)),
+                _ => a.view(0).to_any(),
+            }
         }),
         typed("ffi.Bytes", &[BYTES], BYTES, |a| {
             Ok(a.get::<crate::Bytes>(0)?.into())
