@@ -4,33 +4,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 use pactum::Tensor;
 
 fn built() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mlir");
-            let script =
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("../pactum/tests/mlir/build.sh");
-            let output = Command::new("bash")
-                .arg(&script)
-                .arg(&out)
-                .output()
-                .unwrap();
-            if output.status.success() {
-                return Some(out);
-            }
-            let message = String::from_utf8_lossy(&output.stderr).into_owned();
-            if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") {
-                eprintln!("note: MLIR CLI tests skipped (PACTUM_SKIP_PEER=1): {message}");
-                return None;
-            }
-            panic!("building the MLIR test libraries failed: {message}");
-        })
-        .as_deref()
+    table::built()
 }
 
 fn pactum(args: &[&str], dir: &Path) -> Output {

@@ -86,11 +86,11 @@ pub unsafe fn call_with_registers(
 ) -> RegisterResult {
     let integer: u64;
     let float: f64;
-    // SAFETY: the caller guarantees that `function` is a C function taking these registers;
-    // every caller-saved register is declared clobbered (`clobber_abi("C")`), the stack is
+    // Every caller-saved register is declared clobbered (`clobber_abi("C")`), the stack is
     // ABI-aligned on entry to an asm block that may use the stack, and `al` (the vector
     // register count variadic callees read) is set to the number of float registers.
     // `f64::from_bits`/`to_bits` keep every bit pattern (SSE moves do not touch NaN payloads).
+    // SAFETY: the caller guarantees that `function` is a C function taking these registers.
     unsafe {
         core::arch::asm!(
             "call r11",

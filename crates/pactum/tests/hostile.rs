@@ -11,7 +11,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use pactum::iree::signature::abi_json::IreeAbi;
@@ -477,32 +476,12 @@ fn module_paths_that_are_not_utf8_are_refused() {
 // ---------------------------------------------------------------------------------------------
 // MLIR memref calls.
 
+#[path = "mlir/table.rs"]
+mod table;
+
 /// The MLIR test libraries (`tests/mlir/build.sh`), or `None` when skipping.
 fn mlir_built() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mlir-hostile");
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mlir/build.sh");
-            let output = std::process::Command::new("bash")
-                .arg(&script)
-                .arg(&out)
-                .output()
-                .expect("run bash");
-            if output.status.success() {
-                return Some(out);
-            }
-            let message = format!(
-                "building the MLIR test libraries failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") {
-                eprintln!("note: MLIR tests skipped (PACTUM_SKIP_PEER=1): {message}");
-                return None;
-            }
-            panic!("{message}");
-        })
-        .as_deref()
+    table::built()
 }
 
 #[test]

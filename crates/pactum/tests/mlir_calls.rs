@@ -3,8 +3,7 @@
 //! calling convention. Needs `mlir-22-tools` and `llvm-22` (the README test command installs
 //! them); without them the tests fail, unless `PACTUM_SKIP_PEER=1`.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 
 use pactum::mlir::{CallPath, Entry, LayoutMismatch, MlirFunction, MlirLibrary};
 use pactum::sys::dlpack::DLTensor;
@@ -12,30 +11,7 @@ use pactum::{Any, AnyView, Array, DataType, Device, Function, Tensor};
 
 /// The directory holding the built libraries, or `None` when skipping.
 fn built() -> Option<&'static Path> {
-    static BUILT: OnceLock<Option<PathBuf>> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mlir");
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mlir/build.sh");
-            let output = std::process::Command::new("bash")
-                .arg(&script)
-                .arg(&out)
-                .output()
-                .expect("run bash");
-            if output.status.success() {
-                return Some(out);
-            }
-            let message = format!(
-                "building the MLIR test libraries failed:\n{}",
-                String::from_utf8_lossy(&output.stderr)
-            );
-            if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") {
-                eprintln!("note: MLIR tests skipped (PACTUM_SKIP_PEER=1): {message}");
-                return None;
-            }
-            panic!("{message}");
-        })
-        .as_deref()
+    table::built()
 }
 
 fn library(stem: &str) -> Option<MlirLibrary> {

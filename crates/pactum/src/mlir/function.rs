@@ -351,10 +351,10 @@ impl MlirFunction {
                 }
             }
         }
-        // SAFETY: the fast plan classified every parameter as the System V ABI does; the
-        // descriptors describe compact CPU tensors alive for the call, and the result pointer
-        // (if any) a buffer of the result struct's size. The user vouches that the declared
-        // signature is the symbol's.
+        // The fast plan classified every parameter as the System V ABI does; the descriptors
+        // describe compact CPU tensors alive for the call, and the result pointer (if any) a
+        // buffer of the result struct's size.
+        // SAFETY: as just said; the user vouches that the declared signature is the symbol's.
         let returned =
             unsafe { pactum_sys::mlir::call_with_registers(self.function, &integers, &floats) };
         match &self.plan.result {
@@ -545,10 +545,10 @@ impl MlirFunction {
                 }
             }
         }
-        // SAFETY: the plan was built from the declared signature for this very symbol (the
-        // user vouches that the declaration matches the library: nothing in a symbol says its
-        // types); every descriptor points at a checked CPU tensor alive for the call, and the
-        // result pointer at a buffer of the struct's size.
+        // The plan was built from the declared signature for this very symbol (nothing in a
+        // symbol says its types); every descriptor points at a checked CPU tensor alive for the
+        // call, and the result pointer at a buffer of the struct's size.
+        // SAFETY: as just said; the user vouches that the declaration matches the library.
         let direct = unsafe { plan.invoke(self.function, values, self.path) };
 
         // Copies made for layout reasons go back into the caller's tensors.

@@ -16,6 +16,35 @@ pub fn dir() -> PathBuf {
         .expect("tests/mlir")
 }
 
+/// The built test libraries (`build.sh` into the target's tmp dir, once per test binary), or
+/// `None` when the MLIR tools are missing and `PACTUM_SKIP_PEER=1` says to skip.
+pub fn built() -> Option<&'static Path> {
+    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mlir");
+            let output = std::process::Command::new("bash")
+                .arg(dir().join("build.sh"))
+                .arg(&out)
+                .output()
+                .expect("run bash");
+            if output.status.success() {
+                return Some(out);
+            }
+            let message = format!(
+                "building the MLIR test libraries failed (apt-get install mlir-22-tools \
+                 llvm-22):\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") {
+                eprintln!("note: MLIR tests skipped (PACTUM_SKIP_PEER=1): {message}");
+                return None;
+            }
+            panic!("{message}");
+        })
+        .as_deref()
+}
+
 /// One call.
 pub struct TableCall {
     /// The source file's stem (`memref_core`).
