@@ -6,8 +6,11 @@
 #                                       integration tests (MLIR calls, 8-thread stress), the C/C++
 #                                       conformance suite against both libtvm_ffi.so, the kernels'
 #                                       C and Rust hosts, the CLI tests
-#   scripts/sanitize.sh helgrind        data races in the 8-thread tests (valgrind helgrind);
-#                       tsan            the same part (see "Why helgrind" below)
+#   scripts/sanitize.sh tsan            ThreadSanitizer, std rebuilt with it (-Zbuild-std): the
+#                                       8-thread tests (tests/all stress.rs: objects, errors, the
+#                                       global registry, module loading, calls; MLIR calls)
+#   scripts/sanitize.sh helgrind        valgrind helgrind on the 8-thread object test (no rebuild;
+#                                       a second opinion, see "Why helgrind too" below)
 #   scripts/sanitize.sh valgrind        valgrind memcheck: the kernels' Python host (CPython cannot
 #                                       load ASan code), and the Rust tests that call code ASan does
 #                                       not instrument (MLIR-compiled libraries, C test modules)
@@ -16,9 +19,10 @@
 # valgrind, the pinned peers in .venv). Prints one line per suite and exits non-zero if any test
 # failed or any tool reported anything that is not suppressed below with a reason.
 #
-# Builds: target/asan (ASan), target/valgrind (plain debug build for valgrind; not target/debug, so
-# concurrent `cargo test` runs do not invalidate it). Logs, reports, suppression files and compiler
-# wrappers: target/sanitize. Both builds use line-tables-only debug info and no incremental cache.
+# Builds: target/asan (ASan), target/tsan (TSan, with its own instrumented std), target/valgrind
+# (plain debug build for valgrind; not target/debug, so concurrent `cargo test` runs do not
+# invalidate it). Logs, reports, suppression files and compiler wrappers: target/sanitize. All
+# builds use line-tables-only debug info and no incremental cache.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$PWD"
@@ -30,11 +34,10 @@ say() { printf '\n==> %s\n' "$*"; }
 parts=()
 for arg in "${@:-all}"; do
   case "$arg" in
-    all) parts+=(asan helgrind valgrind) ;;
-    asan | valgrind | helgrind) parts+=("$arg") ;;
-    tsan) parts+=(helgrind) ;;
-    -h | --help) sed -n '2,20p' "$0"; exit 0 ;;
-    *) echo "unknown part '$arg' (asan, helgrind|tsan, valgrind, all)" >&2; exit 2 ;;
+    all) parts+=(asan tsan helgrind valgrind) ;;
+    asan | tsan | helgrind | valgrind) parts+=("$arg") ;;
+    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+    *) echo "unknown part '$arg' (asan, tsan, helgrind, valgrind, all)" >&2; exit 2 ;;
   esac
 done
 
@@ -84,6 +87,24 @@ record() { # part suite status tests errors leaks suppressed seconds [note]
 count_tests() { # log -> "passed failed"
   awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed;/) p += $i;
        if ($(i+1) ~ /^failed;/) f += $i } } END { printf "%d %d\n", p, f }' "$1"
+}
+
+# name=executable for each test target in a `cargo test --no-run --message-format=json` log.
+test_executables() { # json log
+  python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    try: m = json.loads(line)
+    except ValueError: continue
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(m["target"]["name"] + "=" + m["executable"])' "$1"
+}
+find_bin() { # test target name, name=executable... -> executable
+  local name="$1" b
+  shift
+  for b in "$@"; do [ "${b%%=*}" = "$name" ] && { echo "${b#*=}"; return; }; done
+  echo "no test binary for $name" >&2
+  return 1
 }
 
 # ------------------------------------------------------------------------------------- ASan
@@ -208,9 +229,103 @@ run_asan() {
     done
     local status=ok
     { [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$errors" -ne 0 ] || [ "$leaks" -ne 0 ]; } && status=FAIL
-    [ "$rc" -ne 0 ] && grep -E '^(error|test .* FAILED|failures:)' "$log" | head -n 20
+    [ "$rc" -ne 0 ] && grep -E '^(error|test .* FAILED|failures:)' "$log" | head -n 20 || true
     record asan "$name" "$status" "$passed" "$errors" "$leaks" "$suppressed" $((SECONDS - t0)) \
       "$( [ "$failed" -ne 0 ] && echo "$failed failed, " )log: ${log#"$ROOT"/}"
+  done
+}
+
+# ------------------------------------------------------------------------- ThreadSanitizer
+#
+# std is rebuilt with -Zsanitizer=thread (cargo -Zbuild-std, from the rust-src component), so
+# TSan sees every synchronising operation: std's Mutex, RwLock, Once/OnceLock, channels, Arc,
+# Barrier, thread spawn and join, as well as pactum's own atomics (reference counts). Unlike
+# helgrind, nothing needs classifying: any report is a finding. -Zbuild-std needs the explicit
+# --target, which also keeps build scripts and proc macros uninstrumented; every crate of the
+# test binaries is built with the same sanitizer, so no -Cunsafe-allow-abi-mismatch is needed.
+#
+# The runs: tests/all's stress tests (8 threads on objects, the error slot, the global registry,
+# Module::load of a C test module, and calls), in parallel with each other, and mlir_calls'
+# calls_from_eight_threads. Code that is not Rust is not instrumented: the C test module that
+# stress.rs builds and loads, pactum's in-memory libtvm_ffi forwarder, and the MLIR-compiled
+# libraries. TSan does not see their loads and stores, so a race inside them (or between them
+# and pactum) would go unreported; it does see their malloc/free (intercepted) and all the
+# synchronisation around the calls, which is pactum's. That is acceptable here: none of them
+# synchronises on its own or keeps shared state that threads write (the MLIR kernels write only
+# the buffers each call passes them; the C module reads the `__tvm_ffi__library_ctx` variable
+# that pactum stores atomically), and memcheck (valgrind part) checks their memory accesses.
+#
+# Suppressions: none. Nothing pactum runs here needs one; an entry would be added to
+# tsan.supp below with its reason, and the suppressed count is printed per suite.
+tsan_supp() {
+  cat >"$WORK/tsan.supp" <<'EOF'
+# Written by scripts/sanitize.sh, which documents each entry (none so far).
+EOF
+}
+
+# Counts TSan reports of one run: "fatal warnings suppressed".
+tsan_counts() { # report dir
+  local dir="$1" fatal=0 warnings=0 suppressed=0 f
+  for f in "$dir"/tsan.*; do
+    [ -e "$f" ] || continue
+    fatal=$((fatal + $(grep -c 'FATAL: ThreadSanitizer\|ERROR: ThreadSanitizer' "$f" || true)))
+    warnings=$((warnings + $(grep -c '^WARNING: ThreadSanitizer' "$f" || true)))
+    # "ThreadSanitizer: Matched N suppressions" rows: hits type:template
+    suppressed=$((suppressed + $(awk '/^ThreadSanitizer: Matched/ { s = 1; next }
+      s && $1 ~ /^[0-9]+$/ { n += $1 } END { print n + 0 }' "$f")))
+  done
+  echo "$fatal $warnings $suppressed"
+}
+
+run_tsan() {
+  say "ThreadSanitizer (target/tsan, std rebuilt with -Zbuild-std)"
+  if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+    rustup component add rust-src
+  fi
+  tsan_supp
+  local flags="-Zsanitizer=thread -Cforce-frame-pointers=yes"
+  local json="$WORK/logs/tsan-build.json" start=$SECONDS
+  if ! env RUSTC_BOOTSTRAP=1 CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only \
+    RUSTFLAGS="$flags" cargo test --no-run -Zbuild-std --target "$HOST_TRIPLE" \
+    --target-dir target/tsan -p pactum --test all --test mlir_calls \
+    --message-format=json >"$json" 2>"$WORK/logs/tsan-build.log"; then
+    tail -n 40 "$WORK/logs/tsan-build.log"
+    record tsan build FAIL - - - - $((SECONDS - start))
+    return
+  fi
+  echo "built in $((SECONDS - start))s"
+  local bins
+  mapfile -t bins < <(test_executables "$json")
+  # test binary | filter | suite name
+  local runs=(
+    "all|stress::|tests/all stress.rs (5 tests)"
+    "mlir_calls|calls_from_eight_threads --exact|mlir_calls calls_from_eight_threads"
+  )
+  local entry bin filter name dir log t0 rc fatal warnings suppressed passed failed f
+  for entry in "${runs[@]}"; do
+    IFS='|' read -r bin filter name <<<"$entry"
+    dir="$WORK/reports/tsan-$bin"
+    log="$WORK/logs/tsan-$bin.log"
+    rm -rf "$dir"; mkdir -p "$dir"
+    say "tsan: $name"
+    t0=$SECONDS
+    rc=0
+    # halt_on_error=0: every report of the run is written (one file per process under $dir);
+    # the process then exits 66 if there was any. PACTUM_SANITIZER: see the ASan part.
+    # shellcheck disable=SC2086 # $filter is a word list
+    PACTUM_SANITIZER=thread \
+      TSAN_OPTIONS="halt_on_error=0:exitcode=66:log_path=$dir/tsan:second_deadlock_stack=1:suppressions=$WORK/tsan.supp:print_suppressions=1:external_symbolizer_path=$mlir_bin/llvm-symbolizer" \
+      "$(find_bin "$bin" "${bins[@]}")" $filter >"$log" 2>&1 || rc=$?
+    read -r passed failed <<<"$(count_tests "$log")"
+    read -r fatal warnings suppressed <<<"$(tsan_counts "$dir")"
+    for f in "$dir"/tsan.*; do
+      [ -e "$f" ] && grep -q 'ThreadSanitizer' "$f" && { echo "--- $f"; grep -E '^(WARNING|SUMMARY|FATAL|ERROR)' "$f" | head -n 40; }
+    done
+    local status=ok
+    { [ "$rc" -ne 0 ] || [ "$failed" -ne 0 ] || [ "$passed" -eq 0 ] || [ "$fatal" -ne 0 ] || [ "$warnings" -ne 0 ]; } && status=FAIL
+    [ "$rc" -ne 0 ] && grep -E '^(error|test .* FAILED|failures:)' "$log" | head -n 20 || true
+    record tsan "$name" "$status" "$passed" "$fatal" "$warnings" "$suppressed" $((SECONDS - t0)) \
+      "$( [ "$rc" -ne 0 ] && echo "exit $rc, " )reports: ${dir#"$ROOT"/}"
   done
 }
 
@@ -226,31 +341,25 @@ build_plain() { # test targets...
     tail -n 40 "$log"
     return 1
   fi
-  # name=executable for each test target built
-  mapfile -t VG_BINS < <(python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    try: m = json.loads(line)
-    except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
-        print(m["target"]["name"] + "=" + m["executable"])' "$json")
+  mapfile -t VG_BINS < <(test_executables "$json")
 }
 vg_bin() { # test target name -> executable
-  local b
-  for b in "${VG_BINS[@]}"; do [ "${b%%=*}" = "$1" ] && { echo "${b#*=}"; return; }; done
-  echo "no test binary for $1" >&2
-  return 1
+  find_bin "$1" "${VG_BINS[@]}"
 }
 
 # --------------------------------------------------------------------------------- helgrind
 #
-# Why helgrind: ThreadSanitizer needs every synchronising operation instrumented. Rust's std is
-# precompiled without it, and with no rust-src component here `-Zbuild-std` cannot rebuild it
-# (with rust-src installed, TSan with -Zbuild-std would be the better tool). Helgrind needs no
-# instrumentation, but it only understands pthread primitives, while Rust's std synchronises
-# through atomics and futexes (Mutex, Once/OnceLock, channels, Arc, thread parking and scoped
-# thread joins). Every report is therefore classified from helgrind's XML (both conflicting
-# accesses and the allocation of the raced memory), and only these are suppressed:
+# Why helgrind too: the tsan part is the race check. Helgrind is a second opinion that needs no
+# rebuilt std and looks at the uninstrumented binary, but it only understands pthread
+# primitives, while Rust's std synchronises through atomics and futexes (Mutex, RwLock,
+# Once/OnceLock, channels, Barrier, Arc, thread parking and scoped thread joins). It runs only
+# the object test of stress.rs (objects created, cloned, sent and dropped by 8 threads, calls of
+# one shared function, the error slot), whose hand-overs the rules below can tell apart. The
+# other stress tests synchronise through std's locks and barriers on pactum's own data (the
+# registry, module tables, objects handed to other threads), which helgrind cannot see, so
+# their reports could not be told from real races; TSan covers them. Every report is
+# classified from helgrind's XML (both conflicting accesses and the allocation of the raced
+# memory), and only these are suppressed:
 #
 # 1. std/libc internals. Both accesses lie in std's own synchronisation code or the test
 #    harness (std::sync::mpmc channels, std::thread and std::sys: spawning, parking, thread_info,
@@ -374,10 +483,7 @@ EOF
 }
 
 run_helgrind() {
-  say "helgrind: data races in the 8-thread tests (target/valgrind)"
-  if rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
-    echo "note: rust-src is installed; ThreadSanitizer with -Zbuild-std would see std's synchronisation"
-  fi
+  say "helgrind: data races in the 8-thread object test (target/valgrind)"
   local start=$SECONDS
   if ! build_plain all mlir_calls python_host; then
     record helgrind build FAIL - - - - $((SECONDS - start))
@@ -385,7 +491,7 @@ run_helgrind() {
   fi
   # test binary | filter | suite name
   local runs=(
-    "all|stress::|stress.rs (objects, functions, errors)"
+    "all|stress::eight_threads_share_objects_and_functions --exact|stress.rs objects (8 threads)"
     "mlir_calls|calls_from_eight_threads --exact|mlir_calls calls_from_eight_threads"
   )
   local entry bin filter name xml log t0 rc verdict races suppressed

@@ -63,6 +63,10 @@ fn cxx_allocator() -> Option<&'static CxxAllocator> {
     static CXX_ALLOCATOR: std::sync::OnceLock<Option<CxxAllocator>> = std::sync::OnceLock::new();
     CXX_ALLOCATOR
         .get_or_init(|| {
+            // Miri has no dynamic loader: pure-Rust runs use malloc/free, which it models.
+            if cfg!(miri) {
+                return None;
+            }
             // SAFETY: dlsym with RTLD_DEFAULT and NUL-terminated names only reads the loader's
             // tables.
             let (new, delete) = unsafe {

@@ -7,7 +7,7 @@
 //! The count packs the strong count in the low 32 bits and the weak count in the high 32 bits;
 //! all strong holders together own one weak reference.
 
-use core::sync::atomic::{AtomicU64, Ordering, fence};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use pactum_sys::tvm_ffi::{
     TVMFFI_FRESH_REF_COUNT, TVMFFI_OBJECT_DELETER_FLAG_BOTH, TVMFFI_OBJECT_DELETER_FLAG_STRONG,
@@ -25,6 +25,23 @@ unsafe fn counter<'a>(obj: *mut TVMFFIObject) -> &'a AtomicU64 {
     // SAFETY: the caller guarantees a live header; the field is 8-byte aligned (layout.rs) and
     // every party updates it only with atomic operations.
     unsafe { AtomicU64::from_ptr(core::ptr::addr_of_mut!((*obj).combined_ref_count)) }
+}
+
+/// Orders what follows (destruction, freeing) after every other holder's release decrement.
+///
+/// An acquire load of the count, where the protocol usually has `fence(Acquire)`: it reads
+/// this thread's own decrement or a later value, so it synchronises with every earlier release
+/// decrement, exactly as the fence does, and it costs no more (only the path that destroys or
+/// frees runs it). ThreadSanitizer does not model standalone fences: with a fence, it reported
+/// every object freed by one thread as racing with another thread's earlier decrement
+/// (`scripts/sanitize.sh tsan`). std's `Arc` makes the same substitution under TSan.
+///
+/// # Safety
+/// `obj` must point to an object whose memory is alive.
+#[inline(always)]
+unsafe fn acquire_count(obj: *mut TVMFFIObject) {
+    // SAFETY: forwarded from the caller.
+    unsafe { counter(obj) }.load(Ordering::Acquire);
 }
 
 /// Calls the object's deleter, if any, with `flags`.
@@ -59,7 +76,8 @@ pub unsafe fn dec_ref(obj: *mut TVMFFIObject) {
     // SAFETY: forwarded from the caller.
     let before = unsafe { counter(obj) }.fetch_sub(TVMFFI_STRONG_REF_ONE, Ordering::Release);
     if before == TVMFFI_FRESH_REF_COUNT {
-        fence(Ordering::Acquire);
+        // SAFETY: the memory is alive until the deleter below frees it.
+        unsafe { acquire_count(obj) };
         // SAFETY: last strong and last weak reference: destroy and free in one call.
         unsafe { run_deleter(obj, TVMFFI_OBJECT_DELETER_FLAG_BOTH) };
     } else if before & STRONG_MASK == TVMFFI_STRONG_REF_ONE {
@@ -70,7 +88,8 @@ pub unsafe fn dec_ref(obj: *mut TVMFFIObject) {
 
 #[cold]
 unsafe fn drop_last_strong(obj: *mut TVMFFIObject) {
-    fence(Ordering::Acquire);
+    // SAFETY: the memory is alive: the strong holders' weak reference is not released yet.
+    unsafe { acquire_count(obj) };
     // SAFETY: the strong count reached zero: destroy but keep the memory.
     unsafe { run_deleter(obj, TVMFFI_OBJECT_DELETER_FLAG_STRONG) };
     // Release the weak reference the strong holders shared.
@@ -97,7 +116,8 @@ pub unsafe fn dec_weak(obj: *mut TVMFFIObject) {
     // SAFETY: forwarded from the caller.
     let before = unsafe { counter(obj) }.fetch_sub(TVMFFI_WEAK_REF_ONE, Ordering::Release);
     if before == TVMFFI_WEAK_REF_ONE {
-        fence(Ordering::Acquire);
+        // SAFETY: the memory is alive until the deleter below frees it.
+        unsafe { acquire_count(obj) };
         // SAFETY: no strong and no weak reference is left: free the memory.
         unsafe { run_deleter(obj, TVMFFI_OBJECT_DELETER_FLAG_WEAK) };
     }

@@ -7,6 +7,7 @@
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_void};
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIFunctionCell, TVMFFIObject, TVMFFITypeIndex};
@@ -250,6 +251,22 @@ fn get_function_text(
     Ok(None)
 }
 
+/// Stores `value` in a `void*` variable that a loaded library exports for the loader to fill.
+///
+/// Atomically: loading one library on several threads at once gives every load the same
+/// variables (`dlopen` maps a library once), and plain writes from those threads were a data
+/// race (ThreadSanitizer, `tests/all/stress.rs`). The last load's value wins, as with the
+/// official runtime.
+///
+/// # Safety
+/// `slot` must be the address of a `void*` variable of a loaded library (never unloaded).
+unsafe fn store_library_variable(slot: *mut c_void, value: *mut c_void) {
+    // SAFETY: a `void*` variable is pointer-aligned, as `AtomicPtr` requires, and stays mapped
+    // (libraries are never closed); pactum only ever stores to it atomically.
+    let variable = unsafe { AtomicPtr::from_ptr(slot.cast::<*mut c_void>()) };
+    variable.store(value, Ordering::Release);
+}
+
 /// Writes registered context symbols and the library context, and builds the import tree
 /// from `__tvm_ffi__library_bin` when the library has one.
 fn finish_library_load(symbols: Arc<Symbols>) -> Result<Module> {
@@ -257,7 +274,7 @@ fn finish_library_load(symbols: Arc<Symbols>) -> Result<Module> {
         let name = std::string::String::from_utf8_lossy(name);
         if let Some(slot) = symbols.lookup(&name) {
             // SAFETY: a context symbol is a `void*` variable the library exports to be filled.
-            unsafe { slot.cast::<*mut c_void>().write(*value as *mut c_void) };
+            unsafe { store_library_variable(slot, *value as *mut c_void) };
         }
     }
     let library_bin = symbols.lookup("__tvm_ffi__library_bin");
@@ -268,10 +285,7 @@ fn finish_library_load(symbols: Arc<Symbols>) -> Result<Module> {
     if let Some(ctx) = symbols.lookup("__tvm_ffi__library_ctx") {
         // SAFETY: `__tvm_ffi__library_ctx` is a `void*` variable; it receives an opaque token
         // (our module's address) without a reference, as the loader convention says.
-        unsafe {
-            ctx.cast::<*mut c_void>()
-                .write(root.as_object_ref().as_raw().cast())
-        };
+        unsafe { store_library_variable(ctx, root.as_object_ref().as_raw().cast()) };
     }
     Ok(root)
 }
