@@ -132,6 +132,24 @@ pub(crate) enum ResultPlan {
     },
 }
 
+impl ResultPlan {
+    /// The register a direct result comes back in: `xmm0` for floats, `rax` otherwise.
+    #[inline]
+    pub(crate) fn direct_bits(&self, returned: pactum_sys::mlir::RegisterResult) -> u64 {
+        match self {
+            ResultPlan::Direct(scalar) if scalar.is_float() => returned.float,
+            _ => returned.integer,
+        }
+    }
+}
+
+/// Result-struct words as the bytes the callee wrote.
+#[inline]
+pub(crate) fn words_as_bytes(words: &[u64]) -> &[u8] {
+    // SAFETY: u64s are plain bytes; the slice covers exactly their memory.
+    unsafe { core::slice::from_raw_parts(words.as_ptr().cast::<u8>(), 8 * words.len()) }
+}
+
 /// Size and alignment of a value in a C struct.
 fn c_layout(ty: &MlirType) -> (usize, usize) {
     match ty {
@@ -513,10 +531,7 @@ impl CallPlan {
             // all fit in registers; the caller vouches for `function` and the pointers.
             let returned =
                 unsafe { pactum_sys::mlir::call_with_registers(function, &integers, &floats) };
-            return match self.result {
-                ResultPlan::Direct(scalar) if scalar.is_float() => returned.float,
-                _ => returned.integer,
-            };
+            return self.result.direct_bits(returned);
         }
         let _ = path;
         let cif = self.cif();

@@ -10,7 +10,7 @@ use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use super::call::{
     ArgPlan, CallPath, CallPlan, Entry, FastArg, FastPlan, ResultPlan, Source, read_scalar_field,
-    scalar_bits, scalar_bits_fast, scalar_value,
+    scalar_bits, scalar_bits_fast, scalar_value, words_as_bytes,
 };
 use super::descriptor::{
     Fit, LayoutMismatch, ReturnedMemRef, check_tensor_basics, compact_copy, copy_elements,
@@ -351,30 +351,19 @@ impl MlirFunction {
                 }
             }
         }
-        // The fast plan classified every parameter as the System V ABI does; the descriptors
-        // describe compact CPU tensors alive for the call, and the result pointer (if any) a
-        // buffer of the result struct's size.
-        // SAFETY: as just said; the user vouches that the declared signature is the symbol's.
-        let returned =
-            unsafe { pactum_sys::mlir::call_with_registers(self.function, &integers, &floats) };
+        // Every parameter was written where the fast plan says; the descriptors describe compact
+        // CPU tensors alive for the call, and the result pointer (if any) `result_words`.
+        let returned = self.call_registers(&integers, &floats);
         match &self.plan.result {
             ResultPlan::Void => {}
             ResultPlan::Direct(scalar) => {
-                let bits = if scalar.is_float() {
-                    returned.float
-                } else {
-                    returned.integer
-                };
-                results.push(scalar_value(*scalar, bits));
+                results.push(scalar_value(
+                    *scalar,
+                    self.plan.result.direct_bits(returned),
+                ));
             }
             ResultPlan::Struct { .. } => {
-                // SAFETY: plain integers reinterpreted as their bytes.
-                let bytes = unsafe {
-                    core::slice::from_raw_parts(
-                        result_words.as_ptr().cast::<u8>(),
-                        8 * FastPlan::MAX_RESULT_WORDS,
-                    )
-                };
+                let bytes = words_as_bytes(&result_words);
                 for &(offset, scalar) in &fast.struct_fields {
                     results.push(scalar_value(
                         scalar,
@@ -563,10 +552,7 @@ impl MlirFunction {
             ResultPlan::Void => {}
             ResultPlan::Direct(scalar) => results.push(scalar_value(*scalar, direct)),
             ResultPlan::Struct { offsets, size } => {
-                // SAFETY: `result_buffer` holds at least `size` initialised bytes.
-                let bytes = unsafe {
-                    core::slice::from_raw_parts(result_buffer.as_ptr().cast::<u8>(), *size)
-                };
+                let bytes = &words_as_bytes(result_buffer)[..*size];
                 self.collect_results(bytes, offsets, args, &copies, results)?;
             }
         }

@@ -452,8 +452,22 @@ impl<'a> Cursor<'a> {
         if !bang && name == "memref" {
             return self.memref();
         }
+        self.scalar(start, name, bang, "unknown type", SUPPORTED)
+            .map(MlirType::Scalar)
+    }
+
+    /// The scalar `name` (read from `start`, after a `!` if `bang`), or an error: a bad
+    /// integer width, or `unknown` naming the text and what is `supported`.
+    fn scalar(
+        &self,
+        start: usize,
+        name: &str,
+        bang: bool,
+        unknown: &str,
+        supported: &str,
+    ) -> Result<ScalarType, ParseError> {
         match keyword(name) {
-            Keyword::Scalar(scalar) if !bang => Ok(MlirType::Scalar(scalar)),
+            Keyword::Scalar(scalar) if !bang => Ok(scalar),
             Keyword::BadWidth if !bang => Err(self.error_at(
                 start,
                 format!("unsupported integer width in '{name}': pactum supports 1..=64 bits"),
@@ -461,7 +475,7 @@ impl<'a> Cursor<'a> {
             _ => Err(self.error_at(
                 start,
                 format!(
-                    "unknown type '{}' (supported: {SUPPORTED})",
+                    "{unknown} '{}' (supported: {supported})",
                     self.describe(start)
                 ),
             )),
@@ -477,20 +491,13 @@ impl<'a> Cursor<'a> {
             self.pos = start;
             return Err(self.expected("a memref element type"));
         }
-        match keyword(name) {
-            Keyword::Scalar(scalar) if !bang => Ok(scalar),
-            Keyword::BadWidth if !bang => Err(self.error_at(
-                start,
-                format!("unsupported integer width in '{name}': pactum supports 1..=64 bits"),
-            )),
-            _ => Err(self.error_at(
-                start,
-                format!(
-                    "unsupported memref element type '{}' (supported: {SUPPORTED_ELEMENTS})",
-                    self.describe(start)
-                ),
-            )),
-        }
+        self.scalar(
+            start,
+            name,
+            bang,
+            "unsupported memref element type",
+            SUPPORTED_ELEMENTS,
+        )
     }
 
     /// The rest of a memref type, after `memref`.

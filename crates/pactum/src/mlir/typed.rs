@@ -24,7 +24,7 @@
 
 use core::marker::PhantomData;
 
-use super::call::{FastArg, FastPlan, ResultPlan};
+use super::call::{FastArg, FastPlan};
 use super::function::MlirFunction;
 use super::types::{MlirType, ScalarType, Signedness};
 use crate::error::{Error, ErrorKind, Result};
@@ -448,17 +448,11 @@ impl<Args: MlirArgs, Rets: MlirResults> TypedMlirFunction<Args, Rets> {
             return Err(self.function.explain_refusal(index, args.tensor(index)));
         }
         let returned = self.function.call_registers(&integers, &floats);
-        let direct = match self.function.plan_result() {
-            ResultPlan::Direct(scalar) if scalar.is_float() => returned.float,
-            _ => returned.integer,
-        };
-        // SAFETY: plain integers viewed as their bytes.
-        let bytes = unsafe {
-            core::slice::from_raw_parts(
-                result_words.as_ptr().cast::<u8>(),
-                8 * FastPlan::MAX_RESULT_WORDS,
-            )
-        };
-        Ok(Rets::read(direct, &fast.struct_fields, bytes))
+        let direct = self.function.plan_result().direct_bits(returned);
+        Ok(Rets::read(
+            direct,
+            &fast.struct_fields,
+            super::call::words_as_bytes(&result_words),
+        ))
     }
 }
