@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MLIR memref calls, in one run: Rust (crates/pactum/benches/mlir_call.rs: pactum's dynamic call
 # against a direct extern "C" call, RUNS runs, medians) and Python (bench/mlir_python_bench.py:
-# the bridge against ctypes). Builds the MLIR test libraries with crates/pactum/tests/mlir/build.sh.
+# the bridge against ctypes). Builds the MLIR test libraries with crates/pactum-mlir/tests/mlir/build.sh.
 #
 # usage: bench/run_mlir_bench.sh [RUNS=5] [PY_NUMBER=100000] [PY_REPEAT=11]
 set -euo pipefail
@@ -9,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUNS="${1:-5}"
 PYTHON="${PACTUM_PYTHON:-$PWD/.venv/bin/python}"
 LIBS="$PWD/target/tmp/mlir"
-bash crates/pactum/tests/mlir/build.sh "$LIBS"
+bash crates/pactum-mlir/tests/mlir/build.sh "$LIBS"
 OUT="$(mktemp)"
 trap 'rm -f "$OUT"' EXIT
 cargo bench -q -p pactum --bench mlir_call --no-run 2>/dev/null

@@ -90,11 +90,11 @@ call_seeds.add(call_seed(4, ""))
 seeds["structured_call"] = call_seeds
 
 # vmfb_module: the test modules as they are.
-for path in sorted((repo / "crates/pactum/tests/fixtures/vmfb").glob("*.vmfb")):
+for path in sorted((repo / "crates/pactum-iree/tests/fixtures/vmfb").glob("*.vmfb")):
     seeds["vmfb_module"].add(path.read_bytes())
 
 # mlir_signature: the func.func headers of the MLIR test modules.
-for path in sorted((repo / "crates/pactum/tests/mlir").glob("*.mlir")):
+for path in sorted((repo / "crates/pactum-mlir/tests/mlir").glob("*.mlir")):
     for line in path.read_text(encoding="utf-8").splitlines():
         line = line.strip()
         if line.startswith("func.func"):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuilds the IREE VM bytecode module (.vmfb) test fixtures in
-# crates/pactum/tests/fixtures/vmfb/ from our own MLIR programs in its src/ folder, with
+# crates/pactum-iree/tests/fixtures/vmfb/ from our own MLIR programs in its src/ folder, with
 # the real IREE compiler, pinned in scripts/requirements-iree.txt and installed into a
 # separate venv, .venv-iree (created here when missing).
 #

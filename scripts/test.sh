@@ -15,7 +15,7 @@ missing=()
 command -v cc >/dev/null || missing+=(gcc)
 command -v c++ >/dev/null || missing+=(g++)
 command -v python3 >/dev/null || missing+=(python3 python3-venv)
-# MLIR 22 lowers the memref tests (crates/pactum/tests/mlir); Debian's default llc is too old.
+# MLIR 22 lowers the memref tests (crates/pactum-mlir/tests/mlir); Debian's default llc is too old.
 mlir_bin="${PACTUM_MLIR_BIN:-/usr/lib/llvm-22/bin}"
 [ -x "$mlir_bin/mlir-opt" ] && [ -x "$mlir_bin/mlir-translate" ] || missing+=(mlir-22-tools)
 [ -x "$mlir_bin/llc" ] || missing+=(llvm-22)

@@ -7,9 +7,9 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use pactum::iree::signature::cconv::{self, CallingConvention, CconvItem, FORMAT};
-use pactum::iree::signature::declaration::{Declaration, InvocationModel};
-use pactum::iree::signature::{ScalarType, Signature, Type};
+use pactum_iree::signature::cconv::{self, CallingConvention, CconvItem, FORMAT};
+use pactum_iree::signature::declaration::{Declaration, InvocationModel};
+use pactum_iree::signature::{ScalarType, Signature, Type};
 
 fuzz_target!(|data: &[u8]| {
     let text = common::text(data);

@@ -8,9 +8,9 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use pactum::iree::signature::cconv::CallingConvention;
-use pactum::iree::signature::declaration::{DeclType, Declaration, FORMAT};
-use pactum::iree::signature::{Signature, Type};
+use pactum_iree::signature::cconv::CallingConvention;
+use pactum_iree::signature::declaration::{DeclType, Declaration, FORMAT};
+use pactum_iree::signature::{Signature, Type};
 
 fuzz_target!(|data: &[u8]| {
     let text = common::text(data);

@@ -7,10 +7,10 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use pactum::iree::signature::abi_json::{self, FORMAT, IreeAbi};
-use pactum::iree::signature::cconv::CallingConvention;
-use pactum::iree::signature::declaration::{Declaration, InvocationModel};
-use pactum::iree::signature::{Signature, Type};
+use pactum_iree::signature::abi_json::{self, FORMAT, IreeAbi};
+use pactum_iree::signature::cconv::CallingConvention;
+use pactum_iree::signature::declaration::{Declaration, InvocationModel};
+use pactum_iree::signature::{Signature, Type};
 
 fuzz_target!(|data: &[u8]| {
     let text = common::text(data);

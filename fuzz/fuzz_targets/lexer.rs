@@ -7,7 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pactum::iree::signature::lexer::{Component, ComponentValue, Lexer, SignatureWriter};
+use pactum_iree::signature::lexer::{Component, ComponentValue, Lexer, SignatureWriter};
 
 /// How deep to follow spans into their contents: enough for every real signature, bounded
 /// so that one input cannot cost quadratic time.

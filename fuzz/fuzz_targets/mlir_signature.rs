@@ -5,8 +5,8 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use pactum::mlir::parse::{SIGNATURE_FORMAT, TYPE_FORMAT};
-use pactum::mlir::{FunctionType, MlirType};
+use pactum_mlir::parse::{SIGNATURE_FORMAT, TYPE_FORMAT};
+use pactum_mlir::{FunctionType, MlirType};
 
 fuzz_target!(|data: &[u8]| {
     let text = common::text(data);

@@ -6,7 +6,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pactum::{Tensor, npy};
+use pactum::Tensor;
+use pactum_npy as npy;
 
 fuzz_target!(|data: &[u8]| {
     match npy::read(data) {

@@ -7,7 +7,7 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use pactum::iree::signature::raw::{FORMAT, RawItem, RawSignature};
+use pactum_iree::signature::raw::{FORMAT, RawItem, RawSignature};
 
 fuzz_target!(|data: &[u8]| {
     let text = common::text(data);

@@ -9,11 +9,11 @@
 mod common;
 
 use libfuzzer_sys::fuzz_target;
-use pactum::iree::signature::raw::{RawItem, RawSignature};
-use pactum::iree::signature::sip::{
+use pactum_iree::signature::raw::{RawItem, RawSignature};
+use pactum_iree::signature::sip::{
     FORMAT, MAX_SEQUENCE_SLOTS, SipMangler, SipNode, SipSignature, SipStructure,
 };
-use pactum::iree::signature::{Signature, Type};
+use pactum_iree::signature::{Signature, Type};
 
 fuzz_target!(|data: &[u8]| {
     let text = common::text(data);

@@ -6,10 +6,10 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
-use pactum::iree::signature::abi_json::IreeAbi;
-use pactum::iree::signature::raw::RawSignature;
-use pactum::iree::signature::sip::SipSignature;
-use pactum::iree::structured::StructuredFunction;
+use pactum_iree::signature::abi_json::IreeAbi;
+use pactum_iree::signature::raw::RawSignature;
+use pactum_iree::signature::sip::SipSignature;
+use pactum_iree::structured::StructuredFunction;
 use pactum::{Any, AnyView, Array, Bytes, DataType, Function, Map, Tensor};
 
 /// Values nest at most this deep: enough to reach every structure kind inside another.

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pactum::iree::vmfb::{BytecodeModule, Container, ModuleDef};
+use pactum_iree::vmfb::{BytecodeModule, Container, ModuleDef};
 
 fn exercise(bytes: &[u8]) {
     let module = match BytecodeModule::parse(bytes) {

@@ -116,7 +116,7 @@ pub fn parse(text: &str, index: usize) -> Result<CallArg> {
             _ => (file, None),
         };
         let path = PathBuf::from(file);
-        let mut tensor = pactum::npy::read_file(&path)
+        let mut tensor = pactum_npy::read_file(&path)
             .map_err(|e| fail(format!("cannot read {}: {}", path.display(), e.message())))?;
         if let Some(dtype) = view_as {
             let dtype = pactum::DataType::parse(dtype)

@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, anyhow};
-use pactum::mlir::MlirLibrary;
 use pactum::sys::tvm_ffi::TVMFFITypeIndex;
 use pactum::{Any, AnyView, Array, Function, Map, Module, Tensor};
+use pactum_mlir::MlirLibrary;
 
 use crate::library;
 use pactum_cli::args::{self, CallArg};
@@ -185,7 +185,7 @@ fn save(file: &Path, tensor: &Tensor) -> Result<&'static str> {
     } else {
         (tensor.clone(), "")
     };
-    pactum::npy::write_file(file, &tensor)
+    pactum_npy::write_file(file, &tensor)
         .map_err(|e| anyhow!("writing {}: {e}", file.display()))?;
     Ok(note)
 }

@@ -3,12 +3,12 @@
 
 use anyhow::{Context, Result, anyhow, bail};
 use clap::ValueEnum;
-use pactum::iree::signature::abi_json::IreeAbi;
-use pactum::iree::signature::cconv::{self, CallingConvention, CconvItem};
-use pactum::iree::signature::declaration::{Declaration, InvocationModel};
-use pactum::iree::signature::raw::RawSignature;
-use pactum::iree::signature::sip::{SipKey, SipMangler, SipSignature, SipStructure};
-use pactum::iree::signature::{ScalarType, Signature, Signedness, Type};
+use pactum_iree::signature::abi_json::IreeAbi;
+use pactum_iree::signature::cconv::{self, CallingConvention, CconvItem};
+use pactum_iree::signature::declaration::{Declaration, InvocationModel};
+use pactum_iree::signature::raw::RawSignature;
+use pactum_iree::signature::sip::{SipKey, SipMangler, SipSignature, SipStructure};
+use pactum_iree::signature::{ScalarType, Signature, Signedness, Type};
 
 /// The signature formats `pactum sig` reads and writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

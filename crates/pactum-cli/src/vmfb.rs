@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use pactum::iree::signature::cconv::{CallingConvention, CconvItem};
-use pactum::iree::vmfb::{BytecodeModule, FunctionSignature, RodataStorage, VmfbFile};
+use pactum_iree::signature::cconv::{CallingConvention, CconvItem};
+use pactum_iree::vmfb::{BytecodeModule, FunctionSignature, RodataStorage, VmfbFile};
 use serde_json::{Map, Value, json};
 
 /// Whether `bytes` (the start of a file) look like a `.vmfb`: a ZIP archive or a size-prefixed

@@ -144,17 +144,17 @@ fn call_prints_scalars_and_strings() {
 #[test]
 fn call_reads_npy_tensors_and_writes_results_and_arguments() {
     let dir = scratch("tensors");
-    pactum::npy::write_file(
+    pactum_npy::write_file(
         dir.join("x.npy"),
         &Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap(),
     )
     .unwrap();
-    pactum::npy::write_file(
+    pactum_npy::write_file(
         dir.join("y.npy"),
         &Tensor::empty(&[3], DataType::F32).unwrap(),
     )
     .unwrap();
-    pactum::npy::write_file(
+    pactum_npy::write_file(
         dir.join("m.npy"),
         &Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap(),
     )
@@ -167,7 +167,7 @@ fn call_reads_npy_tensors_and_writes_results_and_arguments() {
         &dir,
     );
     assert!(output.status.success(), "{}", stderr(&output));
-    let y = pactum::npy::read_file(dir.join("out/arg_1.npy")).unwrap();
+    let y = pactum_npy::read_file(dir.join("out/arg_1.npy")).unwrap();
     assert_eq!(
         y.to_vec::<f32>().unwrap(),
         vec![2.0, 3.0, 4.0],
@@ -186,7 +186,7 @@ fn call_reads_npy_tensors_and_writes_results_and_arguments() {
         "{}",
         stdout(&output)
     );
-    let product = pactum::npy::read_file(dir.join("product/result_0.npy")).unwrap();
+    let product = pactum_npy::read_file(dir.join("product/result_0.npy")).unwrap();
     assert_eq!(
         product.to_vec::<f32>().unwrap(),
         vec![7.0, 10.0, 15.0, 22.0]
@@ -199,12 +199,12 @@ fn call_reads_npy_tensors_and_writes_results_and_arguments() {
 #[test]
 fn bad_input_is_a_one_line_error() {
     let dir = scratch("errors");
-    pactum::npy::write_file(
+    pactum_npy::write_file(
         dir.join("f64.npy"),
         &Tensor::from_slice(&[1.0f64, 2.0], &[2]).unwrap(),
     )
     .unwrap();
-    pactum::npy::write_file(
+    pactum_npy::write_file(
         dir.join("f32.npy"),
         &Tensor::from_slice(&[1.0f32, 2.0], &[2]).unwrap(),
     )

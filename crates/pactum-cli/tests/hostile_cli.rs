@@ -284,7 +284,7 @@ fn bytes_that_are_not_utf8_are_refused() {
 #[test]
 fn shapes_and_errors_from_the_library_are_one_line_errors() {
     let dir = scratch("shapes");
-    pactum::npy::write_file(
+    pactum_npy::write_file(
         dir.join("matrix.npy"),
         &Tensor::from_slice(&[1.0f32; 4], &[2, 2]).unwrap(),
     )

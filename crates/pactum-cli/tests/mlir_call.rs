@@ -1,5 +1,5 @@
 //! `pactum call --mlir` and `pactum inspect` on libraries lowered from the MLIR test modules of
-//! the `pactum` crate (`crates/pactum/tests/mlir`, built here with Debian's MLIR 22; without the
+//! the `pactum` crate (`crates/pactum-mlir/tests/mlir`, built here with Debian's MLIR 22; without the
 //! tools the tests fail, unless `PACTUM_SKIP_PEER=1`).
 
 use std::path::{Path, PathBuf};
@@ -37,7 +37,7 @@ fn call_with_a_declaration_writes_tensors_to_out() {
     let library = built.join("libmemref_core.so");
     let library = library.to_str().unwrap();
     let input = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
-    pactum::npy::write_file(dir.join("m.npy"), &input).unwrap();
+    pactum_npy::write_file(dir.join("m.npy"), &input).unwrap();
 
     // In place on an argument: the argument is saved after the call.
     let output = pactum(
@@ -60,7 +60,7 @@ fn call_with_a_declaration_writes_tensors_to_out() {
         "{}",
         text(&output.stdout)
     );
-    let scaled = pactum::npy::read_file(dir.join("out/arg_0.npy")).unwrap();
+    let scaled = pactum_npy::read_file(dir.join("out/arg_0.npy")).unwrap();
     assert_eq!(
         scaled.to_vec::<f32>().unwrap(),
         [-2.5, -5.0, -7.5, -10.0, -12.5, -15.0]
@@ -85,11 +85,11 @@ fn call_with_a_declaration_writes_tensors_to_out() {
         "{}",
         text(&output.stdout)
     );
-    let table = pactum::npy::read_file(dir.join("out/result_0.npy")).unwrap();
+    let table = pactum_npy::read_file(dir.join("out/result_0.npy")).unwrap();
     assert_eq!(table.to_vec::<i32>().unwrap()[5], 101);
 
     // Several mixed scalar results.
-    pactum::npy::write_file(
+    pactum_npy::write_file(
         dir.join("d.npy"),
         &Tensor::from_slice(&[0.5f64, 9.0], &[2]).unwrap(),
     )
@@ -201,7 +201,7 @@ fn inspect_lists_mlir_functions() {
     assert!(names.iter().any(|n| n == "scale_strided"), "{names:?}");
 }
 
-#[path = "../../pactum/tests/mlir/table.rs"]
+#[path = "../../pactum-mlir/tests/mlir/table.rs"]
 mod table;
 
 /// Splits `[a, b, c]` (or a single value) as `pactum call` prints results.
@@ -258,10 +258,10 @@ fn every_table_function_through_the_cli() {
                     // NumPy has no bfloat16: the bits travel as uint16, viewed back by `:bfloat16`.
                     if tensor.dtype() == pactum::DataType::BF16 {
                         let bits = tensor.view_as(pactum::DataType::U16).unwrap();
-                        pactum::npy::write_file(dir.join(&file), &bits).unwrap();
+                        pactum_npy::write_file(dir.join(&file), &bits).unwrap();
                         format!("@{file}:bfloat16")
                     } else {
-                        pactum::npy::write_file(dir.join(&file), &tensor).unwrap();
+                        pactum_npy::write_file(dir.join(&file), &tensor).unwrap();
                         format!("@{file}")
                     }
                 }
@@ -286,7 +286,7 @@ fn every_table_function_through_the_cli() {
                 if table::is_tensor(expected) {
                     let file = dir.join(format!("out/result_{tensor_index}.npy"));
                     tensor_index += 1;
-                    let tensor = pactum::npy::read_file(&file)
+                    let tensor = pactum_npy::read_file(&file)
                         .unwrap_or_else(|e| panic!("{what}: {}: {e}", file.display()));
                     table::check_tensor(&tensor, expected, &format!("{what} result {i}"));
                 } else {
@@ -301,7 +301,7 @@ fn every_table_function_through_the_cli() {
         }
         for (index, expected) in &call.after {
             let mut tensor =
-                pactum::npy::read_file(dir.join(format!("out/arg_{index}.npy"))).unwrap();
+                pactum_npy::read_file(dir.join(format!("out/arg_{index}.npy"))).unwrap();
             if call.args[*index]["dtype"] == "bfloat16" {
                 tensor = tensor.view_as(pactum::DataType::BF16).unwrap();
             }

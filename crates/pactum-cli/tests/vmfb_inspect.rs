@@ -12,7 +12,7 @@ fn repo_root() -> PathBuf {
 }
 
 fn fixtures() -> Vec<PathBuf> {
-    let dir = repo_root().join("crates/pactum/tests/fixtures/vmfb");
+    let dir = repo_root().join("crates/pactum-iree/tests/fixtures/vmfb");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.unwrap().path())
@@ -293,7 +293,7 @@ fn inspect_json_matches_iree_dump_module_field_by_field() {
 
 #[test]
 fn inspect_text_shows_decoded_signatures() {
-    let path = repo_root().join("crates/pactum/tests/fixtures/vmfb/abi_structs_vmvx.vmfb");
+    let path = repo_root().join("crates/pactum-iree/tests/fixtures/vmfb/abi_structs_vmvx.vmfb");
     let output = Command::new(env!("CARGO_BIN_EXE_pactum"))
         .arg("inspect")
         .arg(&path)
@@ -332,10 +332,10 @@ fn inspect_text_shows_decoded_signatures() {
 
 #[test]
 fn a_corrupt_module_is_a_one_line_error_with_the_field_and_offset() {
-    let path = repo_root().join("crates/pactum/tests/fixtures/vmfb/vm_direct_bare.vmfb");
+    let path = repo_root().join("crates/pactum-iree/tests/fixtures/vmfb/vm_direct_bare.vmfb");
     let mut bytes = std::fs::read(&path).unwrap();
     // Point the first export's name far past the end of the buffer.
-    let module = pactum::iree::vmfb::VmfbFile::from_bytes(bytes.clone());
+    let module = pactum_iree::vmfb::VmfbFile::from_bytes(bytes.clone());
     let name_offset = {
         let m = module.module().unwrap();
         let name = m.exports().next().unwrap().local_name;

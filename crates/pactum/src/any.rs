@@ -20,17 +20,26 @@ use crate::object::{ObjectRef, ObjectRefType, header, type_key_of};
 
 const OBJECT_BEGIN: i32 = TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0;
 
-/// Reads of the 8-byte payload union. Every field is plain data (integers, a float, raw
+/// Reads of the 8-byte payload union of a raw [`TVMFFIAny`], for code that dispatches on the
+/// type index itself (the fast paths of adapters). Every field is plain data (integers, a float, raw
 /// pointers, and structs of integers) for which any bit pattern is valid, so reading any
 /// field is defined; the type index only says which reading is meaningful.
-pub(crate) trait Payload {
+pub trait Payload {
+    /// The payload as `v_int64`.
     fn int64(&self) -> i64;
+    /// The payload as `v_float64`.
     fn float64(&self) -> f64;
+    /// The payload as `v_uint64`.
     fn uint64(&self) -> u64;
+    /// The payload as `v_ptr`.
     fn ptr(&self) -> *mut core::ffi::c_void;
+    /// The payload as `v_obj`.
     fn obj(&self) -> *mut TVMFFIObject;
+    /// The payload as `v_c_str`.
     fn c_str(&self) -> *const core::ffi::c_char;
+    /// The payload as `v_dtype`.
     fn dtype(&self) -> DLDataType;
+    /// The payload as `v_device`.
     fn device(&self) -> DLDevice;
 }
 

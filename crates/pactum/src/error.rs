@@ -353,3 +353,11 @@ macro_rules! bail {
         return ::core::result::Result::Err($crate::Error::new(stringify!($kind), format!($($fmt)+)).into())
     };
 }
+
+/// Malformed text read by one of pactum's parsers is a `ValueError` carrying the format, the
+/// byte offset and what was expected there.
+impl From<pactum_text::ParseError> for Error {
+    fn from(error: pactum_text::ParseError) -> Error {
+        Error::new(ErrorKind::VALUE_ERROR, error.to_string())
+    }
+}

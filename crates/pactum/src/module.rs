@@ -108,7 +108,7 @@ impl Module {
 /// loader's search path, another format) is left to `dlopen` and its own errors. The program
 /// headers are read one by one, so nothing is allocated in proportion to what the header claims.
 /// Loading a library runs its code: this catches damaged files, not malicious ones.
-pub(crate) fn truncated_library(path: &Path) -> Option<std::string::String> {
+pub fn truncated_library(path: &Path) -> Option<std::string::String> {
     use std::os::unix::fs::FileExt;
     // dlopen searches the loader's path for a name without a slash, not the working directory.
     if !path.as_os_str().as_encoded_bytes().contains(&b'/') {

@@ -546,7 +546,8 @@ impl Tensor {
                 format!("expected a CPU tensor, got one on {}", self.device()),
             ));
         }
-        crate::mlir::descriptor::compact_copy(self.dl_tensor())
+        // SAFETY: a Tensor's DLTensor is valid, and checked to be on the CPU above.
+        unsafe { crate::strided::compact_copy(self.dl_tensor()) }
     }
 
     /// Copies the elements out (CPU, contiguous, dtype `T`).

@@ -36,9 +36,9 @@ impl<T: Element> ElementSpec for T {
     const DTYPE: Option<DataType> = Some(T::DTYPE);
 }
 
-/// The `DLTensor` an argument carries, if it is a tensor.
+/// The `DLTensor` an argument carries, if it is a tensor (a `DLTensor*` or a Tensor object).
 #[inline]
-pub(crate) fn dl_tensor_of<'a>(view: &'a AnyView<'_>) -> Option<&'a DLTensor> {
+pub fn dl_tensor_of<'a>(view: &'a AnyView<'_>) -> Option<&'a DLTensor> {
     let raw = view.as_raw();
     match TVMFFITypeIndex(raw.type_index) {
         // SAFETY: a DLTensorPtr argument points at a DLTensor valid for the call.

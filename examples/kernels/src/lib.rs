@@ -236,7 +236,7 @@ pub fn iree_bind(
     allocator: Option<Function>,
     allow_casts: bool,
 ) -> Result<Function> {
-    let abi = pactum::iree::function_abi::FunctionAbi::from_map(&attributes)?;
+    let abi = pactum_iree::function_abi::FunctionAbi::from_map(&attributes)?;
     Ok(abi
         .bind(flat, allocator)?
         .allow_casts(allow_casts)
@@ -254,7 +254,7 @@ pub fn iree_bind(
 pub fn mlir_load(path: &str, declaration: &str) -> Result<Function> {
     // SAFETY: the Python caller vouches for the library and the declaration (see above), as
     // for any module it loads.
-    let library = unsafe { pactum::mlir::MlirLibrary::open(path)? };
+    let library = unsafe { pactum_mlir::MlirLibrary::open(path)? };
     Ok(library.function(declaration)?.into_function())
 }
 
@@ -264,10 +264,10 @@ pub fn mlir_load(path: &str, declaration: &str) -> Result<Function> {
 #[pactum::export]
 pub fn mlir_load_copying(path: &str, declaration: &str) -> Result<Function> {
     // SAFETY: as for `mlir_load`.
-    let library = unsafe { pactum::mlir::MlirLibrary::open(path)? };
+    let library = unsafe { pactum_mlir::MlirLibrary::open(path)? };
     Ok(library
         .function(declaration)?
-        .with_layout_mismatch(pactum::mlir::LayoutMismatch::Copy)
+        .with_layout_mismatch(pactum_mlir::LayoutMismatch::Copy)
         .into_function())
 }
 

@@ -18,7 +18,7 @@ fn python_suite_passes_on_the_official_runtime() {
     // The MLIR modules test_mlir.py calls through `mlir_load` (lowered by Debian's MLIR 22).
     let mlir_libs = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mlir");
     let build = Command::new("bash")
-        .arg(support::repo_root().join("crates/pactum/tests/mlir/build.sh"))
+        .arg(support::repo_root().join("crates/pactum-mlir/tests/mlir/build.sh"))
         .arg(&mlir_libs)
         .output()
         .expect("run build.sh");

@@ -4,8 +4,8 @@
 
 use std::borrow::Cow;
 
-use pactum::iree::signature::cconv::{self, CallingConvention};
-use pactum::iree::signature::{ParseError, ScalarType, Signature, Type};
+use pactum_iree::signature::cconv::{self, CallingConvention};
+use pactum_iree::signature::{ParseError, ScalarType, Signature, Type};
 
 /// The fuzz input as text. The parsers take `&str`; input that is not UTF-8 is read with its
 /// invalid sequences replaced (U+FFFD), so that byte-level mutations still reach the parsers

@@ -14,7 +14,16 @@ pub use map::{Dict, Map, MapIter};
 
 use std::sync::{Mutex, MutexGuard};
 
+use crate::any::AnyView;
 use crate::object::ObjectRef;
+
+/// Whether two values are the same map key: `AnyEqual`, the key equality of [`Map`] and
+/// [`Dict`] (and of the official headers): equal payloads, equal string or bytes content, or
+/// a registered `__any_equal__` hook's answer.
+#[inline]
+pub fn same_key(lhs: &AnyView<'_>, rhs: &AnyView<'_>) -> bool {
+    hash::any_equal_fast(lhs.as_raw(), rhs.as_raw())
+}
 
 /// Locks serialising Rust access to mutable shared containers (List, Dict), striped by address.
 static OBJECT_LOCKS: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];

@@ -5,6 +5,7 @@
 //! - [`TypedFunction`]: arguments and result typed once, encoded on the stack;
 //! - [`Function::call_raw`]: the raw convention, `unsafe`.
 
+pub mod kwargs;
 mod trampoline;
 mod typed;
 

@@ -3,9 +3,6 @@
 mod any;
 mod errors;
 mod functions;
-mod iree_buffer;
-mod iree_function_abi;
-mod iree_structured;
 mod modules;
 mod objects;
 mod stress;

@@ -1,5 +1,5 @@
 """MLIR-compiled functions called from Python: the kernels library's `mlir_load` turns a
-function of a library lowered by MLIR 22 (crates/pactum/tests/mlir) into a tvm_ffi Function,
+function of a library lowered by MLIR 22 (crates/pactum-mlir/tests/mlir) into a tvm_ffi Function,
 called with NumPy arrays through the OFFICIAL tvm_ffi runtime. Memref arguments see the
 arrays' own memory (no copy); memref results come back as tensors NumPy reads without a copy.
 """

@@ -1,0 +1,284 @@
+//! A function's ABI attributes, read from any attribute map: the reflection attributes of a
+//! `.vmfb` export, the metadata of a packed function, or pairs of strings.
+//!
+//! | keys | meaning |
+//! |---|---|
+//! | `fv` = `1`, `f` | raw function ABI: the raw signature |
+//! | `fbr` | raw function ABI: the name of the result allocator |
+//! | `sipv` = `1` (or `abi` = `sip`, `abiv` = `1`), `sip` | the SIP signature |
+//! | `iree.abi` | the V1 JSON signature |
+//! | `iree.abi.declaration` | the human-readable declaration |
+//! | `iree.abi.model` | the invocation model (`coarse-fences` for async exports) |
+//!
+//! ```
+//! use pactum_iree::function_abi::FunctionAbi;
+//!
+//! let abi = FunctionAbi::from_pairs([("fv", "1"), ("f", "I6!S3!t6R6!S3!t6"), ("note", "hi")])?;
+//! assert_eq!(abi.raw.as_ref().unwrap().render(), "(sint32) -> (sint32)");
+//! assert_eq!(abi.other, [("note".to_string(), "hi".to_string())]);
+//!
+//! let error = FunctionAbi::from_pairs([("fv", "2"), ("f", "I1!R1!")]).unwrap_err();
+//! assert_eq!(error.to_string(), "attribute `fv`: unsupported raw function ABI version 2 (pactum reads version 1)");
+//! # Ok::<(), pactum_iree::function_abi::AttributeError>(())
+//! ```
+
+use std::fmt;
+
+use crate::signature::Signature;
+use crate::signature::abi_json::IreeAbi;
+use crate::signature::declaration::Declaration;
+use crate::signature::raw::RawSignature;
+use crate::signature::sip::SipSignature;
+use crate::structured::StructuredFunction;
+use pactum::any::Any;
+use pactum::containers::Map;
+use pactum::error::{Error, ErrorKind, Result};
+use pactum::function::Function;
+
+/// An attribute that is present but unusable: which one, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttributeError {
+    /// The attribute's key.
+    pub key: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl AttributeError {
+    fn new(key: &str, message: impl fmt::Display) -> AttributeError {
+        AttributeError {
+            key: key.to_owned(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// `attribute `f`: raw signature: at byte 3: ...`.
+impl fmt::Display for AttributeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "attribute `{}`: {}", self.key, self.message)
+    }
+}
+
+impl std::error::Error for AttributeError {}
+
+impl From<AttributeError> for Error {
+    fn from(error: AttributeError) -> Error {
+        Error::new(ErrorKind::VALUE_ERROR, error.to_string())
+    }
+}
+
+/// The ABI attributes of one function, parsed.
+#[derive(Clone, Debug, Default)]
+pub struct FunctionAbi {
+    /// The raw signature (`fv` = 1, `f`).
+    pub raw: Option<RawSignature>,
+    /// The result allocator's function name (`fbr`).
+    pub result_allocator: Option<String>,
+    /// The SIP signature (`sipv` = 1 or `abi` = `sip`, `sip`).
+    pub sip: Option<SipSignature>,
+    /// The V1 JSON signature (`iree.abi`).
+    pub iree_abi: Option<IreeAbi>,
+    /// The declaration (`iree.abi.declaration`), when it reads as the compiler writes it.
+    /// The attribute is documentation ("not meant to be parsed"), and user-supplied ones take
+    /// other forms, so text that does not parse is kept in
+    /// [`declaration_text`](Self::declaration_text) and is not an error.
+    pub declaration: Option<Declaration>,
+    /// The `iree.abi.declaration` text as stored.
+    pub declaration_text: Option<String>,
+    /// The invocation model (`iree.abi.model`), e.g. `coarse-fences`.
+    pub model: Option<String>,
+    /// Every other attribute, in the order given.
+    pub other: Vec<(String, String)>,
+}
+
+fn version(key: &str, value: &str, what: &str) -> std::result::Result<(), AttributeError> {
+    match value.trim() {
+        "1" => Ok(()),
+        other => Err(AttributeError::new(
+            key,
+            format_args!("unsupported {what} version {other} (pactum reads version 1)"),
+        )),
+    }
+}
+
+impl FunctionAbi {
+    /// Reads the attributes from `(key, value)` pairs. Unknown keys go to
+    /// [`other`](Self::other); a known key with a bad value is an error naming the key.
+    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> std::result::Result<FunctionAbi, AttributeError> {
+        let pairs: Vec<(String, String)> = pairs
+            .into_iter()
+            .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
+            .collect();
+        let get = |key: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        let mut abi = FunctionAbi::default();
+
+        if let Some(value) = get("fv") {
+            version("fv", value, "raw function ABI")?;
+        }
+        if let Some(text) = get("f") {
+            abi.raw = Some(RawSignature::parse(text).map_err(|e| AttributeError::new("f", e))?);
+        } else if get("fv").is_some() {
+            return Err(AttributeError::new(
+                "fv",
+                "present, but there is no raw signature `f`",
+            ));
+        }
+        abi.result_allocator = get("fbr").map(str::to_owned);
+        if abi.result_allocator.is_some() && abi.raw.is_none() {
+            return Err(AttributeError::new(
+                "fbr",
+                "a result allocator needs the raw signature `f` to know the buffers",
+            ));
+        }
+
+        let legacy_sip = get("abi") == Some("sip");
+        if let Some(value) = get("sipv") {
+            version("sipv", value, "SIP ABI")?;
+        }
+        if legacy_sip {
+            match get("abiv") {
+                Some(value) => version("abiv", value, "SIP ABI")?,
+                None => return Err(AttributeError::new("abi", "`sip` needs its version `abiv`")),
+            }
+        }
+        if let Some(text) = get("sip") {
+            abi.sip = Some(SipSignature::parse(text).map_err(|e| AttributeError::new("sip", e))?);
+        } else if get("sipv").is_some() || legacy_sip {
+            return Err(AttributeError::new(
+                if get("sipv").is_some() { "sipv" } else { "abi" },
+                "present, but there is no SIP signature `sip`",
+            ));
+        }
+
+        if let Some(text) = get("iree.abi") {
+            abi.iree_abi =
+                Some(IreeAbi::parse(text).map_err(|e| AttributeError::new("iree.abi", e))?);
+        }
+        if let Some(text) = get("iree.abi.declaration") {
+            abi.declaration = Declaration::parse(text).ok();
+            abi.declaration_text = Some(text.to_owned());
+        }
+        abi.model = get("iree.abi.model").map(str::to_owned);
+
+        const KNOWN: &[&str] = &[
+            "fv",
+            "f",
+            "fbr",
+            "sipv",
+            "sip",
+            "iree.abi",
+            "iree.abi.declaration",
+            "iree.abi.model",
+        ];
+        abi.other = pairs
+            .into_iter()
+            .filter(|(k, v)| {
+                !KNOWN.contains(&k.as_str())
+                    && !(legacy_sip && (k == "abi" || k == "abiv"))
+                    && !(k == "abi" && v.is_empty())
+            })
+            .collect();
+        Ok(abi)
+    }
+
+    /// Reads the attributes from a map of string keys to string or integer values (a
+    /// module's reflection map, as TVM FFI hands it over).
+    pub fn from_map(map: &Map) -> std::result::Result<FunctionAbi, AttributeError> {
+        let mut pairs = Vec::with_capacity(map.len());
+        for (key, value) in map {
+            let key = key.get::<String>().map_err(|_| {
+                AttributeError::new(&format!("{key:?}"), "attribute keys must be strings")
+            })?;
+            let value = text_of(value).ok_or_else(|| {
+                AttributeError::new(
+                    &key,
+                    format_args!("expected a string or an int, got {}", value.type_key()),
+                )
+            })?;
+            pairs.push((key, value));
+        }
+        FunctionAbi::from_pairs(pairs)
+    }
+
+    /// Reads the attributes from a JSON object of string (or integer) values, such as a
+    /// packed function's metadata. Other keys' values are kept as their JSON text.
+    pub fn from_json(text: &str) -> std::result::Result<FunctionAbi, AttributeError> {
+        let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text)
+            .map_err(|e| {
+                AttributeError::new("(metadata)", format_args!("not a JSON object: {e}"))
+            })?;
+        FunctionAbi::from_pairs(object.into_iter().map(|(key, value)| {
+            let value = match value {
+                serde_json::Value::String(text) => text,
+                other => other.to_string(),
+            };
+            (key, value)
+        }))
+    }
+
+    /// Whether any signature attribute is present.
+    pub fn has_signature(&self) -> bool {
+        self.iree_abi.is_some()
+            || self.sip.is_some()
+            || self.raw.is_some()
+            || self.declaration.is_some()
+    }
+
+    /// The user-level signature, from the most informative attribute present: `iree.abi`,
+    /// then SIP (leaf types from the raw signature), then the raw signature, then the
+    /// declaration.
+    pub fn signature(&self) -> Option<Result<Signature>> {
+        if let Some(abi) = &self.iree_abi {
+            return Some(Ok(abi.signature().clone()));
+        }
+        if let Some(sip) = &self.sip {
+            return Some(sip.to_signature(self.raw.as_ref()).map_err(Error::from));
+        }
+        if let Some(raw) = &self.raw {
+            return Some(Ok(raw.to_signature()));
+        }
+        self.declaration
+            .as_ref()
+            .map(|d| d.to_signature().map_err(Error::from))
+    }
+
+    /// Wraps `flat` into a [`StructuredFunction`] following the most informative signature
+    /// present (`iree.abi`, then SIP, then raw; dynamic without one). `allocator` is the
+    /// function `fbr` names, when the caller could look it up.
+    pub fn bind(&self, flat: Function, allocator: Option<Function>) -> Result<StructuredFunction> {
+        let structured = if let Some(abi) = &self.iree_abi {
+            StructuredFunction::from_iree_abi(flat, abi.signature())?
+        } else if let Some(sip) = &self.sip {
+            StructuredFunction::from_sip(flat, sip, self.raw.as_ref())?
+        } else if let Some(raw) = &self.raw {
+            StructuredFunction::from_raw(flat, raw)?
+        } else {
+            StructuredFunction::dynamic(flat)
+        };
+        match allocator {
+            Some(allocator) if self.raw.is_some() && self.iree_abi.is_none() => {
+                structured.with_result_allocator(allocator)
+            }
+            Some(_) => Err(Error::new(
+                ErrorKind::VALUE_ERROR,
+                "a result allocator applies to raw (and SIP) signatures, not to iree.abi",
+            )),
+            None => Ok(structured),
+        }
+    }
+}
+
+fn text_of(value: &Any) -> Option<String> {
+    value
+        .get::<String>()
+        .ok()
+        .or_else(|| value.get::<i64>().ok().map(|n| n.to_string()))
+}
