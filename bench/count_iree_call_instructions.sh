@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Instructions per structured call (crates/pactum/benches/iree_signatures.rs, both key orders),
+# Instructions per structured call (crates/pactum-iree/benches/iree_signatures.rs, both key orders),
 # counted by callgrind: two runs of N and 2N calls per case, so setup cancels out.
 #
 # usage: bench/count_iree_call_instructions.sh [N=2000]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 N="${1:-2000}"
-cargo bench -q -p pactum --bench iree_signatures --no-run 2>/dev/null
+cargo bench -q -p pactum-iree --bench iree_signatures --no-run 2>/dev/null
 BIN="$(ls -t target/release/deps/iree_signatures-* | grep -v '\.d$' | head -1)"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT

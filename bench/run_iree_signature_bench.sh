@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# IREE signatures (crates/pactum/benches/iree_signatures.rs): each codec's parse time and
+# IREE signatures (crates/pactum-iree/benches/iree_signatures.rs): each codec's parse time and
 # throughput, and a structured call (iree.abi, a 3-level nested dict of 16 tensors) against
 # the flat call it wraps. Runs the bench RUNS times; prints the median of divan's per-run
 # medians.
@@ -10,9 +10,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 RUNS="${1:-7}"
 OUT="$(mktemp)"
 trap 'rm -f "$OUT"' EXIT
-cargo bench -q -p pactum --bench iree_signatures --no-run 2>/dev/null
+cargo bench -q -p pactum-iree --bench iree_signatures --no-run 2>/dev/null
 for _ in $(seq "$RUNS"); do
-  cargo bench -q -p pactum --bench iree_signatures 2>/dev/null >> "$OUT"
+  cargo bench -q -p pactum-iree --bench iree_signatures 2>/dev/null >> "$OUT"
 done
 python3 - "$OUT" "$RUNS" <<'PY'
 import collections, statistics, sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MLIR memref calls, in one run: Rust (crates/pactum/benches/mlir_call.rs: pactum's dynamic call
+# MLIR memref calls, in one run: Rust (crates/pactum-mlir/benches/mlir_call.rs: pactum's dynamic call
 # against a direct extern "C" call, RUNS runs, medians) and Python (bench/mlir_python_bench.py:
 # the bridge against ctypes). Builds the MLIR test libraries with crates/pactum-mlir/tests/mlir/build.sh.
 #
@@ -12,9 +12,9 @@ LIBS="$PWD/target/tmp/mlir"
 bash crates/pactum-mlir/tests/mlir/build.sh "$LIBS"
 OUT="$(mktemp)"
 trap 'rm -f "$OUT"' EXIT
-cargo bench -q -p pactum --bench mlir_call --no-run 2>/dev/null
+cargo bench -q -p pactum-mlir --bench mlir_call --no-run 2>/dev/null
 for _ in $(seq "$RUNS"); do
-  cargo bench -q -p pactum --bench mlir_call -- --sample-size 20000 --sample-count 100 2>/dev/null \
+  cargo bench -q -p pactum-mlir --bench mlir_call -- --sample-size 20000 --sample-count 100 2>/dev/null \
     | grep -E '(├|╰)─ ' >> "$OUT"
 done
 python3 - "$OUT" "$RUNS" <<'PY'

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Open + verify + list exports of .vmfb files with 1 MiB and 1 GiB of external read-only data
-# (made with pactum's writer), in process (divan, crates/pactum/benches/vmfb_open.rs) and as
+# (made with pactum's writer), in process (divan, crates/pactum-iree/benches/vmfb_open.rs) and as
 # commands: `pactum inspect` against IREE's `iree-dump-module --output=metadata` (the native
 # binary of the pinned iree-base-runtime wheel), alternated in one run. Prints medians.
 #
@@ -13,13 +13,13 @@ export PACTUM_VMFB_BENCH_DIR="$DIR"
 trap '[ -z "${KEEP:-}" ] && rm -rf "$DIR"' EXIT
 DUMP="$(.venv/bin/python -c 'import iree._runtime_libs as l, os; print(os.path.join(l.__path__[0], "iree-dump-module"))')"
 cargo build -q --release -p pactum-cli
-cargo build -q --release -p pactum --example vmfb_with_rodata
+cargo build -q --release -p pactum-iree --example vmfb_with_rodata
 for spec in 1MiB:1048576 1GiB:1073741824; do
   target/release/examples/vmfb_with_rodata "$DIR/rodata_${spec%%:*}.vmfb" "${spec##*:}"
 done
 ls -l "$DIR"
 echo
-cargo bench -q -p pactum --bench vmfb_open 2>/dev/null | grep -E "1MiB|1GiB|fastest"
+cargo bench -q -p pactum-iree --bench vmfb_open 2>/dev/null | grep -E "1MiB|1GiB|fastest"
 echo
 python3 - "$DIR" "$DUMP" "$REPEAT" <<'PY'
 import os, statistics, subprocess, sys, time

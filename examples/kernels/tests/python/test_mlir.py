@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tvm_ffi
 
-SOURCES = pathlib.Path(__file__).resolve().parents[4] / "crates" / "pactum" / "tests" / "mlir"
+SOURCES = pathlib.Path(__file__).resolve().parents[4] / "crates" / "pactum-mlir" / "tests" / "mlir"
 
 
 @pytest.fixture(scope="module")
