@@ -29,6 +29,8 @@ ITEM = re.compile(
 PUB_USE = re.compile(r"^\s*pub(?:\([^)]*\))?\s+use\s+([^;]+);", re.M)
 USE = re.compile(r"\buse\s+([^;]+);", re.S)
 INLINE = re.compile(r"\b((?:crate|super|self)(?:\s*::\s*[A-Za-z_][A-Za-z0-9_]*)+)")
+RELATIVE = re.compile(r"(?<![A-Za-z0-9_:])([a-z_][a-z0-9_]*(?:\s*::\s*[A-Za-z_][A-Za-z0-9_]*)+)")
+MOD_DECL = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;", re.M)
 
 
 def strip(text):
@@ -94,11 +96,24 @@ def expand_use(tree):
     return paths
 
 
+def without_tests(text):
+    """Drops `#[cfg(test)] mod x { ... }` blocks: tests may reach anywhere."""
+    while True:
+        m = re.search(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{", text)
+        if not m:
+            return text
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[i], 0)
+            i += 1
+        text = text[: m.start()] + text[i:]
+
+
 class Crate:
     def __init__(self, root):
         self.root = Path(root)
         self.files = sorted(p for p in self.root.rglob("*.rs"))
-        self.text = {p: strip(p.read_text()) for p in self.files}
+        self.text = {p: without_tests(strip(p.read_text())) for p in self.files}
         self.items = {p: {m.group(2) for m in ITEM.finditer(self.text[p])} for p in self.files}
 
     def module_path(self, file):
@@ -164,13 +179,25 @@ class Crate:
     def edges(self):
         graph = {p: set() for p in self.files}
         for file, text in self.text.items():
+            children = set(MOD_DECL.findall(text))
             refs = []
             for m in USE.finditer(text):
+                # `pub use child::X` in a module is its facade over what it owns, not an import.
+                public = re.search(r"\bpub(?:\([^)]*\))?\s+$", text[max(0, m.start() - 16) : m.start()])
                 for path in expand_use(m.group(1)):
+                    if public and (path[0] in children or (path[0] == "self" and len(path) > 1 and path[1] in children)):
+                        continue
                     if path and path[0] in ("crate", "super", "self"):
                         refs.append(path)
-            for m in INLINE.finditer(text):
+                    elif path and path[0] in children:
+                        refs.append(["self"] + path)
+            for m in INLINE.finditer(USE.sub("", text)):
                 refs.append([s.strip() for s in m.group(1).split("::")])
+            without_uses = USE.sub("", text)
+            for m in RELATIVE.finditer(without_uses):
+                path = [s.strip() for s in m.group(1).split("::")]
+                if path[0] in children:
+                    refs.append(["self"] + path)
             for path in refs:
                 target = self.resolve(self.absolute(file, path))
                 if target is not None and target != file:

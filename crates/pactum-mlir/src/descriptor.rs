@@ -291,7 +291,7 @@ pub(crate) fn fill_unranked_target(
 /// A compact copy of a CPU tensor.
 pub(crate) fn compact_copy(tensor: &DLTensor) -> Result<Tensor> {
     // SAFETY: as in `shape_of`; the caller checked the device.
-    unsafe { strided::compact_copy(tensor) }
+    unsafe { Tensor::compact_copy_of(tensor) }
 }
 
 /// A returned ranked descriptor, read from memory MLIR wrote.

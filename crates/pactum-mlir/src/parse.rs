@@ -27,7 +27,7 @@
 //!
 //! let bare = FunctionType::parse("(i64, i64) -> (i64, i64)")?;
 //! assert_eq!((bare.name, bare.args.len(), bare.results.len()), (None, 2, 2));
-//! # Ok::<(), pactum_iree::signature::ParseError>(())
+//! # Ok::<(), pactum_text::ParseError>(())
 //! ```
 //!
 //! # Grammar
@@ -118,7 +118,7 @@ impl MlirType {
     /// let error = MlirType::parse("memref<4xvector<4xf32>>").unwrap_err();
     /// assert_eq!(error.offset, 9);
     /// assert!(error.message.contains("unsupported memref element type 'vector<4xf32>'"));
-    /// # Ok::<(), pactum_iree::signature::ParseError>(())
+    /// # Ok::<(), pactum_text::ParseError>(())
     /// ```
     pub fn parse(text: &str) -> Result<MlirType, ParseError> {
         let mut cursor = Cursor::new(text, TYPE_FORMAT)?;
@@ -158,7 +158,7 @@ impl FunctionType {
     /// let error = FunctionType::parse("(f32 f32) -> ()").unwrap_err();
     /// assert_eq!(error.offset, 5);
     /// assert!(error.message.starts_with("expected ',' or ')' after an argument type"));
-    /// # Ok::<(), pactum_iree::signature::ParseError>(())
+    /// # Ok::<(), pactum_text::ParseError>(())
     /// ```
     pub fn parse(text: &str) -> Result<FunctionType, ParseError> {
         let mut cursor = Cursor::new(text, SIGNATURE_FORMAT)?;

@@ -10,13 +10,12 @@ use core::marker::PhantomData;
 use std::borrow::Cow;
 
 use pactum_sys::dlpack::{DLDataType, DLDevice};
-use pactum_sys::tvm_ffi::{
-    TVMFFIAny, TVMFFIAnyValue, TVMFFIByteArray, TVMFFIObject, TVMFFITypeIndex,
-};
+use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIAnyValue, TVMFFIObject, TVMFFITypeIndex};
 
 use crate::dtype::{DataType, Device};
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::{ObjectRef, ObjectRefType, header, type_key_of};
+use crate::string::storage;
 
 const OBJECT_BEGIN: i32 = TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0;
 
@@ -298,16 +297,30 @@ impl<'a> AnyView<'a> {
         match TVMFFITypeIndex(raw.type_index) {
             TVMFFITypeIndex::RAW_STR => {
                 if raw.c_str().is_null() {
-                    corrupt_byte_array("a RawStr value holds NULL");
+                    crate::raw::corrupt_byte_array("a RawStr value holds NULL");
                 }
                 // SAFETY: the view's contract keeps the C string valid for 'a.
                 let bytes = unsafe { CStr::from_ptr(raw.value.v_c_str) }.to_bytes();
-                Ok(crate::String::value_from_bytes(bytes))
+                // SAFETY: a fresh value whose ownership the Any takes.
+                Ok(unsafe {
+                    Any::from_raw(storage::new_raw(
+                        bytes,
+                        TVMFFITypeIndex::SMALL_STR,
+                        TVMFFITypeIndex::STR,
+                    ))
+                })
             }
             TVMFFITypeIndex::BYTE_ARRAY_PTR => {
                 // SAFETY: the view's contract keeps the byte array valid for 'a.
-                let bytes = unsafe { byte_array_slice(raw.value.v_ptr.cast()) };
-                Ok(crate::Bytes::new(bytes).into())
+                let bytes = unsafe { crate::raw::byte_array_slice(raw.value.v_ptr.cast()) };
+                // SAFETY: a fresh value whose ownership the Any takes.
+                Ok(unsafe {
+                    Any::from_raw(storage::new_raw(
+                        bytes,
+                        TVMFFITypeIndex::SMALL_BYTES,
+                        TVMFFITypeIndex::BYTES,
+                    ))
+                })
             }
             TVMFFITypeIndex::OBJECT_RVALUE_REF => {
                 let slot = raw.ptr().cast::<*mut TVMFFIObject>();
@@ -364,43 +377,6 @@ impl fmt::Debug for AnyView<'_> {
             },
         }
     }
-}
-
-/// Reads a borrowed `TVMFFIByteArray*`.
-///
-/// # Safety
-/// `bytes` must point to a valid byte array whose data lives for `'a`.
-pub(crate) unsafe fn byte_array_slice<'a>(bytes: *const TVMFFIByteArray) -> &'a [u8] {
-    // SAFETY: forwarded from the caller (a NULL pointer is caught below instead).
-    let Some(bytes) = (unsafe { bytes.as_ref() }) else {
-        corrupt_byte_array("a ByteArrayPtr value holds NULL")
-    };
-    if bytes.size == 0 {
-        return &[];
-    }
-    // What C hands over cannot be trusted to be sane, and a slice of a NULL pointer or of more
-    // than isize::MAX bytes (larger than any allocation) is undefined behaviour. Both are
-    // detectable, so they panic instead; every C entry point turns the panic into an error.
-    if bytes.data.is_null() {
-        corrupt_byte_array(&format!(
-            "a TVMFFIByteArray claims {} bytes of NULL data",
-            bytes.size
-        ))
-    }
-    if bytes.size > isize::MAX as usize {
-        corrupt_byte_array(&format!(
-            "a TVMFFIByteArray claims {} bytes, more than any allocation can hold",
-            bytes.size
-        ))
-    }
-    // SAFETY: forwarded from the caller.
-    unsafe { core::slice::from_raw_parts(bytes.data.cast::<u8>(), bytes.size) }
-}
-
-#[cold]
-#[inline(never)]
-fn corrupt_byte_array(message: &str) -> ! {
-    panic!("corrupt value from foreign code: {message}")
 }
 
 /// Conversion from a borrowed value; `T` may borrow from the view for `'a`.
@@ -816,7 +792,7 @@ pub(crate) fn view_bytes<'a>(view: &'a AnyView<'_>) -> Option<&'a [u8]> {
     match TVMFFITypeIndex(raw.type_index) {
         TVMFFITypeIndex::RAW_STR => {
             if raw.c_str().is_null() {
-                corrupt_byte_array("a RawStr value holds NULL");
+                crate::raw::corrupt_byte_array("a RawStr value holds NULL");
             }
             // SAFETY: RawStr points at a NUL-terminated string valid for the view's lifetime.
             Some(unsafe { CStr::from_ptr(raw.c_str()) }.to_bytes())
@@ -832,11 +808,11 @@ pub(crate) fn view_bytes<'a>(view: &'a AnyView<'_>) -> Option<&'a [u8]> {
         }
         TVMFFITypeIndex::STR | TVMFFITypeIndex::BYTES => {
             // SAFETY: String and Bytes objects have a byte array right after the header.
-            Some(unsafe { byte_array_slice(raw.obj().add(1).cast()) })
+            Some(unsafe { crate::raw::byte_array_slice(raw.obj().add(1).cast()) })
         }
         TVMFFITypeIndex::BYTE_ARRAY_PTR => {
             // SAFETY: ByteArrayPtr points at a byte array valid for the view's lifetime.
-            Some(unsafe { byte_array_slice(raw.ptr().cast()) })
+            Some(unsafe { crate::raw::byte_array_slice(raw.ptr().cast()) })
         }
         _ => None,
     }
@@ -890,27 +866,6 @@ impl<'a> FromAnyView<'a> for Vec<u8> {
     }
 }
 from_any_via_view!(Vec<u8>);
-
-impl From<&str> for Any {
-    fn from(value: &str) -> Self {
-        crate::String::new(value).into()
-    }
-}
-impl From<std::string::String> for Any {
-    fn from(value: std::string::String) -> Self {
-        crate::String::new(&value).into()
-    }
-}
-impl From<&[u8]> for Any {
-    fn from(value: &[u8]) -> Self {
-        crate::Bytes::new(value).into()
-    }
-}
-impl From<Vec<u8>> for Any {
-    fn from(value: Vec<u8>) -> Self {
-        crate::Bytes::new(&value).into()
-    }
-}
 
 impl<'a> From<&'a CStr> for AnyView<'a> {
     /// A borrowed C string (`RawStr`, type index 8).
@@ -1007,10 +962,17 @@ macro_rules! object_ref_conversions {
 }
 pub(crate) use object_ref_conversions;
 
-object_ref_conversions!(ObjectRef);
-
-impl<'a, T: crate::ObjectType> From<&'a crate::Obj<T>> for AnyView<'a> {
-    fn from(value: &'a crate::Obj<T>) -> Self {
-        view_of_object(value)
-    }
+/// Implements [`ObjectRefType`](crate::object::ObjectRefType) and the `Any` conversions for a
+/// built-in typed reference `$ty(ObjectRef)` of static type index `$index`.
+macro_rules! builtin_object_ref {
+    ($ty:ident, $index:expr, $key:literal) => {
+        $crate::object::object_ref_type!($ty, $index, $key);
+        $crate::any::object_ref_conversions!($ty);
+    };
 }
+pub(crate) use builtin_object_ref;
+
+object_ref_conversions!(ObjectRef);
+// `Error` sits below this module (every conversion here can fail with one), so its
+// conversions are made here rather than next to it.
+object_ref_conversions!(crate::error::Error);

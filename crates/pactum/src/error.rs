@@ -11,7 +11,7 @@ use pactum_sys::tvm_ffi::{
     TVMFFIObjectHandle, TVMFFITypeIndex,
 };
 
-use crate::object::{ObjectBox, ObjectRef, builtin_object_ref, header, new_object_box};
+use crate::object::{ObjectBox, ObjectRef, header, new_object_box, object_ref_type};
 use crate::runtime;
 
 /// `Result` with pactum's [`Error`].
@@ -87,7 +87,7 @@ unsafe extern "C" fn update_backtrace(
     // the caller holds a reference. Like the official runtime, updates are not synchronised
     // with concurrent readers of the same error.
     unsafe {
-        let new_part = crate::any::byte_array_slice(backtrace);
+        let new_part = crate::raw::byte_array_slice(backtrace);
         let payload = ObjectBox::cell(payload);
         let storage = &mut *payload.backtrace.get();
         let updated: Box<[u8]> = if mode == TVMFFI_BACKTRACE_UPDATE_MODE_APPEND {
@@ -105,7 +105,7 @@ unsafe extern "C" fn update_backtrace(
 #[derive(Clone)]
 pub struct Error(ObjectRef);
 
-builtin_object_ref!(Error, TVMFFITypeIndex::ERROR, "ffi.Error");
+object_ref_type!(Error, TVMFFITypeIndex::ERROR, "ffi.Error");
 
 impl Error {
     /// A new error; the backtrace records the caller's source location.
@@ -204,7 +204,7 @@ impl Error {
 
     /// The backtrace, most recent call first (a copy: the error's own may be updated).
     pub fn backtrace(&self) -> std::string::String {
-        let _guard = crate::containers::object_lock(&self.0);
+        let _guard = crate::object::object_lock(&self.0);
         // SAFETY: Rust-side updates hold the same lock; the copy is taken before it is released.
         let bytes = unsafe { (*self.cell()).backtrace };
         Self::text(bytes).into_owned()
@@ -232,7 +232,7 @@ impl Error {
 
     /// Appends (or replaces) backtrace text through the object's own `update_backtrace`.
     pub fn update_backtrace(&self, text: &str, append: bool) {
-        let _guard = crate::containers::object_lock(&self.0);
+        let _guard = crate::object::object_lock(&self.0);
         // SAFETY: the updater pointer is set at creation and never changed.
         if let Some(update) = unsafe { (*self.cell()).update_backtrace } {
             let bytes = byte_array(text.as_bytes());

@@ -35,6 +35,7 @@ pub mod export;
 pub mod function;
 pub mod module;
 pub mod object;
+mod raw;
 pub mod runtime;
 pub mod shape;
 pub mod strided;

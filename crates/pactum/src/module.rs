@@ -10,14 +10,14 @@ use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 use crate::any::{Any, AnyView};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
-use crate::object::{ObjectRef, builtin_object_ref};
+use crate::object::ObjectRef;
 
 /// A loaded module (`ffi.Module`).
 #[repr(transparent)]
 #[derive(Clone, Debug)]
 pub struct Module(ObjectRef);
 
-builtin_object_ref!(Module, TVMFFITypeIndex::MODULE, "ffi.Module");
+crate::any::builtin_object_ref!(Module, TVMFFITypeIndex::MODULE, "ffi.Module");
 
 fn global(name: &str) -> Result<Function> {
     Function::get_global(name).ok_or_else(|| {
@@ -34,7 +34,6 @@ impl Module {
     /// A path without a directory goes through the dynamic loader's search path, as with
     /// `dlopen`; use `./lib.so` for a file in the working directory.
     pub fn load(path: impl AsRef<Path>) -> Result<Module> {
-        crate::runtime::prepare_module_loading()?;
         let path = path.as_ref();
         let text = path.to_str().ok_or_else(|| {
             Error::new(

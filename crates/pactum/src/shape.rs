@@ -8,9 +8,7 @@ use core::ops::Deref;
 
 use pactum_sys::tvm_ffi::{TVMFFIObject, TVMFFIShapeCell, TVMFFITypeIndex};
 
-use crate::object::{
-    ObjectRef, alloc_raw_object, builtin_object_ref, free_raw_object, frees_memory,
-};
+use crate::object::{ObjectRef, alloc_raw_object, free_raw_object, frees_memory};
 
 const SHAPE_HEADER: usize =
     core::mem::size_of::<TVMFFIObject>() + core::mem::size_of::<TVMFFIShapeCell>();
@@ -38,7 +36,7 @@ unsafe extern "C" fn shape_deleter(obj: *mut c_void, flags: c_int) {
 #[derive(Clone)]
 pub struct Shape(ObjectRef);
 
-builtin_object_ref!(Shape, TVMFFITypeIndex::SHAPE, "ffi.Shape");
+crate::any::builtin_object_ref!(Shape, TVMFFITypeIndex::SHAPE, "ffi.Shape");
 
 impl Shape {
     /// Copies `dims` into a new shape.

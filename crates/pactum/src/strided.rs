@@ -1,5 +1,5 @@
 //! Element copies between strided DLPack tensors on the CPU, for the adapters (MLIR memref
-//! calls, IREE buffers) and [`Tensor::to_contiguous`].
+//! calls, IREE buffers) and [`Tensor::to_contiguous`](crate::Tensor::to_contiguous).
 //!
 //! These functions take raw [`DLTensor`]s, whose pointers the type system cannot vouch for,
 //! so they are `unsafe`: the caller promises the DLPack contract (a `shape` of `ndim` extents,
@@ -9,8 +9,6 @@
 use pactum_sys::dlpack::DLTensor;
 
 use crate::dtype::DataType;
-use crate::error::Result;
-use crate::tensor::Tensor;
 
 /// The extents of a DLTensor (empty for rank 0 or a NULL shape).
 ///
@@ -93,16 +91,4 @@ pub unsafe fn copy_elements(src: &DLTensor, dst: &DLTensor) {
             index[axis] = 0;
         }
     }
-}
-
-/// A compact row-major copy of a CPU tensor.
-///
-/// # Safety
-/// `tensor` must be a valid CPU tensor (the DLPack contract above).
-pub unsafe fn compact_copy(tensor: &DLTensor) -> Result<Tensor> {
-    // SAFETY: forwarded from the caller.
-    let copy = Tensor::empty(unsafe { extents(tensor) }, DataType::from(tensor.dtype))?;
-    // SAFETY: same shape and dtype, a fresh destination; the source is the caller's.
-    unsafe { copy_elements(tensor, copy.dl_tensor()) };
-    Ok(copy)
 }

@@ -15,7 +15,7 @@ use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use crate::dtype::{DataType, Device};
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{ObjectBox, ObjectRef, builtin_object_ref, new_object_box};
+use crate::object::{ObjectBox, ObjectRef, new_object_box};
 
 /// What keeps a tensor's memory alive.
 enum Owner {
@@ -177,7 +177,7 @@ fn check_import(tensor: &DLTensor, require_alignment: i32, require_contiguous: b
 #[derive(Clone)]
 pub struct Tensor(ObjectRef);
 
-builtin_object_ref!(Tensor, TVMFFITypeIndex::TENSOR, "ffi.Tensor");
+crate::any::builtin_object_ref!(Tensor, TVMFFITypeIndex::TENSOR, "ffi.Tensor");
 
 impl Tensor {
     fn from_cell(cell: TensorCell) -> Tensor {
@@ -547,7 +547,20 @@ impl Tensor {
             ));
         }
         // SAFETY: a Tensor's DLTensor is valid, and checked to be on the CPU above.
-        unsafe { crate::strided::compact_copy(self.dl_tensor()) }
+        unsafe { Tensor::compact_copy_of(self.dl_tensor()) }
+    }
+
+    /// A compact row-major copy of a CPU tensor described by a raw DLTensor (any strides).
+    ///
+    /// # Safety
+    /// `tensor` must be a valid CPU tensor: the DLPack contract of [`crate::strided`].
+    pub unsafe fn compact_copy_of(tensor: &DLTensor) -> Result<Tensor> {
+        // SAFETY: forwarded from the caller.
+        let shape = unsafe { crate::strided::extents(tensor) };
+        let copy = Tensor::empty(shape, DataType::from(tensor.dtype))?;
+        // SAFETY: same shape and dtype, a fresh destination; the source is the caller's.
+        unsafe { crate::strided::copy_elements(tensor, copy.dl_tensor()) };
+        Ok(copy)
     }
 
     /// Copies the elements out (CPU, contiguous, dtype `T`).

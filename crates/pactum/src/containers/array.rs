@@ -10,9 +10,7 @@ use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIObject, TVMFFISeqCell, TVMFFITypeInde
 use super::seq;
 use crate::any::{Any, AnyView, FromAny};
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{
-    ObjectRef, alloc_raw_object, builtin_object_ref, free_raw_object, frees_memory,
-};
+use crate::object::{ObjectRef, alloc_raw_object, free_raw_object, frees_memory};
 
 const ARRAY_HEADER: usize =
     core::mem::size_of::<TVMFFIObject>() + core::mem::size_of::<TVMFFISeqCell>();
@@ -56,7 +54,7 @@ unsafe extern "C" fn array_deleter(obj: *mut c_void, flags: c_int) {
 #[derive(Clone)]
 pub struct Array(ObjectRef);
 
-builtin_object_ref!(Array, TVMFFITypeIndex::ARRAY, "ffi.Array");
+crate::any::builtin_object_ref!(Array, TVMFFITypeIndex::ARRAY, "ffi.Array");
 
 impl Array {
     /// An array holding `values`, in order.

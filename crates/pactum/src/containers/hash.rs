@@ -117,7 +117,7 @@ pub(crate) fn any_hash(value: &TVMFFIAny) -> u64 {
         TVMFFITypeIndex::SMALL_BYTES => hash_combine(66, value.uint64() % MOD),
         TVMFFITypeIndex::STR | TVMFFITypeIndex::BYTES => {
             // SAFETY: string objects carry a byte array after the header.
-            let bytes = unsafe { crate::any::byte_array_slice(value.value.v_obj.add(1).cast()) };
+            let bytes = unsafe { crate::raw::byte_array_slice(value.value.v_obj.add(1).cast()) };
             hash_combine(type_index as u64, stable_hash_bytes(bytes))
         }
         _ if type_index >= TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0 => {

@@ -14,12 +14,11 @@ use pactum_sys::tvm_ffi::{
     TVMFFI_OBJECT_DELETER_FLAG_STRONG, TVMFFIAny, TVMFFIObject, TVMFFISeqCell, TVMFFITypeIndex,
 };
 
-use super::{object_lock, seq};
+use super::seq;
 use crate::any::Any;
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{
-    ObjectRef, alloc_raw_object, builtin_object_ref, free_raw_object, frees_memory,
-};
+use crate::object::object_lock;
+use crate::object::{ObjectRef, alloc_raw_object, free_raw_object, frees_memory};
 
 const LIST_LAYOUT: core::alloc::Layout = match core::alloc::Layout::from_size_align(56, 8) {
     Ok(layout) => layout,
@@ -120,7 +119,7 @@ unsafe extern "C" fn list_deleter(obj: *mut c_void, flags: c_int) {
 #[derive(Clone)]
 pub struct List(ObjectRef);
 
-builtin_object_ref!(List, TVMFFITypeIndex::LIST, "ffi.List");
+crate::any::builtin_object_ref!(List, TVMFFITypeIndex::LIST, "ffi.List");
 
 /// A buffer for `capacity` values and the `data_deleter` that frees it: C++'s `operator new`
 /// and `operator delete` when the process has them (see [`cxx_allocator`]), else `malloc` and

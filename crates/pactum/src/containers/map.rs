@@ -46,11 +46,9 @@ use pactum_sys::tvm_ffi::{
 };
 
 use super::hash::{any_equal, any_hash};
-use super::object_lock;
 use crate::any::{Any, AnyView};
-use crate::object::{
-    ObjectRef, alloc_raw_object, builtin_object_ref, free_raw_object, frees_memory,
-};
+use crate::object::object_lock;
+use crate::object::{ObjectRef, alloc_raw_object, free_raw_object, frees_memory};
 
 // ---------------------------------------------------------------------------------------------
 // Layout constants.
@@ -1209,7 +1207,7 @@ unsafe fn copy_map_object(obj: *mut MapObject, type_index: TVMFFITypeIndex) -> O
 #[repr(transparent)]
 #[derive(Clone, Debug)]
 pub struct Map(ObjectRef);
-builtin_object_ref!(Map, TVMFFITypeIndex::MAP, "ffi.Map");
+crate::any::builtin_object_ref!(Map, TVMFFITypeIndex::MAP, "ffi.Map");
 
 /// A mutable, shared hash map (`ffi.Dict`).
 ///
@@ -1217,7 +1215,7 @@ builtin_object_ref!(Map, TVMFFITypeIndex::MAP, "ffi.Map");
 #[repr(transparent)]
 #[derive(Clone, Debug)]
 pub struct Dict(ObjectRef);
-builtin_object_ref!(Dict, TVMFFITypeIndex::DICT, "ffi.Dict");
+crate::any::builtin_object_ref!(Dict, TVMFFITypeIndex::DICT, "ffi.Dict");
 
 /// Iterator over the entries of a [`Map`], in iteration order (insertion order, where the
 /// dense form moves an updated key to the end).

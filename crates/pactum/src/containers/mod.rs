@@ -12,10 +12,7 @@ pub use array::Array;
 pub use list::List;
 pub use map::{Dict, Map, MapIter};
 
-use std::sync::{Mutex, MutexGuard};
-
 use crate::any::AnyView;
-use crate::object::ObjectRef;
 
 /// Whether two values are the same map key: `AnyEqual`, the key equality of [`Map`] and
 /// [`Dict`] (and of the official headers): equal payloads, equal string or bytes content, or
@@ -23,15 +20,4 @@ use crate::object::ObjectRef;
 #[inline]
 pub fn same_key(lhs: &AnyView<'_>, rhs: &AnyView<'_>) -> bool {
     hash::any_equal_fast(lhs.as_raw(), rhs.as_raw())
-}
-
-/// Locks serialising Rust access to mutable shared containers (List, Dict), striped by address.
-static OBJECT_LOCKS: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];
-
-/// Locks the stripe of `object`. Rust code holds it while touching a mutable container's cell.
-pub(crate) fn object_lock(object: &ObjectRef) -> MutexGuard<'static, ()> {
-    let stripe = (object.as_raw() as usize >> 4) % OBJECT_LOCKS.len();
-    OBJECT_LOCKS[stripe]
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }

@@ -21,7 +21,7 @@ use pactum_sys::tvm_ffi::{
 
 use crate::any::{Any, AnyView};
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{ObjectBox, ObjectRef, builtin_object_ref, new_object_box};
+use crate::object::{ObjectBox, ObjectRef, new_object_box};
 use crate::runtime;
 
 /// A reference-counted packed function (`ffi.Function`).
@@ -29,7 +29,7 @@ use crate::runtime;
 #[derive(Clone)]
 pub struct Function(ObjectRef);
 
-builtin_object_ref!(Function, TVMFFITypeIndex::FUNCTION, "ffi.Function");
+crate::any::builtin_object_ref!(Function, TVMFFITypeIndex::FUNCTION, "ffi.Function");
 
 /// Payload of functions pactum makes around Rust closures: the ABI cell, then the closure.
 #[repr(C)]

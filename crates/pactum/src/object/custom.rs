@@ -168,3 +168,9 @@ impl<'a, T: ObjectType> crate::any::FromAnyView<'a> for Obj<T> {
         crate::any::object_from_view(view)
     }
 }
+
+impl<'a, T: ObjectType> From<&'a Obj<T>> for crate::AnyView<'a> {
+    fn from(value: &'a Obj<T>) -> Self {
+        crate::any::view_of_object(value)
+    }
+}

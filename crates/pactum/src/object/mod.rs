@@ -17,6 +17,7 @@ pub use types::{TypeInfo, type_index_of_key, type_key_of};
 
 use core::fmt;
 use core::ptr::NonNull;
+use std::sync::{Mutex, MutexGuard};
 
 use pactum_sys::tvm_ffi::{TVMFFIObject, TVMFFITypeIndex};
 
@@ -73,16 +74,6 @@ impl ObjectRef {
     pub fn type_index(&self) -> i32 {
         // SAFETY: `self` keeps the object alive.
         unsafe { (*self.as_raw()).type_index }
-    }
-
-    /// The type key (e.g. `ffi.Array`), from the runtime's type table.
-    pub fn type_key(&self) -> std::string::String {
-        type_key_of(self.type_index())
-    }
-
-    /// Whether the object is of type `type_index` or one of its subtypes.
-    pub fn is_instance_of(&self, type_index: i32) -> bool {
-        types::is_instance(self.type_index(), type_index)
     }
 
     /// Whether the object's type is `T` or one of its subtypes.
@@ -238,9 +229,9 @@ unsafe impl ObjectRefType for ObjectRef {
     }
 }
 
-/// Implements [`ObjectRefType`] and the `Any` conversions for a built-in typed reference
-/// `$ty(ObjectRef)` of static type index `$index`.
-macro_rules! builtin_object_ref {
+/// Implements [`ObjectRefType`] for a built-in typed reference `$ty(ObjectRef)` of static type
+/// index `$index` (the `Any` conversions come from `any::builtin_object_ref!`, one layer up).
+macro_rules! object_ref_type {
     ($ty:ident, $index:expr, $key:literal) => {
         // SAFETY: `$ty` is repr(transparent) over ObjectRef and reads the layout of `$key`,
         // which static type index `$index` denotes.
@@ -265,7 +256,17 @@ macro_rules! builtin_object_ref {
                 self.0
             }
         }
-        $crate::any::object_ref_conversions!($ty);
     };
 }
-pub(crate) use builtin_object_ref;
+pub(crate) use object_ref_type;
+
+/// Locks serialising Rust access to mutable shared containers (List, Dict), striped by address.
+static OBJECT_LOCKS: [Mutex<()>; 64] = [const { Mutex::new(()) }; 64];
+
+/// Locks the stripe of `object`. Rust code holds it while touching a mutable container's cell.
+pub(crate) fn object_lock(object: &ObjectRef) -> MutexGuard<'static, ()> {
+    let stripe = (object.as_raw() as usize >> 4) % OBJECT_LOCKS.len();
+    OBJECT_LOCKS[stripe]
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}

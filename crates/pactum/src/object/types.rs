@@ -1,10 +1,15 @@
 //! The runtime type table: type keys, indices, ancestry and registration of new types.
 
 use core::ffi::c_char;
+use std::collections::HashSet;
+use std::sync::Mutex;
 
-use pactum_sys::tvm_ffi::{TVMFFIByteArray, TVMFFITypeIndex, TVMFFITypeInfo};
+use pactum_sys::tvm_ffi::{
+    TVMFFIAny, TVMFFIByteArray, TVMFFIObjectHandle, TVMFFISeqCell, TVMFFITypeIndex, TVMFFITypeInfo,
+};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::object::header;
 use crate::runtime;
 
 /// Type keys of the static type indices below [`TVMFFITypeIndex::STATIC_OBJECT_END`], as the
@@ -66,7 +71,7 @@ impl TypeInfo {
             return None;
         }
         if type_index >= TVMFFITypeIndex::DYN_OBJECT_BEGIN.0
-            && !runtime::type_index_is_registered(type_index)
+            && !dynamic_index_is_registered(type_index)
         {
             return None;
         }
@@ -143,6 +148,97 @@ unsafe fn byte_array_str(bytes: &TVMFFIByteArray) -> &'static str {
     core::str::from_utf8(slice).unwrap_or("<invalid type key>")
 }
 
+/// Whether a dynamic type index is known to the runtime, so `TVMFFIGetTypeInfo` may be asked
+/// about it (the official runtime exits the process on an unregistered index). Learnt from the
+/// runtime's registered keys (`ffi.GetRegisteredTypeKeys`, then `TVMFFITypeKeyToIndex`), cached,
+/// and refreshed on a miss.
+fn dynamic_index_is_registered(type_index: i32) -> bool {
+    static KNOWN: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    if known.as_ref().is_some_and(|k| k.contains(&type_index)) {
+        return true;
+    }
+    let Some(refreshed) = registered_indices() else {
+        return false;
+    };
+    let found = refreshed.contains(&type_index);
+    *known = Some(refreshed);
+    found
+}
+
+/// The index of every registered type key, asked through raw C API calls so that the type
+/// table needs no function or container types (which are built on it).
+fn registered_indices() -> Option<HashSet<i32>> {
+    let api = runtime::api();
+    let name = b"ffi.GetRegisteredTypeKeys";
+    let name = TVMFFIByteArray {
+        data: name.as_ptr().cast::<c_char>(),
+        size: name.len(),
+    };
+    let mut function: TVMFFIObjectHandle = core::ptr::null_mut();
+    // SAFETY: a valid byte array and out pointer for the call.
+    let rc = unsafe { (api.TVMFFIFunctionGetGlobal)(&name, &mut function) };
+    if rc != 0 || function.is_null() {
+        drop(Error::take_raised());
+        return None;
+    }
+    let mut result = TVMFFIAny::NONE;
+    // SAFETY: `function` is a live function handle we own; no arguments; a valid result slot.
+    let rc = unsafe { (api.TVMFFIFunctionCall)(function, core::ptr::null_mut(), 0, &mut result) };
+    // SAFETY: we own the reference `TVMFFIFunctionGetGlobal` returned.
+    unsafe { header::dec_ref(function.cast()) };
+    if rc != 0 {
+        drop(Error::take_raised());
+        return None;
+    }
+    if result.type_index < TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0 {
+        return None;
+    }
+    // SAFETY: an object-typed result holds an owned reference in `v_obj`.
+    let array = unsafe { result.value.v_obj };
+    let mut indices = HashSet::new();
+    if result.type_index == TVMFFITypeIndex::ARRAY.0 {
+        // SAFETY: an Array object carries its sequence cell right after the 24-byte header,
+        // and `data` holds `size` values alive while the array is.
+        let keys = unsafe {
+            let cell = &*array.add(1).cast::<TVMFFISeqCell>();
+            if cell.data.is_null() || cell.size <= 0 {
+                &[][..]
+            } else {
+                core::slice::from_raw_parts(cell.data.cast::<TVMFFIAny>(), cell.size as usize)
+            }
+        };
+        for key in keys {
+            let bytes: &[u8] = match TVMFFITypeIndex(key.type_index) {
+                TVMFFITypeIndex::SMALL_STR => {
+                    // SAFETY: a small string keeps its bytes inline in the value.
+                    let inline = unsafe { &key.value.v_bytes };
+                    &inline[..(key.small_str_len as usize).min(inline.len())]
+                }
+                // SAFETY: a String object has its byte array right after the header.
+                TVMFFITypeIndex::STR => unsafe {
+                    crate::raw::byte_array_slice(key.value.v_obj.add(1).cast())
+                },
+                _ => continue,
+            };
+            let key = TVMFFIByteArray {
+                data: bytes.as_ptr().cast::<c_char>(),
+                size: bytes.len(),
+            };
+            let mut index = 0i32;
+            // SAFETY: valid byte array and out pointer for the call.
+            if unsafe { (api.TVMFFITypeKeyToIndex)(&key, &mut index) } == 0 {
+                indices.insert(index);
+            } else {
+                drop(Error::take_raised());
+            }
+        }
+    }
+    // SAFETY: we own the reference the call returned.
+    unsafe { header::dec_ref(array) };
+    Some(indices)
+}
+
 /// The type key of `type_index` (e.g. `int`, `ffi.String`), or `type_index(N)` when unknown.
 pub fn type_key_of(type_index: i32) -> std::string::String {
     if let Some(key) = static_type_key(type_index) {
@@ -204,5 +300,19 @@ pub(crate) fn register_type(key: &str, parent_index: i32) -> i32 {
     // SAFETY: `bytes` is valid for the call; -1 asks for a dynamic index.
     unsafe {
         (runtime::api().TVMFFITypeGetOrAllocIndex)(&bytes, -1, parent_depth + 1, 0, 1, parent_index)
+    }
+}
+
+// The type-table queries of `ObjectRef` live with the table, which sits above the reference
+// type itself.
+impl super::ObjectRef {
+    /// The type key (e.g. `ffi.Array`), from the runtime's type table.
+    pub fn type_key(&self) -> std::string::String {
+        type_key_of(self.type_index())
+    }
+
+    /// Whether the object is of type `type_index` or one of its subtypes.
+    pub fn is_instance_of(&self, type_index: i32) -> bool {
+        is_instance(self.type_index(), type_index)
     }
 }

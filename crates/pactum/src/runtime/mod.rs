@@ -14,7 +14,6 @@
 //!
 //! See `docs/ARCHITECTURE.md`.
 
-mod forwarder;
 pub mod provider;
 
 use std::sync::OnceLock;
@@ -40,6 +39,30 @@ struct Runtime {
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
+/// The symbol under which the built-in provider publishes its C API table. Versioned, so two
+/// copies of pactum in one binary cannot be linked against each other's provider.
+macro_rules! builtin_c_api_symbol {
+    () => {
+        concat!(
+            "pactum_builtin_c_api_",
+            env!("CARGO_PKG_VERSION_MAJOR"),
+            "_",
+            env!("CARGO_PKG_VERSION_MINOR")
+        )
+    };
+}
+pub(crate) use builtin_c_api_symbol;
+
+// The provider implements the C API with the safe types (objects, errors, containers) that
+// reach the runtime through `api()`. Importing it here would tie those layers into one ring,
+// so this layer declares the table's accessor and the provider defines it (dependency
+// inversion at link time, `runtime/provider/mod.rs`).
+unsafe extern "Rust" {
+    /// pactum's built-in C API table.
+    #[link_name = builtin_c_api_symbol!()]
+    safe fn builtin_c_api() -> &'static TVMFFICApi;
+}
+
 fn runtime() -> &'static Runtime {
     RUNTIME.get_or_init(|| match find_loaded_runtime() {
         Some((api, path)) => Runtime {
@@ -47,7 +70,7 @@ fn runtime() -> &'static Runtime {
             kind: RuntimeKind::Host { path },
         },
         None => Runtime {
-            api: &provider::PROVIDER_API,
+            api: builtin_c_api(),
             kind: RuntimeKind::Builtin,
         },
     })
@@ -107,51 +130,6 @@ fn library_path(address: *const core::ffi::c_void) -> Option<std::string::String
             .to_string_lossy()
             .into_owned(),
     )
-}
-
-/// Makes `libtvm_ffi.so` resolvable for modules loaded next (installs the forwarder when
-/// this process runs the built-in provider and no such library is loaded yet).
-pub(crate) fn prepare_module_loading() -> crate::Result<()> {
-    match runtime().kind {
-        RuntimeKind::Host { .. } => Ok(()),
-        RuntimeKind::Builtin => forwarder::install(),
-    }
-}
-
-/// Whether a dynamic type index is known to the runtime, so `TVMFFIGetTypeInfo` may be asked
-/// about it (the official runtime exits the process on an unregistered index).
-pub(crate) fn type_index_is_registered(type_index: i32) -> bool {
-    match runtime().kind {
-        RuntimeKind::Builtin => provider::type_index_is_registered(type_index),
-        RuntimeKind::Host { .. } => host_type_index_is_registered(type_index),
-    }
-}
-
-/// Checks an index against the host runtime's registered keys (`ffi.GetRegisteredTypeKeys`,
-/// then `TVMFFITypeKeyToIndex`), caching what it learns and refreshing on a miss.
-fn host_type_index_is_registered(type_index: i32) -> bool {
-    use std::collections::HashSet;
-    use std::sync::Mutex;
-    static KNOWN: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
-    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
-    if known.as_ref().is_some_and(|k| k.contains(&type_index)) {
-        return true;
-    }
-    let Some(list_keys) = crate::Function::get_global("ffi.GetRegisteredTypeKeys") else {
-        return false;
-    };
-    let Ok(keys) = list_keys.call_typed::<_, crate::Array>(()) else {
-        drop(crate::Error::take_raised());
-        return false;
-    };
-    let indices = keys.iter().filter_map(|key| {
-        let key = key.get::<&str>().ok()?;
-        crate::object::type_index_of_key(key).ok()
-    });
-    let refreshed: HashSet<i32> = indices.collect();
-    let found = refreshed.contains(&type_index);
-    *known = Some(refreshed);
-    found
 }
 
 /// A payload destructor panicked inside an object deleter, where nothing can be reported to

@@ -7,6 +7,7 @@
 
 mod env;
 mod errors;
+mod forwarder;
 mod functions;
 mod globals;
 mod modules;
@@ -47,9 +48,11 @@ macro_rules! provider_table {
 }
 pactum_sys::tvm_ffi_c_api!(provider_table);
 
-/// Whether a type index is registered in the built-in type table.
-pub(crate) fn type_index_is_registered(type_index: i32) -> bool {
-    types::is_registered(type_index)
+/// Publishes [`PROVIDER_API`] to the runtime layer, which declares this accessor instead of
+/// importing the provider (see `runtime/mod.rs`).
+#[unsafe(export_name = crate::runtime::builtin_c_api_symbol!())]
+fn builtin_c_api() -> &'static TVMFFICApi {
+    &PROVIDER_API
 }
 
 /// Runs the body of a status-returning C function: 0, or -1 with the error raised (a panic

@@ -390,8 +390,17 @@ fn load_library_bin(bin: *const u8, symbols: &Arc<Symbols>) -> Result<Module> {
     modules.into_iter().next().ok_or_else(|| reader.truncated())
 }
 
+/// Makes `libtvm_ffi.so` resolvable for modules loaded next (installs the forwarder when
+/// this process runs the built-in provider and no such library is loaded yet).
+fn prepare_module_loading() -> Result<()> {
+    match crate::runtime::kind() {
+        crate::runtime::RuntimeKind::Host { .. } => Ok(()),
+        crate::runtime::RuntimeKind::Builtin => super::forwarder::install(),
+    }
+}
+
 fn load_shared_library(path: &str) -> Result<Module> {
-    crate::runtime::prepare_module_loading()?;
+    prepare_module_loading()?;
     // A truncated library would crash the process inside dlopen (SIGBUS).
     if let Some(detail) = crate::module::truncated_library(std::path::Path::new(path)) {
         return Err(Error::new(

@@ -410,11 +410,6 @@ fn missing_type(index: i32) -> Error {
     )
 }
 
-/// Whether `index` is registered.
-pub(crate) fn is_registered(index: i32) -> bool {
-    table().entry(index).is_some()
-}
-
 /// All registered type keys in index order.
 pub(crate) fn registered_keys() -> Vec<std::string::String> {
     let table = table();

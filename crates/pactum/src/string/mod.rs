@@ -2,40 +2,17 @@
 //! in the value when at most 7 bytes long (SmallStr/SmallBytes), otherwise in a heap object
 //! whose bytes follow the header and byte array, NUL-terminated.
 
-use core::alloc::Layout;
-use core::ffi::{c_char, c_int, c_void};
+pub(crate) mod storage;
+
 use core::fmt;
 use core::ops::Deref;
 
-use pactum_sys::tvm_ffi::{
-    TVMFFIAny, TVMFFIAnyValue, TVMFFIByteArray, TVMFFIObject, TVMFFITypeIndex,
-};
+use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use crate::any::{Any, AnyView, FromAny, FromAnyView, type_mismatch, view_bytes};
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{alloc_raw_object, free_raw_object, frees_memory};
 
-/// Longest string stored inline.
-pub const SMALL_STRING_MAX_LEN: usize = 7;
-
-const HEAP_HEADER: usize =
-    core::mem::size_of::<TVMFFIObject>() + core::mem::size_of::<TVMFFIByteArray>();
-
-fn heap_layout(len: usize) -> Layout {
-    // One extra byte for the trailing NUL that C readers may rely on.
-    Layout::from_size_align(HEAP_HEADER + len + 1, 8)
-        .expect("string length overflows the address space")
-}
-
-unsafe extern "C" fn heap_bytes_deleter(obj: *mut c_void, flags: c_int) {
-    if frees_memory(flags) {
-        let obj = obj.cast::<TVMFFIObject>();
-        // SAFETY: the byte array right after the header records the length we allocated for.
-        let len = unsafe { (*obj.add(1).cast::<TVMFFIByteArray>()).size };
-        // SAFETY: allocated by `new_value` with this layout; the weak flag comes once.
-        unsafe { free_raw_object(obj, heap_layout(len)) }
-    }
-}
+pub use storage::SMALL_STRING_MAX_LEN;
 
 /// Builds an owned value of `small_index` (inline) or `heap_index` (object) holding `bytes`.
 pub(crate) fn new_value(
@@ -43,45 +20,14 @@ pub(crate) fn new_value(
     small_index: TVMFFITypeIndex,
     heap_index: TVMFFITypeIndex,
 ) -> Any {
-    if bytes.len() <= SMALL_STRING_MAX_LEN {
-        let mut inline = [0u8; 8];
-        inline[..bytes.len()].copy_from_slice(bytes);
-        let raw = TVMFFIAny {
-            type_index: small_index.0,
-            small_str_len: bytes.len() as u32,
-            value: TVMFFIAnyValue { v_bytes: inline },
-        };
-        // SAFETY: an inline value owns nothing.
-        return unsafe { Any::from_raw(raw) };
-    }
-    heap_value(bytes, heap_index)
+    // SAFETY: a fresh value whose ownership the Any takes.
+    unsafe { Any::from_raw(storage::new_raw(bytes, small_index, heap_index)) }
 }
 
 /// Builds a heap String or Bytes object of `heap_index` holding `bytes`, whatever its length.
 pub(crate) fn heap_value(bytes: &[u8], heap_index: TVMFFITypeIndex) -> Any {
-    let obj = alloc_raw_object(
-        heap_layout(bytes.len()),
-        heap_index.0,
-        Some(heap_bytes_deleter),
-    )
-    .as_ptr();
-    // SAFETY: the allocation holds header + byte array + len + 1 bytes.
-    unsafe {
-        let data = obj.cast::<u8>().add(HEAP_HEADER);
-        core::ptr::copy_nonoverlapping(bytes.as_ptr(), data, bytes.len());
-        *data.add(bytes.len()) = 0;
-        obj.add(1).cast::<TVMFFIByteArray>().write(TVMFFIByteArray {
-            data: data.cast::<c_char>(),
-            size: bytes.len(),
-        });
-    }
-    let raw = TVMFFIAny {
-        type_index: heap_index.0,
-        small_str_len: 0,
-        value: TVMFFIAnyValue { v_obj: obj },
-    };
     // SAFETY: a fresh object whose single strong reference the Any takes.
-    unsafe { Any::from_raw(raw) }
+    unsafe { Any::from_raw(storage::heap_raw(bytes, heap_index)) }
 }
 
 /// An immutable UTF-8 string (`ffi.String`): inline when short, shared when long.
@@ -307,5 +253,26 @@ impl<'a> FromAnyView<'a> for Bytes {
             | TVMFFITypeIndex::BYTES => Ok(Bytes(view.to_any()?)),
             _ => Err(type_mismatch("ffi.Bytes", view.type_index())),
         }
+    }
+}
+
+impl From<&str> for Any {
+    fn from(value: &str) -> Self {
+        crate::String::new(value).into()
+    }
+}
+impl From<std::string::String> for Any {
+    fn from(value: std::string::String) -> Self {
+        crate::String::new(&value).into()
+    }
+}
+impl From<&[u8]> for Any {
+    fn from(value: &[u8]) -> Self {
+        crate::Bytes::new(value).into()
+    }
+}
+impl From<Vec<u8>> for Any {
+    fn from(value: Vec<u8>) -> Self {
+        crate::Bytes::new(&value).into()
     }
 }

@@ -83,7 +83,7 @@ pub(super) fn install() -> Result<()> {
     // SAFETY: TVMFFICApi is a repr(C) array of TVM_FFI_C_API_LEN function pointers.
     let functions = unsafe {
         core::mem::transmute::<pactum_sys::TVMFFICApi, [*const core::ffi::c_void; TVM_FFI_C_API_LEN]>(
-            super::provider::PROVIDER_API,
+            super::PROVIDER_API,
         )
     };
     // SAFETY: both arrays hold TVM_FFI_C_API_LEN valid entries for the duration of the call.
