@@ -44,9 +44,9 @@ pub fn run() -> Result<()> {
     );
 
     step("2. The same function through a typed handle (arguments encoded on the stack)");
-    let typed = add.typed::<(i64, i64), i64>();
+    let typed = add.typed_unchecked::<(i64, i64), i64>();
     let sum = typed.call((1, 2))?;
-    println!("add.typed::<(i64, i64), i64>().call((1, 2)) = {sum}");
+    println!("add.typed_unchecked::<(i64, i64), i64>().call((1, 2)) = {sum}");
     ensure!(sum == 3);
 
     step("3. Through the C ABI: TVMFFIFunctionCall on the raw function handle");
@@ -193,8 +193,7 @@ fn kernels() -> Result<()> {
     let module = Module::load(&path)?;
     println!("loaded {}", display(&path));
     for name in ["add_one", "matmul", "apply_twice"] {
-        let metadata = module.function_metadata(name)?.context("metadata")?;
-        let signature = crate::library::parse_metadata(metadata.as_str())?;
+        let signature = module.function_schema(name)?.context("metadata")?;
         let doc = module
             .function_doc(name)?
             .map(|d| d.as_str().to_owned())
@@ -212,7 +211,9 @@ fn kernels() -> Result<()> {
     ensure!(y.to_vec::<f32>()? == vec![2.0, 3.0, 4.0]);
 
     let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
-    let product: Tensor = module.function("matmul")?.call_typed((&a, &a))?;
+    // A typed handle, its signature checked once against the schema the library records.
+    let matmul = module.typed::<(&Tensor, &Tensor), Tensor>("matmul")?;
+    let product = matmul.call((&a, &a))?;
     println!(
         "matmul(a, a) = {:?} (a new tensor made by the library)",
         product.to_vec::<f32>()?

@@ -47,8 +47,8 @@ pub fn run(path: &Path, as_json: bool) -> Result<()> {
                 json!({
                     "name": f.name,
                     "signature": f.signature.as_ref().map(|s| s.render(&f.name)),
-                    "params": f.signature.as_ref().map(|s| s.params.iter().map(|(n, t)| json!({"name": n, "type": t})).collect::<Vec<_>>()),
-                    "result": f.signature.as_ref().map(|s| s.result.clone()),
+                    "params": f.signature.as_ref().map(params_json),
+                    "result": f.signature.as_ref().map(|s| s.result_detail.clone().unwrap_or_else(|| s.result.to_string())),
                     "doc": f.doc,
                     "metadata": f.metadata,
                 })
@@ -113,4 +113,18 @@ fn print_mlir_functions(path: &Path, names: &[String]) {
          pactum call {} NAME --mlir 'func.func @NAME(%a: memref<?xf32>, ...) -> ...' ARG...",
         path.display()
     );
+}
+
+/// The parameters of a schema as `[{"name", "type"}]` (`*args: Any` for a packed function).
+fn params_json(schema: &pactum::function::schema::FunctionSchema) -> Vec<serde_json::Value> {
+    match &schema.params {
+        None => vec![json!({"name": "*args", "type": "Any"})],
+        Some(params) => params
+            .iter()
+            .map(|p| {
+                let ty = p.detail.clone().unwrap_or_else(|| p.ty.to_string());
+                json!({"name": p.name, "type": ty})
+            })
+            .collect(),
+    }
 }

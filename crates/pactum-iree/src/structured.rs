@@ -130,7 +130,7 @@ impl fmt::Display for Path<'_> {
     }
 }
 
-fn error_at(kind: &str, path: &Path<'_>, message: impl fmt::Display) -> Error {
+fn error_at(kind: ErrorKind<'_>, path: &Path<'_>, message: impl fmt::Display) -> Error {
     Error::new(kind, format!("{path}: {message}"))
 }
 
@@ -482,7 +482,7 @@ fn pack(slot: &Slot, value: &AnyView<'_>, path: &Path<'_>, options: Options) -> 
                     }
                     buffer::convert(&view, &conversion)
                         .map(Any::from)
-                        .map_err(|e| error_at(&e.kind(), path, e.message()))
+                        .map_err(|e| error_at(ErrorKind::custom(&e.kind()), path, e.message()))
                 }
                 Verdict::Incompatible(reason) => Err(error_at(
                     ErrorKind::VALUE_ERROR,
@@ -1622,10 +1622,13 @@ fn preallocate(
         if dims.iter().all(Option::is_some) {
             continue;
         }
-        let view: TensorView = value
-            .as_view()
-            .get()
-            .map_err(|e| error_at(&e.kind(), &Path::root(Segment::Arg(i)), e.message()))?;
+        let view: TensorView = value.as_view().get().map_err(|e| {
+            error_at(
+                ErrorKind::custom(&e.kind()),
+                &Path::root(Segment::Arg(i)),
+                e.message(),
+            )
+        })?;
         for (axis, dim) in dims.iter().enumerate() {
             if dim.is_none() {
                 dynamic_dims.push(Any::from(view.shape()[axis]));

@@ -573,7 +573,10 @@ fn the_packed_form_reads_keywords_after_the_kwargs_sentinel() {
 fn errors_raised_by_the_flat_function_keep_their_kind() {
     let signature = abi(r#"{"a":[],"r":[],"v":1}"#);
     let flat = Function::from_packed(|_: &[AnyView<'_>]| {
-        Err(pactum::Error::new("IndexError", "out of range"))
+        Err(pactum::Error::new(
+            pactum::ErrorKind::INDEX_ERROR,
+            "out of range",
+        ))
     });
     let structured = StructuredFunction::from_iree_abi(flat, &signature).unwrap();
     let error = structured.call(&[], &[]).unwrap_err();

@@ -55,7 +55,7 @@ fn describe_shape(shape: &[i64]) -> String {
     format!("{shape:?}")
 }
 
-fn error_at(index: usize, kind: &str, message: String) -> Error {
+fn error_at(index: usize, kind: ErrorKind<'_>, message: String) -> Error {
     Error::new(kind, format!("argument {index}: {message}"))
 }
 

@@ -107,7 +107,7 @@ pub fn read_file(path: impl AsRef<Path>) -> Result<Tensor> {
     };
     let in_path = |error: Error| {
         Error::new(
-            &error.kind(),
+            ErrorKind::custom(&error.kind()),
             format!("{} (in '{}')", error.message(), path.display()),
         )
     };

@@ -151,14 +151,14 @@ fn dynamic_tensor1(bencher: Bencher) {
 #[divan::bench(name = "typed_call/args0")]
 fn typed_args0(bencher: Bencher) {
     let f = fixture();
-    let typed = f.functions[0].typed::<(), ()>();
+    let typed = f.functions[0].typed_unchecked::<(), ()>();
     bencher.bench_local(|| typed_call0(black_box(&typed)));
 }
 
 #[divan::bench(name = "typed_call/ints3")]
 fn typed_ints3(bencher: Bencher) {
     let f = fixture();
-    let typed = f.functions[1].typed::<(i64, i64, i64), i64>();
+    let typed = f.functions[1].typed_unchecked::<(i64, i64, i64), i64>();
     bencher
         .bench_local(|| typed_call3(black_box(&typed), black_box(1), black_box(2), black_box(3)));
 }
@@ -166,6 +166,6 @@ fn typed_ints3(bencher: Bencher) {
 #[divan::bench(name = "typed_call/tensor1")]
 fn typed_tensor1(bencher: Bencher) {
     let f = fixture();
-    let typed = f.functions[2].typed::<(&Tensor,), i64>();
+    let typed = f.functions[2].typed_unchecked::<(&Tensor,), i64>();
     bencher.bench_local(|| typed_call_tensor(black_box(&typed), black_box(&f.tensor)));
 }

@@ -17,31 +17,97 @@ use crate::runtime;
 /// `Result` with pactum's [`Error`].
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
-/// Well-known error kinds. Kinds are open strings; these are the ones Python maps to its
-/// built-in exceptions (any other kind arrives in Python as `RuntimeError`).
-pub struct ErrorKind;
+/// An error kind: TVM FFI's kinds are an open set of strings (`ValueError`, `MyError`, ...).
+///
+/// The common ones are constants, so a typo in one is a compile error rather than a new kind;
+/// any other kind is spelt out with [`ErrorKind::custom`]. Python maps the kinds it knows to
+/// its built-in exceptions (any other kind arrives as `RuntimeError`).
+///
+/// ```
+/// use pactum::{Error, ErrorKind};
+/// let error = Error::new(ErrorKind::VALUE_ERROR, "bad input");
+/// assert_eq!(error.kind(), ErrorKind::VALUE_ERROR);
+/// let custom = Error::new(ErrorKind::custom("ShapeError"), "rank 3, expected 2");
+/// assert_eq!(custom.kind(), "ShapeError");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ErrorKind<'a>(&'a str);
 
-impl ErrorKind {
+impl ErrorKind<'static> {
     /// `ValueError`.
-    pub const VALUE_ERROR: &'static str = "ValueError";
+    pub const VALUE_ERROR: ErrorKind<'static> = ErrorKind("ValueError");
     /// `TypeError`.
-    pub const TYPE_ERROR: &'static str = "TypeError";
+    pub const TYPE_ERROR: ErrorKind<'static> = ErrorKind("TypeError");
     /// `RuntimeError`.
-    pub const RUNTIME_ERROR: &'static str = "RuntimeError";
+    pub const RUNTIME_ERROR: ErrorKind<'static> = ErrorKind("RuntimeError");
     /// `AttributeError`.
-    pub const ATTRIBUTE_ERROR: &'static str = "AttributeError";
+    pub const ATTRIBUTE_ERROR: ErrorKind<'static> = ErrorKind("AttributeError");
     /// `KeyError`.
-    pub const KEY_ERROR: &'static str = "KeyError";
+    pub const KEY_ERROR: ErrorKind<'static> = ErrorKind("KeyError");
     /// `IndexError`.
-    pub const INDEX_ERROR: &'static str = "IndexError";
+    pub const INDEX_ERROR: ErrorKind<'static> = ErrorKind("IndexError");
     /// `AssertionError`.
-    pub const ASSERTION_ERROR: &'static str = "AssertionError";
+    pub const ASSERTION_ERROR: ErrorKind<'static> = ErrorKind("AssertionError");
     /// `MemoryError`.
-    pub const MEMORY_ERROR: &'static str = "MemoryError";
+    pub const MEMORY_ERROR: ErrorKind<'static> = ErrorKind("MemoryError");
     /// `InternalError`: a broken invariant inside a runtime.
-    pub const INTERNAL_ERROR: &'static str = "InternalError";
+    pub const INTERNAL_ERROR: ErrorKind<'static> = ErrorKind("InternalError");
     /// `RustPanic`: a panic caught at an FFI boundary (Python shows it as `RuntimeError`).
-    pub const RUST_PANIC: &'static str = "RustPanic";
+    pub const RUST_PANIC: ErrorKind<'static> = ErrorKind("RustPanic");
+}
+
+impl<'a> ErrorKind<'a> {
+    /// A kind outside the common set, spelt out on purpose.
+    pub const fn custom(name: &'a str) -> ErrorKind<'a> {
+        ErrorKind(name)
+    }
+
+    /// The kind's name.
+    pub const fn as_str(self) -> &'a str {
+        self.0
+    }
+}
+
+impl fmt::Display for ErrorKind<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl PartialEq<str> for ErrorKind<'_> {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for ErrorKind<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<ErrorKind<'_>> for str {
+    fn eq(&self, other: &ErrorKind<'_>) -> bool {
+        self == other.0
+    }
+}
+
+impl PartialEq<ErrorKind<'_>> for &str {
+    fn eq(&self, other: &ErrorKind<'_>) -> bool {
+        *self == other.0
+    }
+}
+
+impl PartialEq<ErrorKind<'_>> for Cow<'_, str> {
+    fn eq(&self, other: &ErrorKind<'_>) -> bool {
+        self.as_ref() == other.0
+    }
+}
+
+impl PartialEq<ErrorKind<'_>> for std::string::String {
+    fn eq(&self, other: &ErrorKind<'_>) -> bool {
+        self.as_str() == other.0
+    }
 }
 
 /// The payload of error objects pactum makes: the ABI cell, then the storage it points into.
@@ -110,7 +176,7 @@ object_ref_type!(Error, TVMFFITypeIndex::ERROR, "ffi.Error");
 impl Error {
     /// A new error; the backtrace records the caller's source location.
     #[track_caller]
-    pub fn new(kind: &str, message: impl Into<Cow<'static, str>>) -> Error {
+    pub fn new(kind: ErrorKind<'_>, message: impl Into<Cow<'static, str>>) -> Error {
         let location = core::panic::Location::caller();
         let backtrace = format!(
             "File \"{}\", line {}, in <rust>\n",
@@ -118,7 +184,7 @@ impl Error {
             location.line()
         );
         Error::with_parts(
-            kind.as_bytes(),
+            kind.as_str().as_bytes(),
             message.into().as_bytes(),
             backtrace.as_bytes(),
             None,
@@ -159,7 +225,11 @@ impl Error {
 
     /// A new error caused by `cause`.
     #[track_caller]
-    pub fn caused_by(kind: &str, message: impl Into<Cow<'static, str>>, cause: Error) -> Error {
+    pub fn caused_by(
+        kind: ErrorKind<'_>,
+        message: impl Into<Cow<'static, str>>,
+        cause: Error,
+    ) -> Error {
         let base = Error::new(kind, message);
         Error::with_parts(
             base.kind().as_bytes(),
@@ -338,19 +408,87 @@ error_from_std!(
 
 /// Returns early with an [`Error`] of the given kind and formatted message.
 ///
+/// The kind is one of the common kinds by its Python name (`ValueError`, `TypeError`,
+/// `RuntimeError`, `AttributeError`, `KeyError`, `IndexError`, `AssertionError`,
+/// `MemoryError`, `InternalError`, `RustPanic`); a misspelt one does not compile. Any other
+/// kind is spelt out: `bail!(custom "ShapeError", ...)`.
+///
 /// ```
 /// fn check(n: i64) -> pactum::Result<i64> {
 ///     if n < 0 {
 ///         pactum::bail!(ValueError, "negative input {n}");
 ///     }
+///     if n > 100 {
+///         pactum::bail!(custom "RangeError", "{n} is over 100");
+///     }
 ///     Ok(n)
 /// }
 /// assert_eq!(check(-1).unwrap_err().to_string(), "ValueError: negative input -1");
+/// assert_eq!(check(101).unwrap_err().kind(), "RangeError");
+/// ```
+///
+/// ```compile_fail
+/// fn check() -> pactum::Result<()> {
+///     pactum::bail!(ValeuError, "a typo is not a new kind");
+/// }
 /// ```
 #[macro_export]
 macro_rules! bail {
+    (custom $kind:literal, $($fmt:tt)+) => {
+        return ::core::result::Result::Err(
+            $crate::Error::new($crate::ErrorKind::custom($kind), format!($($fmt)+)).into(),
+        )
+    };
     ($kind:ident, $($fmt:tt)+) => {
-        return ::core::result::Result::Err($crate::Error::new(stringify!($kind), format!($($fmt)+)).into())
+        return ::core::result::Result::Err(
+            $crate::Error::new($crate::error_kind!($kind), format!($($fmt)+)).into(),
+        )
+    };
+}
+
+/// The [`ErrorKind`] constant of a common kind, named as Python names it (`ValueError` ->
+/// `ErrorKind::VALUE_ERROR`); anything else does not compile.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! error_kind {
+    (ValueError) => {
+        $crate::ErrorKind::VALUE_ERROR
+    };
+    (TypeError) => {
+        $crate::ErrorKind::TYPE_ERROR
+    };
+    (RuntimeError) => {
+        $crate::ErrorKind::RUNTIME_ERROR
+    };
+    (AttributeError) => {
+        $crate::ErrorKind::ATTRIBUTE_ERROR
+    };
+    (KeyError) => {
+        $crate::ErrorKind::KEY_ERROR
+    };
+    (IndexError) => {
+        $crate::ErrorKind::INDEX_ERROR
+    };
+    (AssertionError) => {
+        $crate::ErrorKind::ASSERTION_ERROR
+    };
+    (MemoryError) => {
+        $crate::ErrorKind::MEMORY_ERROR
+    };
+    (InternalError) => {
+        $crate::ErrorKind::INTERNAL_ERROR
+    };
+    (RustPanic) => {
+        $crate::ErrorKind::RUST_PANIC
+    };
+    ($other:ident) => {
+        compile_error!(concat!(
+            "`",
+            stringify!($other),
+            "` is not a common error kind; write `custom \"",
+            stringify!($other),
+            "\"` to make a new one"
+        ))
     };
 }
 

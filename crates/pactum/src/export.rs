@@ -52,8 +52,8 @@ export_type! {
     u8 => "int", "int"; u16 => "int", "int"; u32 => "int", "int"; u64 => "int", "int";
     isize => "int", "int"; usize => "int", "int";
     f32 => "float", "float"; f64 => "float", "float";
-    &str => "str", "ffi.String"; std::string::String => "str", "ffi.String"; crate::String => "str", "ffi.String";
-    &[u8] => "bytes", "ffi.Bytes"; Vec<u8> => "bytes", "ffi.Bytes"; crate::Bytes => "bytes", "ffi.Bytes";
+    str => "str", "ffi.String"; std::string::String => "str", "ffi.String"; crate::String => "str", "ffi.String";
+    [u8] => "bytes", "ffi.Bytes"; Vec<u8> => "bytes", "ffi.Bytes"; crate::Bytes => "bytes", "ffi.Bytes";
     crate::DataType => "DataType", "DataType";
     crate::Device => "Device", "Device";
     crate::any::OpaquePtr => "void*", "void*";
@@ -69,6 +69,16 @@ export_type! {
     crate::Tensor => "ffi.Tensor", "ffi.Tensor";
     crate::Module => "ffi.Module", "ffi.Module";
     crate::Error => "ffi.Error", "ffi.Error";
+}
+
+/// A reference has the type of what it refers to (`&str` is `str`, `&Tensor` is `ffi.Tensor`).
+impl<T: ExportType + ?Sized> ExportType for &T {
+    fn type_str() -> Cow<'static, str> {
+        T::type_str()
+    }
+    fn type_schema() -> Cow<'static, str> {
+        T::type_schema()
+    }
 }
 
 impl<T: ElementSpec, const NDIM: i32> ExportType for TensorView<'_, T, NDIM> {
@@ -353,7 +363,7 @@ pub mod __private {
             "Invalid argument"
         };
         Error::new(
-            &error.kind(),
+            ErrorKind::custom(&error.kind()),
             format!(
                 "{prefix} #{index} ({name}) when calling: `{}`: {}",
                 signature.text(),

@@ -18,6 +18,7 @@ use crate::object::ObjectRef;
 pub struct Module(ObjectRef);
 
 crate::any::builtin_object_ref!(Module, TVMFFITypeIndex::MODULE, "ffi.Module");
+crate::function::encode_by_view!(Module);
 
 fn global(name: &str) -> Result<Function> {
     Function::get_global(name).ok_or_else(|| {

@@ -169,7 +169,7 @@ macro_rules! view_accessors {
                     e
                 } else {
                     Error::new(
-                        &e.kind(),
+                        ErrorKind::custom(&e.kind()),
                         format!("argument `{}`: {}", self.argument, e.message()),
                     )
                 }

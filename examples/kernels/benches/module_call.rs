@@ -81,14 +81,14 @@ fn dynamic_nop_tensor(bencher: Bencher, which: &str) {
 
 #[divan::bench(name = "typed/nop", args = MODULES)]
 fn typed_nop(bencher: Bencher, which: &str) {
-    let function: TypedFunction<(), ()> = module(which).function("nop").unwrap().typed();
+    let function: TypedFunction<(), ()> = module(which).function("nop").unwrap().typed_unchecked();
     bencher.bench_local(|| black_box(&function).call(()).unwrap());
 }
 
 #[divan::bench(name = "typed/nop_i3", args = MODULES)]
 fn typed_nop_i3(bencher: Bencher, which: &str) {
     let function: TypedFunction<(i64, i64, i64), ()> =
-        module(which).function("nop_i3").unwrap().typed();
+        module(which).function("nop_i3").unwrap().typed_unchecked();
     bencher.bench_local(|| {
         black_box(&function)
             .call((black_box(1), black_box(2), black_box(3)))
@@ -98,8 +98,10 @@ fn typed_nop_i3(bencher: Bencher, which: &str) {
 
 #[divan::bench(name = "typed/nop_tensor", args = MODULES)]
 fn typed_nop_tensor(bencher: Bencher, which: &str) {
-    let function: TypedFunction<(&Tensor,), ()> =
-        module(which).function("nop_tensor").unwrap().typed();
+    let function: TypedFunction<(&Tensor,), ()> = module(which)
+        .function("nop_tensor")
+        .unwrap()
+        .typed_unchecked();
     let tensor = Tensor::empty(&[16], DataType::F32).unwrap();
     bencher.bench_local(|| black_box(&function).call((black_box(&tensor),)).unwrap());
 }

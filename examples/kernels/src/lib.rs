@@ -178,7 +178,10 @@ pub fn or_default(value: Option<i64>, default: i64) -> i64 {
 /// Fails with an error of `kind` carrying `message`.
 #[pactum::export]
 pub fn raise_error(kind: &str, message: &str) -> Result<()> {
-    Err(Error::new(kind, message.to_owned()))
+    Err(Error::new(
+        pactum::ErrorKind::custom(kind),
+        message.to_owned(),
+    ))
 }
 
 /// Panics (the panic is caught at the boundary and reported as an error).

@@ -133,12 +133,55 @@ fn tensors_made_by_the_library_are_read_in_rust() {
 // ------------------------------------------------------------------------------- scalars
 
 #[test]
+fn typed_handles_are_checked_once_against_the_recorded_schema() {
+    // The exports record their `type_schema`; a handle that does not fit it is refused when
+    // it is made, naming the signature and the first difference.
+    let module = module();
+    let error = module.typed::<(&str,), i64>("echo_int").unwrap_err();
+    assert_eq!(error.kind(), pactum::ErrorKind::TYPE_ERROR);
+    assert_eq!(
+        error.message(),
+        "typed handle for `echo_int(value: int) -> int`: argument 0 (value) is int, the handle passes str"
+    );
+    let error = module.typed::<(i64, i64), i64>("echo_int").unwrap_err();
+    assert!(
+        error
+            .message()
+            .ends_with("the function takes 1 argument(s), the handle passes 2"),
+        "{error}"
+    );
+    let error = module.typed::<(i64,), String>("echo_int").unwrap_err();
+    assert!(
+        error
+            .message()
+            .ends_with("the function returns int, the handle expects str"),
+        "{error}"
+    );
+    // What the callee converts is accepted: an int for a float parameter, None or the inner
+    // type for an Optional one, any value for Any.
+    let echo_float = module.typed::<(i64,), f64>("echo_float").unwrap();
+    assert_eq!(echo_float.call((3,)).unwrap(), 3.0);
+    module
+        .typed::<(Option<i64>, i64), i64>("or_default")
+        .unwrap();
+    module.typed::<(i64, &str), i64>("or_default").unwrap_err();
+    let error = module.typed::<(), ()>("not_exported").unwrap_err();
+    assert!(error.message().contains("not_exported"), "{error}");
+    // The schema itself is readable.
+    let schema = module
+        .function_schema("echo_int")
+        .unwrap()
+        .expect("recorded");
+    assert_eq!(schema.render("echo_int"), "echo_int(value: int) -> int");
+}
+
+#[test]
 fn scalars_round_trip() {
-    let echo_int = function("echo_int").typed::<(i64,), i64>();
+    let echo_int = module().typed::<(i64,), i64>("echo_int").unwrap();
     for value in [0, 1, -1, i64::MAX, i64::MIN, 1 << 53] {
         assert_eq!(echo_int.call((value,)).unwrap(), value);
     }
-    let echo_float = function("echo_float").typed::<(f64,), f64>();
+    let echo_float = module().typed::<(f64,), f64>("echo_float").unwrap();
     for value in [
         0.0,
         1.5,
@@ -151,10 +194,12 @@ fn scalars_round_trip() {
     }
     assert!(echo_float.call((f64::NAN,)).unwrap().is_nan());
     assert!(echo_float.call((-0.0,)).unwrap().is_sign_negative());
-    let echo_bool = function("echo_bool").typed::<(bool,), bool>();
+    let echo_bool = module().typed::<(bool,), bool>("echo_bool").unwrap();
     assert!(echo_bool.call((true,)).unwrap());
     assert!(!echo_bool.call((false,)).unwrap());
-    let or_default = function("or_default").typed::<(Option<i64>, i64), i64>();
+    let or_default = module()
+        .typed::<(Option<i64>, i64), i64>("or_default")
+        .unwrap();
     assert_eq!(or_default.call((None, 7)).unwrap(), 7);
     assert_eq!(or_default.call((Some(0), 7)).unwrap(), 0);
     assert_eq!(or_default.call((Some(-5), 7)).unwrap(), -5);
@@ -164,7 +209,7 @@ fn scalars_round_trip() {
 fn strings_and_bytes_round_trip() {
     let greeting: String = function("greet").call_typed(("Rust ✓",)).unwrap();
     assert_eq!(greeting, "Hello, Rust ✓!");
-    let echo_str = function("echo_str").typed::<(&str,), String>();
+    let echo_str = module().typed::<(&str,), String>("echo_str").unwrap();
     let long = "ü".repeat(5000) + "€";
     for value in [
         "",
@@ -176,7 +221,7 @@ fn strings_and_bytes_round_trip() {
     ] {
         assert_eq!(echo_str.call((value,)).unwrap(), value);
     }
-    let echo_bytes = function("echo_bytes").typed::<(&[u8],), Vec<u8>>();
+    let echo_bytes = module().typed::<(&[u8],), Vec<u8>>("echo_bytes").unwrap();
     let all: Vec<u8> = (0..=255).collect();
     for value in [&b""[..], b"\0", b"a\0b\0", &all] {
         assert_eq!(echo_bytes.call((value,)).unwrap(), value);
@@ -260,7 +305,10 @@ fn errors_of_closures_propagate_through_the_library() {
     );
     // what the library itself received
     let failing = Function::from_typed(|| -> Result<i64> {
-        Err(Error::new("KeyError", "seen by the library"))
+        Err(Error::new(
+            pactum::ErrorKind::KEY_ERROR,
+            "seen by the library",
+        ))
     });
     let seen: Array = function("error_of").call_typed((&failing,)).unwrap();
     assert_eq!(seen.get_as::<String>(0).unwrap(), "KeyError");

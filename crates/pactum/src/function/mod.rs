@@ -6,10 +6,12 @@
 //! - [`Function::call_raw`]: the raw convention, `unsafe`.
 
 pub mod kwargs;
+pub mod schema;
 mod trampoline;
 mod typed;
 
 pub(crate) use trampoline::guard;
+pub(crate) use typed::encode_by_view;
 pub use typed::{ArgEncode, ArgList, IntoReturn, IntoTypedFunction, TypedFunction};
 
 use core::ffi::{c_int, c_void};
@@ -181,7 +183,7 @@ impl Function {
     ///
     /// ```
     /// let add = pactum::Function::from_typed(|a: i64, b: i64| a + b);
-    /// let typed = add.typed::<(i64, i64), i64>();
+    /// let typed = add.typed_unchecked::<(i64, i64), i64>();
     /// assert_eq!(typed.call((2, 3)).unwrap(), 5);
     /// ```
     pub fn from_typed<F, Args, Ret>(closure: F) -> Function
@@ -285,8 +287,16 @@ impl Function {
         }
     }
 
-    /// A typed view: arguments `Args` (a tuple) and result `Ret`.
-    pub fn typed<Args: ArgList, Ret: crate::any::FromAny>(&self) -> TypedFunction<Args, Ret> {
+    /// A typed handle with arguments `Args` (a tuple) and result `Ret`, *without* checking
+    /// them against the function's signature, which a `Function` alone does not know.
+    ///
+    /// Safe all the same: the callee checks every argument on every call and the result is
+    /// converted with one type check, so a wrong guess is a `TypeError` at the call, never
+    /// undefined behaviour. Where a signature is recorded, [`Module::typed`](crate::Module::typed)
+    /// and [`Function::global_typed`] check it once, up front, and fail instead.
+    pub fn typed_unchecked<Args: ArgList, Ret: crate::any::FromAny>(
+        &self,
+    ) -> TypedFunction<Args, Ret> {
         TypedFunction::new(self.clone())
     }
 

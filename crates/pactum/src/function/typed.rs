@@ -156,11 +156,11 @@ unsafe impl<T: ArgEncode> ArgEncode for Option<T> {
 macro_rules! encode_by_view {
     ($($ty:ty),*) => {$(
         // SAFETY: a view of an object (or inline value) `self` keeps alive.
-        unsafe impl ArgEncode for $ty {
+        unsafe impl $crate::function::ArgEncode for $ty {
             type Scratch = ();
             #[inline(always)]
-            fn encode(&self, _: &mut ()) -> TVMFFIAny {
-                *AnyView::from(self).as_raw()
+            fn encode(&self, _: &mut ()) -> ::pactum_sys::tvm_ffi::TVMFFIAny {
+                *$crate::AnyView::from(self).as_raw()
             }
         }
     )*};
@@ -176,9 +176,9 @@ encode_by_view!(
     crate::Map,
     crate::Dict,
     crate::Shape,
-    crate::Tensor,
-    crate::Module
+    crate::Tensor
 );
+pub(crate) use encode_by_view;
 
 // SAFETY: a view of an object `self` keeps alive.
 unsafe impl<T: crate::ObjectType> ArgEncode for crate::Obj<T> {
@@ -230,7 +230,7 @@ impl<T: Into<Any>, E: Into<Error>> IntoReturn for core::result::Result<T, E> {
 #[inline(never)]
 fn argument_error(index: usize, error: Error) -> Error {
     Error::new(
-        &error.kind(),
+        ErrorKind::custom(&error.kind()),
         format!("argument {index}: {}", error.message()),
     )
 }
@@ -318,6 +318,17 @@ impl<Args: ArgList, Ret: FromAny> TypedFunction<Args, Ret> {
     /// The underlying function.
     pub fn function(&self) -> &Function {
         &self.function
+    }
+}
+
+impl<Args, Ret> core::fmt::Debug for TypedFunction<Args, Ret> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "TypedFunction<{}, {}>",
+            core::any::type_name::<Args>(),
+            core::any::type_name::<Ret>()
+        )
     }
 }
 

@@ -34,10 +34,10 @@ fn typed_closures_check_count_and_types() {
     assert_eq!(error.message(), "expected 2 argument(s), got 1");
     let error = add.call_typed::<_, f64>(("x", 1.0)).unwrap_err();
     assert_eq!(error.message(), "argument 0: expected int, got ffi.String");
-    let typed = add.typed::<(i64, f64), f64>();
+    let typed = add.typed_unchecked::<(i64, f64), f64>();
     assert_eq!(typed.call((2, 0.5)).unwrap(), 2.5);
     let error = add
-        .typed::<(i64, f64), std::string::String>()
+        .typed_unchecked::<(i64, f64), std::string::String>()
         .call((2, 0.5))
         .unwrap_err();
     assert_eq!(
@@ -246,4 +246,34 @@ fn string_globals_take_any_bytes_like_the_official_runtime() {
     // Other types are still a TypeError.
     let error = remove.call(&[7i64.into()]).unwrap_err();
     assert_eq!(error.kind(), "TypeError");
+}
+
+#[test]
+fn global_typed_handles_are_checked_against_the_recorded_schema() {
+    // The runtime's own globals record their signatures.
+    let metadata_of =
+        Function::global_typed::<(&str,), pactum::String>("ffi.GetGlobalFuncMetadata").unwrap();
+    let text = metadata_of.call(("ffi.GetGlobalFuncMetadata",)).unwrap();
+    assert!(text.as_str().contains("named_args"), "{}", text.as_str());
+    let error =
+        Function::global_typed::<(i64,), pactum::String>("ffi.GetGlobalFuncMetadata").unwrap_err();
+    assert_eq!(error.kind(), pactum::ErrorKind::TYPE_ERROR);
+    assert!(
+        error
+            .message()
+            .contains("argument 0 (arg0) is str, the handle passes int"),
+        "{error}"
+    );
+    // A global registered without metadata records no schema: no checked handle, but an
+    // unchecked one (whose calls the callee still checks).
+    let name = "pactum.test.global_typed_unrecorded";
+    Function::from_typed(|a: i64| a * 2)
+        .register_global(name, true)
+        .unwrap();
+    let error = Function::global_typed::<(i64,), i64>(name).unwrap_err();
+    assert!(error.message().contains("records no type schema"), "{error}");
+    let double = Function::get_global(name).unwrap().typed_unchecked::<(i64,), i64>();
+    assert_eq!(double.call((21,)).unwrap(), 42);
+    let error = Function::global_typed::<(), ()>("pactum.test.no_such_global").unwrap_err();
+    assert_eq!(error.kind(), pactum::ErrorKind::VALUE_ERROR);
 }
