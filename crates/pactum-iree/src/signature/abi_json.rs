@@ -404,7 +404,7 @@ impl<'a> Parser<'a> {
         let text = raw.get();
         let base = self.offset(raw);
         // The value is a slice of the input, which has no length limit.
-        let mut cursor = Cursor::with_limit(text, FORMAT, usize::MAX)?;
+        let mut cursor = Cursor::unbounded(text, FORMAT);
         let unexpected = |cursor: &Cursor<'_>| cursor.error("malformed JSON object").shifted(base);
         let mut members = Vec::new();
         cursor.advance(1);

@@ -134,7 +134,7 @@ impl CallingConvention {
     /// Parses a calling-convention string.
     pub fn parse(text: &str) -> Result<CallingConvention, ParseError> {
         // No length limit: the walk is linear, and nesting is bounded by MAX_DEPTH.
-        let mut cursor = Cursor::with_limit(text, FORMAT, usize::MAX)?;
+        let mut cursor = Cursor::unbounded(text, FORMAT);
         if cursor.at_end() {
             return Ok(CallingConvention::unspecified());
         }

@@ -230,7 +230,7 @@ impl fmt::Display for Declaration {
 impl Declaration {
     /// Parses a declaration.
     pub fn parse(text: &str) -> Result<Declaration, ParseError> {
-        let mut cursor = Parser::new(text)?;
+        let mut cursor = Parser::new(text);
         let model = if cursor.eat("sync ") {
             InvocationModel::Sync
         } else if cursor.eat("async ") {
@@ -421,7 +421,7 @@ impl DeclType {
     }
 
     fn parse_at(text: &str, depth: usize) -> Result<DeclType, ParseError> {
-        let mut cursor = Parser::new(text)?;
+        let mut cursor = Parser::new(text);
         let ty = cursor.ty(depth)?;
         if !cursor.at_end() {
             return Err(cursor.expected("the end of the text after the type"));
@@ -512,10 +512,10 @@ impl<'a> Parser<'a> {
     /// A parser at the start of `text`. Declarations have no length limit: the parser is
     /// linear and bounds nesting by [`MAX_DEPTH`], so a huge one is refused as quickly as it
     /// is read (and the hostile suite expects the nesting error from an 11 MB one).
-    fn new(text: &'a str) -> Result<Parser<'a>, ParseError> {
-        Ok(Parser {
-            cursor: Cursor::with_limit(text, FORMAT, usize::MAX)?,
-        })
+    fn new(text: &'a str) -> Parser<'a> {
+        Parser {
+            cursor: Cursor::unbounded(text, FORMAT),
+        }
     }
 
     /// Moves past `literal`, or fails with `expected "{literal}" {context}, found ...` at the
