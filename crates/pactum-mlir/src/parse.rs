@@ -77,10 +77,11 @@
 //! over [`MAX_INPUT_LEN`] bytes, memrefs of rank over [`MAX_RANK`] and brackets nested deeper
 //! than [`MAX_NESTING`] levels are refused. The parser does not recurse.
 
+use std::ops::{Deref, DerefMut};
 use std::str::FromStr;
 
 use super::types::{Dim, FunctionType, Layout, MemRefType, MlirType, ScalarType, Signedness};
-use pactum_text::ParseError;
+use pactum_text::{Cursor, ParseError};
 
 /// The format named in errors from [`MlirType::parse`].
 pub const TYPE_FORMAT: &str = "MLIR type";
@@ -89,7 +90,7 @@ pub const TYPE_FORMAT: &str = "MLIR type";
 pub const SIGNATURE_FORMAT: &str = "MLIR function signature";
 
 /// The longest input accepted, in bytes (1 MiB).
-pub const MAX_INPUT_LEN: usize = 1 << 20;
+pub const MAX_INPUT_LEN: usize = pactum_text::DEFAULT_MAX_INPUT_LEN;
 
 /// The highest memref rank accepted.
 pub const MAX_RANK: usize = 64;
@@ -121,7 +122,7 @@ impl MlirType {
     /// # Ok::<(), pactum_text::ParseError>(())
     /// ```
     pub fn parse(text: &str) -> Result<MlirType, ParseError> {
-        let mut cursor = Cursor::new(text, TYPE_FORMAT)?;
+        let mut cursor = Parser::new(text, TYPE_FORMAT)?;
         cursor.ws();
         let ty = cursor.ty()?;
         cursor.ws();
@@ -161,7 +162,7 @@ impl FunctionType {
     /// # Ok::<(), pactum_text::ParseError>(())
     /// ```
     pub fn parse(text: &str) -> Result<FunctionType, ParseError> {
-        let mut cursor = Cursor::new(text, SIGNATURE_FORMAT)?;
+        let mut cursor = Parser::new(text, SIGNATURE_FORMAT)?;
         cursor.signature()
     }
 }
@@ -224,125 +225,69 @@ fn is_ident_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'$' | b'.')
 }
 
-/// A position in the text being parsed.
-struct Cursor<'a> {
-    text: &'a str,
-    pos: usize,
-    format: &'static str,
+/// The bare identifier (`[A-Za-z_][A-Za-z0-9_$.]*`) at `cursor`, moving past it; empty, without
+/// moving, if there is none.
+fn bare_ident<'a>(cursor: &mut Cursor<'a>) -> &'a str {
+    match cursor.peek() {
+        Some(first) if first.is_ascii_alphabetic() || first == b'_' => {
+            cursor.take_while(is_ident_byte)
+        }
+        _ => "",
+    }
 }
 
-impl<'a> Cursor<'a> {
-    /// A cursor at the start of `text`, if it is not too long.
-    fn new(text: &'a str, format: &'static str) -> Result<Cursor<'a>, ParseError> {
-        if text.len() > MAX_INPUT_LEN {
-            return Err(ParseError::new(
-                format,
-                0,
-                format!(
-                    "the input is {} bytes long; at most {MAX_INPUT_LEN} bytes are accepted",
-                    text.len()
-                ),
-            ));
-        }
-        Ok(Cursor {
-            text,
-            pos: 0,
-            format,
+/// The parser: a [`Cursor`] (reached through `Deref`) with MLIR's token rules on top.
+struct Parser<'a> {
+    cursor: Cursor<'a>,
+}
+
+impl<'a> Deref for Parser<'a> {
+    type Target = Cursor<'a>;
+
+    fn deref(&self) -> &Cursor<'a> {
+        &self.cursor
+    }
+}
+
+impl DerefMut for Parser<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.cursor
+    }
+}
+
+impl<'a> Parser<'a> {
+    /// A parser at the start of `text`, if it is not over [`MAX_INPUT_LEN`] bytes.
+    fn new(text: &'a str, format: &'static str) -> Result<Parser<'a>, ParseError> {
+        Ok(Parser {
+            cursor: Cursor::with_limit(text, format, MAX_INPUT_LEN)?,
         })
-    }
-
-    fn bytes(&self) -> &'a [u8] {
-        self.text.as_bytes()
-    }
-
-    fn rest(&self) -> &'a str {
-        &self.text[self.pos..]
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.bytes().get(self.pos).copied()
-    }
-
-    fn at_end(&self) -> bool {
-        self.pos >= self.text.len()
-    }
-
-    fn eat(&mut self, literal: &str) -> bool {
-        if self.rest().starts_with(literal) {
-            self.pos += literal.len();
-            true
-        } else {
-            false
-        }
     }
 
     /// Skips whitespace and `//` comments.
     fn ws(&mut self) {
-        loop {
-            let rest = self.rest();
-            let trimmed = rest.trim_start_matches([' ', '\t', '\n', '\r']);
-            self.pos += rest.len() - trimmed.len();
-            if trimmed.starts_with("//") {
-                self.pos += trimmed.find('\n').map_or(trimmed.len(), |end| end + 1);
-            } else {
-                return;
-            }
-        }
+        self.skip_spaces_and_comments("//");
     }
 
     /// The bare identifier (`[A-Za-z_][A-Za-z0-9_$.]*`) at the cursor, without moving.
     fn peek_ident(&self) -> &'a str {
-        let rest = self.rest();
-        match rest.bytes().next() {
-            Some(first) if first.is_ascii_alphabetic() || first == b'_' => {
-                let len = rest.bytes().take_while(|&b| is_ident_byte(b)).count();
-                &rest[..len]
-            }
-            _ => "",
-        }
+        bare_ident(&mut self.cursor.clone())
     }
 
     /// The bare identifier at the cursor (empty if there is none), moving past it.
     fn ident(&mut self) -> &'a str {
-        let ident = self.peek_ident();
-        self.pos += ident.len();
-        ident
-    }
-
-    /// What is at the cursor, for messages.
-    fn found(&self) -> String {
-        let rest = self.rest();
-        if rest.is_empty() {
-            return "the end of the text".to_string();
-        }
-        let mut cut = rest.len().min(24);
-        while !rest.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        format!("{:?}", &rest[..cut])
-    }
-
-    fn error_at(&self, offset: usize, message: impl Into<String>) -> ParseError {
-        ParseError::new(self.format, offset.min(self.text.len()), message)
-    }
-
-    /// `expected {what}, found ...` at the cursor.
-    fn expected(&self, what: &str) -> ParseError {
-        self.error_at(self.pos, format!("expected {what}, found {}", self.found()))
+        bare_ident(&mut self.cursor)
     }
 
     /// The type written at `start`, for messages: its keyword and a balanced `<...>` body
     /// when one follows, shortened if long.
     fn describe(&self, start: usize) -> String {
+        let mut probe = self.cursor.clone();
+        probe.set_offset(start);
+        probe.eat_byte(b'!');
+        probe.take_while(is_ident_byte);
+        let mut end = probe.offset();
         let bytes = self.bytes();
-        let mut end = start;
-        if bytes.get(end) == Some(&b'!') {
-            end += 1;
-        }
-        while bytes.get(end).is_some_and(|&b| is_ident_byte(b)) {
-            end += 1;
-        }
-        if bytes.get(end) == Some(&b'<') {
+        if probe.peek() == Some(b'<') {
             let mut depth = 0usize;
             let mut at = end;
             while let Some(&byte) = bytes.get(at) {
@@ -361,7 +306,7 @@ impl<'a> Cursor<'a> {
                 at += 1;
             }
         }
-        let written = &self.text[start..end];
+        let written = &self.text()[start..end];
         if written.len() <= 60 {
             return written.to_string();
         }
@@ -374,13 +319,12 @@ impl<'a> Cursor<'a> {
 
     /// A non-negative decimal integer at the cursor (`what` names it in messages).
     fn unsigned(&mut self, what: &str) -> Result<i64, ParseError> {
-        let start = self.pos;
-        let digits = self.rest().bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
+        let start = self.offset();
+        let digits = self.take_while(|b| b.is_ascii_digit());
+        if digits.is_empty() {
             return Err(self.expected(what));
         }
-        self.pos += digits;
-        self.text[start..self.pos].parse().map_err(|_| {
+        digits.parse().map_err(|_| {
             self.error_at(
                 start,
                 format!("{what} does not fit in a 64-bit signed integer"),
@@ -394,37 +338,32 @@ impl<'a> Cursor<'a> {
         if self.eat("?") {
             return Ok(Dim::Dynamic);
         }
-        let start = self.pos;
+        let start = self.offset();
         let negative = self.eat("-");
         if negative && !signed {
             return Err(self.error_at(start, format!("{what} must be non-negative or '?'")));
         }
-        let rest = self.rest().as_bytes();
-        let (skip, radix) =
-            if rest.starts_with(b"0x") && rest.get(2).is_some_and(u8::is_ascii_hexdigit) {
-                (2, 16)
+        let hex = self.starts_with("0x") && self.peek_at(2).is_some_and(|b| b.is_ascii_hexdigit());
+        let radix = if hex {
+            self.advance(2);
+            16
+        } else {
+            10
+        };
+        let body = self.take_while(|b| {
+            if hex {
+                b.is_ascii_hexdigit()
             } else {
-                (0, 10)
-            };
-        let digits = rest[skip..]
-            .iter()
-            .take_while(|b| {
-                if radix == 16 {
-                    b.is_ascii_hexdigit()
-                } else {
-                    b.is_ascii_digit()
-                }
-            })
-            .count();
-        if digits == 0 {
+                b.is_ascii_digit()
+            }
+        });
+        if body.is_empty() {
             return Err(if negative {
                 self.expected(&format!("digits after '-' in {what}"))
             } else {
                 self.expected(&format!("{what} (an integer or '?')"))
             });
         }
-        let body = &self.rest()[skip..skip + digits];
-        self.pos += skip + digits;
         u64::from_str_radix(body, radix)
             .ok()
             .and_then(|magnitude| {
@@ -442,11 +381,11 @@ impl<'a> Cursor<'a> {
 
     /// One type.
     fn ty(&mut self) -> Result<MlirType, ParseError> {
-        let start = self.pos;
+        let start = self.offset();
         let bang = self.eat("!");
         let name = self.ident();
         if name.is_empty() {
-            self.pos = start;
+            self.set_offset(start);
             return Err(self.expected("a type"));
         }
         if !bang && name == "memref" {
@@ -484,11 +423,11 @@ impl<'a> Cursor<'a> {
 
     /// A memref's element type.
     fn element(&mut self) -> Result<ScalarType, ParseError> {
-        let start = self.pos;
+        let start = self.offset();
         let bang = self.eat("!");
         let name = self.ident();
         if name.is_empty() {
-            self.pos = start;
+            self.set_offset(start);
             return Err(self.expected("a memref element type"));
         }
         self.scalar(
@@ -528,10 +467,10 @@ impl<'a> Cursor<'a> {
         let mut shape = Vec::new();
         loop {
             self.ws();
-            let start = self.pos;
+            let start = self.offset();
             let dim = match self.peek() {
                 Some(b'?') => {
-                    self.pos += 1;
+                    self.advance(1);
                     Dim::Dynamic
                 }
                 Some(b'0'..=b'9') => Dim::Static(self.unsigned("a memref dimension")?),
@@ -559,15 +498,15 @@ impl<'a> Cursor<'a> {
         self.ws();
         if self.eat(",") {
             self.ws();
-            let start = self.pos;
+            let start = self.offset();
             let had_layout = match self.peek_ident() {
                 "strided" => {
-                    self.pos += "strided".len();
+                    self.advance("strided".len());
                     layout = self.strided(shape.len(), start)?;
                     true
                 }
                 "affine_map" => {
-                    self.pos += "affine_map".len();
+                    self.advance("affine_map".len());
                     self.affine_map(shape.len(), start)?;
                     true
                 }
@@ -608,27 +547,27 @@ impl<'a> Cursor<'a> {
 
     /// A memory space: only the default, `0` (optionally `0 : iN`), is accepted.
     fn memory_space(&mut self) -> Result<(), ParseError> {
-        let start = self.pos;
-        let digits = self.rest().bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 && self.rest()[..digits].bytes().all(|b| b == b'0') {
-            self.pos += digits;
-            let after = self.pos;
+        let start = self.offset();
+        let digits = self.take_while(|b| b.is_ascii_digit());
+        if !digits.is_empty() && digits.bytes().all(|b| b == b'0') {
+            let after = self.offset();
             self.ws();
             if self.eat(":") {
                 self.ws();
-                let ty_start = self.pos;
+                let ty_start = self.offset();
                 let name = self.ident();
                 if !matches!(keyword(name), Keyword::Scalar(ScalarType::Integer { .. }))
                     && name != "index"
                 {
-                    self.pos = ty_start;
+                    self.set_offset(ty_start);
                     return Err(self.expected("an integer type after ':' in the memory space"));
                 }
             } else {
-                self.pos = after;
+                self.set_offset(after);
             }
             return Ok(());
         }
+        self.set_offset(start);
         if matches!(self.peek(), None | Some(b'>' | b',')) {
             return Err(self.expected("a layout (strided<...>) or a memory space after ','"));
         }
@@ -653,7 +592,7 @@ impl<'a> Cursor<'a> {
         if !self.eat("]") {
             loop {
                 self.ws();
-                let stride_start = self.pos;
+                let stride_start = self.offset();
                 let stride = self.dim("a stride", true)?;
                 if strides.len() == MAX_RANK {
                     return Err(self.error_at(
@@ -679,7 +618,7 @@ impl<'a> Cursor<'a> {
             if self.peek_ident() != "offset" {
                 return Err(self.expected("'offset' after ',' in a strided layout"));
             }
-            self.pos += "offset".len();
+            self.advance("offset".len());
             self.ws();
             if !self.eat(":") {
                 return Err(self.expected("':' after 'offset'"));
@@ -819,13 +758,12 @@ impl<'a> Cursor<'a> {
         }
         match self.peek_ident() {
             keyword @ ("func.func" | "func") => {
-                self.pos += keyword.len();
+                self.advance(keyword.len());
                 self.header()
             }
-            "module" => Err(self.error_at(
-                self.pos,
-                "expected one function, found a module: pass a single func.func",
-            )),
+            "module" => {
+                Err(self.error("expected one function, found a module: pass a single func.func"))
+            }
             _ => Err(self.expected("a function type '(...) -> ...' or a 'func.func' header")),
         }
     }
@@ -884,7 +822,7 @@ impl<'a> Cursor<'a> {
 
     /// The function name after `@`: a bare identifier or a string literal.
     fn symbol_name(&mut self) -> Result<String, ParseError> {
-        let start = self.pos;
+        let start = self.offset();
         let name = if self.peek() == Some(b'"') {
             self.string_literal()?
         } else {
@@ -933,7 +871,7 @@ impl<'a> Cursor<'a> {
             List::Args => "an argument",
             List::Results => "a result",
         };
-        self.pos += 1;
+        self.advance(1);
         self.ws();
         let mut types = Vec::new();
         if self.eat(")") {
@@ -942,15 +880,12 @@ impl<'a> Cursor<'a> {
         loop {
             self.ws();
             if header && list == List::Args && self.eat("%") {
-                let len = self
-                    .rest()
-                    .bytes()
-                    .take_while(|&b| is_ident_byte(b) || b == b'-')
-                    .count();
-                if len == 0 {
+                if self
+                    .take_while(|b| is_ident_byte(b) || b == b'-')
+                    .is_empty()
+                {
                     return Err(self.expected("a value name after '%'"));
                 }
-                self.pos += len;
                 self.ws();
                 if !self.eat(":") {
                     return Err(self.expected("':' after the argument name"));
@@ -985,7 +920,7 @@ impl<'a> Cursor<'a> {
     /// as a unit attribute.
     fn attributes(&mut self) -> Result<bool, ParseError> {
         let mut emit_c_interface = false;
-        self.pos += 1;
+        self.advance(1);
         self.ws();
         if self.eat("}") {
             return Ok(false);
@@ -1005,9 +940,9 @@ impl<'a> Cursor<'a> {
             let mut unit = true;
             if self.eat("=") {
                 self.ws();
-                let start = self.pos;
+                let start = self.offset();
                 self.skip_value()?;
-                let value = self.text[start..self.pos].trim_end();
+                let value = self.text()[start..self.offset()].trim_end();
                 if value.is_empty() {
                     return Err(self.error_at(start, "expected an attribute value after '='"));
                 }
@@ -1029,29 +964,30 @@ impl<'a> Cursor<'a> {
 
     /// A string literal at the cursor (on its `"`), unescaped.
     fn string_literal(&mut self) -> Result<String, ParseError> {
-        let quote = self.pos;
+        let quote = self.offset();
         let bytes = self.bytes();
         let mut value = Vec::new();
-        self.pos += 1;
+        // Walks bytes (an escape may spell half a character); every stop is at an ASCII byte.
+        let mut pos = quote + 1;
         loop {
-            match bytes.get(self.pos) {
+            match bytes.get(pos) {
                 None => return Err(self.error_at(quote, "unterminated string literal")),
                 Some(b'\n') => {
                     return Err(self.error_at(
-                        self.pos,
+                        pos,
                         "unterminated string literal (a line break before the closing '\"')",
                     ));
                 }
                 Some(b'"') => {
-                    self.pos += 1;
+                    pos += 1;
                     break;
                 }
                 Some(b'\\') => {
-                    let escaped = match bytes.get(self.pos + 1) {
+                    let escaped = match bytes.get(pos + 1) {
                         Some(&b @ (b'"' | b'\\')) => Some((b, 2)),
                         Some(b'n') => Some((b'\n', 2)),
                         Some(b't') => Some((b'\t', 2)),
-                        Some(&high) if high.is_ascii_hexdigit() => match bytes.get(self.pos + 2) {
+                        Some(&high) if high.is_ascii_hexdigit() => match bytes.get(pos + 2) {
                             Some(&low) if low.is_ascii_hexdigit() => {
                                 let hex = |b: u8| (b as char).to_digit(16).unwrap_or(0) as u8;
                                 Some((hex(high) << 4 | hex(low), 3))
@@ -1062,20 +998,21 @@ impl<'a> Cursor<'a> {
                     };
                     let Some((byte, len)) = escaped else {
                         return Err(self.error_at(
-                            self.pos,
+                            pos,
                             "unknown escape in a string literal (expected \\\\, \\\", \\n, \\t \
                              or two hex digits)",
                         ));
                     };
                     value.push(byte);
-                    self.pos += len;
+                    pos += len;
                 }
                 Some(&b) => {
                     value.push(b);
-                    self.pos += 1;
+                    pos += 1;
                 }
             }
         }
+        self.set_offset(pos);
         String::from_utf8(value)
             .map_err(|_| self.error_at(quote, "the string literal is not valid UTF-8"))
     }
@@ -1098,21 +1035,27 @@ impl<'a> Cursor<'a> {
     fn scan(&mut self, group: bool) -> Result<(), ParseError> {
         let bytes = self.bytes();
         let mut open: Vec<(usize, u8)> = Vec::new();
-        while let Some(&byte) = bytes.get(self.pos) {
+        // Walks bytes; the cursor is moved to `pos` only where it is at an ASCII byte.
+        let mut pos = self.offset();
+        while let Some(&byte) = bytes.get(pos) {
             match byte {
                 b'"' => {
+                    self.set_offset(pos);
                     self.skip_string()?;
+                    pos = self.offset();
                     continue;
                 }
-                b'/' if bytes.get(self.pos + 1) == Some(&b'/') => {
-                    self.pos += self.rest().find('\n').unwrap_or(self.rest().len());
+                b'/' if bytes.get(pos + 1) == Some(&b'/') => {
+                    self.set_offset(pos);
+                    self.skip_spaces_and_comments("//");
+                    pos = self.offset();
                     continue;
                 }
-                b'-' if bytes.get(self.pos + 1) == Some(&b'>') => self.pos += 1,
+                b'-' if bytes.get(pos + 1) == Some(&b'>') => pos += 1,
                 b'(' | b'[' | b'{' | b'<' if byte != b'<' || !group => {
                     if open.len() >= MAX_NESTING {
                         return Err(self.error_at(
-                            self.pos,
+                            pos,
                             format!("brackets nested deeper than {MAX_NESTING} levels"),
                         ));
                     }
@@ -1122,7 +1065,7 @@ impl<'a> Cursor<'a> {
                         b'{' => b'}',
                         _ => b'>',
                     };
-                    open.push((self.pos, close));
+                    open.push((pos, close));
                 }
                 b'>' if open.last().is_some_and(|&(_, close)| close == b'>') => {
                     open.pop();
@@ -1131,13 +1074,13 @@ impl<'a> Cursor<'a> {
                     Some(&(_, close)) if close == byte => {
                         open.pop();
                         if group && open.is_empty() {
-                            self.pos += 1;
+                            self.set_offset(pos + 1);
                             return Ok(());
                         }
                     }
                     Some(&(at, close)) => {
                         return Err(self.error_at(
-                            self.pos,
+                            pos,
                             format!(
                                 "unbalanced brackets: expected '{}' (closing the '{}' at byte \
                                  {at}), found '{}'",
@@ -1145,19 +1088,26 @@ impl<'a> Cursor<'a> {
                             ),
                         ));
                     }
-                    None if byte == b'}' => return Ok(()),
+                    None if byte == b'}' => {
+                        self.set_offset(pos);
+                        return Ok(());
+                    }
                     None => {
                         return Err(self.error_at(
-                            self.pos,
+                            pos,
                             format!("unbalanced brackets: '{}' closes nothing", byte as char),
                         ));
                     }
                 },
-                b',' if open.is_empty() => return Ok(()),
+                b',' if open.is_empty() => {
+                    self.set_offset(pos);
+                    return Ok(());
+                }
                 _ => {}
             }
-            self.pos += 1;
+            pos += 1;
         }
+        self.set_offset(pos);
         match open.last() {
             Some(&(at, close)) => Err(self.error_at(
                 at,
@@ -1172,24 +1122,24 @@ impl<'a> Cursor<'a> {
 
     /// Skips the string literal at the cursor (on its `"`).
     fn skip_string(&mut self) -> Result<(), ParseError> {
-        let quote = self.pos;
+        let quote = self.offset();
         let bytes = self.bytes();
-        self.pos += 1;
+        let mut pos = quote + 1;
         loop {
-            match bytes.get(self.pos) {
+            match bytes.get(pos) {
                 None => return Err(self.error_at(quote, "unterminated string literal")),
-                Some(b'\\') => self.pos = (self.pos + 2).min(bytes.len()),
+                Some(b'\\') => pos = (pos + 2).min(bytes.len()),
                 Some(b'"') => {
-                    self.pos += 1;
+                    self.set_offset(pos + 1);
                     return Ok(());
                 }
-                Some(_) => self.pos += 1,
+                Some(_) => pos += 1,
             }
         }
     }
 }
 
-/// Which list [`Cursor::type_list`] reads.
+/// Which list [`Parser::type_list`] reads.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum List {
     Args,

@@ -38,11 +38,14 @@ use pactum_sys::dlpack::{DLDataTypeCode, DLDeviceType};
 use pactum::dtype::DataType;
 use pactum::error::{Error, ErrorKind, Result};
 use pactum::tensor::Tensor;
+use pactum_text::{Cursor, ParseError};
 
 /// The magic string every `.npy` file starts with.
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
 /// The largest header [`read()`] accepts (and [`write()`] produces), in bytes.
 const MAX_HEADER_LEN: usize = 1 << 20;
+/// The format named in the header dict parser's [`ParseError`]s.
+const HEADER_FORMAT: &str = ".npy header";
 /// How deeply lists and tuples may nest inside the header.
 const MAX_DEPTH: usize = 32;
 /// Header values longer than this are shortened in error messages.
@@ -201,6 +204,14 @@ fn error_at(section: &str, offset: usize, message: impl fmt::Display) -> Error {
         ErrorKind::VALUE_ERROR,
         format!("npy: {section} at byte {offset}: {message}"),
     )
+}
+
+/// A [`ParseError`] of the header dict parser (its offset counted from the header's first byte,
+/// at `header_start` in the file) as the reader's `ValueError`: `npy: header at byte N: ...`,
+/// the form every other part of the file reports in.
+fn header_error(error: ParseError, header_start: usize) -> Error {
+    let error = error.shifted(header_start);
+    error_at("header", error.offset, error.message)
 }
 
 fn write_error(message: impl fmt::Display) -> Error {
@@ -628,7 +639,8 @@ fn parse_file(bytes: &[u8], file_len: usize) -> Result<Header> {
             ));
         }
     }
-    let dict = HeaderDict::parse(text, header_start, major < 3)?;
+    let dict =
+        HeaderDict::parse(text, major < 3).map_err(|error| header_error(error, header_start))?;
     let element = ElementType::from_descr(dict.descr).ok_or_else(|| {
         let what = if dict.descr.first() == Some(&b'[') {
             "structured dtypes are not supported"
@@ -637,7 +649,7 @@ fn parse_file(bytes: &[u8], file_len: usize) -> Result<Header> {
         };
         error_at(
             "header",
-            dict.descr_offset,
+            header_start + dict.descr_offset,
             format!("unsupported descr {} ({what})", Quoted(dict.descr)),
         )
     })?;
@@ -645,7 +657,7 @@ fn parse_file(bytes: &[u8], file_len: usize) -> Result<Header> {
     let needed = data_bytes(&dict.shape, element.itemsize).ok_or_else(|| {
         error_at(
             "header",
-            dict.shape_offset,
+            header_start + dict.shape_offset,
             format!(
                 "shape {} with dtype {} is too large: its size in bytes overflows 64 bits",
                 ShapeText(&dict.shape),
@@ -678,7 +690,8 @@ fn parse_file(bytes: &[u8], file_len: usize) -> Result<Header> {
     })
 }
 
-/// A parsed Python literal with the offsets (in the file) of its first and last-plus-one byte.
+/// A parsed Python literal with the offsets (in the header) of its first and last-plus-one
+/// byte.
 #[derive(Debug)]
 struct Value {
     start: usize,
@@ -715,7 +728,7 @@ impl ValueKind {
     }
 }
 
-/// The three entries of the header dict.
+/// The three entries of the header dict; offsets count from the header's first byte.
 struct HeaderDict<'a> {
     descr: &'a [u8],
     descr_offset: usize,
@@ -724,12 +737,17 @@ struct HeaderDict<'a> {
     shape_offset: usize,
 }
 
-/// A strict parser for the Python literal subset `.npy` headers use.
-struct Parser<'a> {
-    text: &'a [u8],
-    pos: usize,
-    /// File offset of `text[0]`.
-    base: usize,
+/// A strict parser for the Python literal subset `.npy` headers use: a [`Cursor`] over the
+/// header, and the header's own bytes for messages.
+///
+/// The grammar is ASCII, so a byte outside ASCII is only ever part of a string's content or
+/// an error. A header that is not UTF-8 (1.0 and 2.0 headers are Latin-1 to NumPy) is read
+/// with each such byte stood in for by a NUL, one byte for one, so offsets and decisions are
+/// the same; messages quote the file's own bytes.
+struct Parser<'t> {
+    cursor: Cursor<'t>,
+    /// The header as it is in the file.
+    raw: &'t [u8],
     /// Whether Python 2 long literals (`3L`) are accepted (format 1.0 and 2.0).
     python2_longs: bool,
 }
@@ -737,34 +755,49 @@ struct Parser<'a> {
 const KEYS: [&str; 3] = ["descr", "fortran_order", "shape"];
 
 impl<'a> HeaderDict<'a> {
-    fn parse(text: &'a [u8], base: usize, python2_longs: bool) -> Result<HeaderDict<'a>> {
+    fn parse(raw: &'a [u8], python2_longs: bool) -> Result<HeaderDict<'a>, ParseError> {
+        let stand_in: String;
+        let text = match core::str::from_utf8(raw) {
+            Ok(text) => text,
+            Err(_) => {
+                stand_in = raw
+                    .iter()
+                    .map(|&byte| {
+                        if byte.is_ascii() {
+                            char::from(byte)
+                        } else {
+                            '\0'
+                        }
+                    })
+                    .collect();
+                &stand_in
+            }
+        };
         let mut p = Parser {
-            text,
-            pos: 0,
-            base,
+            cursor: Cursor::with_limit(text, HEADER_FORMAT, MAX_HEADER_LEN)?,
+            raw,
             python2_longs,
         };
         let mut values: [Option<Value>; 3] = [None, None, None];
         p.skip_space();
-        if p.peek() != Some(b'{') {
+        if !p.cursor.eat_byte(b'{') {
             return Err(p.unexpected("expected '{' starting the header dict"));
         }
-        p.pos += 1;
         loop {
             p.skip_space();
-            match p.peek() {
+            match p.cursor.peek() {
                 Some(b'}') => {
-                    p.pos += 1;
+                    p.cursor.advance(1);
                     break;
                 }
                 Some(b'\'' | b'"') => {}
                 _ => return Err(p.unexpected("expected a quoted key or '}' in the header dict")),
             }
-            let key_offset = p.offset();
+            let key_offset = p.cursor.offset();
             let key = p.parse_string()?;
-            let key_text = &text[key];
+            let key_text = &raw[key];
             let Some(slot) = KEYS.iter().position(|k| k.as_bytes() == key_text) else {
-                return Err(p.error_at(
+                return Err(p.cursor.error_at(
                     key_offset,
                     format!(
                         "unknown key {} (the header dict holds exactly 'descr', \
@@ -775,57 +808,45 @@ impl<'a> HeaderDict<'a> {
             };
             let name = KEYS[slot];
             if values[slot].is_some() {
-                return Err(p.error_at(key_offset, format!("duplicate key '{name}'")));
+                return Err(p
+                    .cursor
+                    .error_at(key_offset, format!("duplicate key '{name}'")));
             }
             p.skip_space();
-            if p.peek() != Some(b':') {
+            if !p.cursor.eat_byte(b':') {
                 return Err(p.unexpected(&format!("expected ':' after key '{name}'")));
             }
-            p.pos += 1;
             values[slot] = Some(p.parse_value(0)?);
             p.skip_space();
-            match p.peek() {
-                Some(b',') => p.pos += 1,
-                Some(b'}') => {}
-                _ => {
-                    return Err(
-                        p.unexpected(&format!("expected ',' or '}}' after the value of '{name}'"))
-                    );
-                }
+            if !p.cursor.eat_byte(b',') && p.cursor.peek() != Some(b'}') {
+                return Err(
+                    p.unexpected(&format!("expected ',' or '}}' after the value of '{name}'"))
+                );
             }
         }
         p.skip_space();
-        if p.pos < text.len() {
+        if !p.cursor.at_end() {
             return Err(p.unexpected("unexpected text after the header dict"));
         }
-        let dict_end = p.offset();
         let [descr, fortran_order, shape] = values;
-        let missing = |name: &str| {
-            error_at(
-                "header",
-                dict_end,
-                format!("the header dict has no '{name}' key"),
-            )
-        };
+        let missing = |name: &str| p.error(format!("the header dict has no '{name}' key"));
         let descr = descr.ok_or_else(|| missing("descr"))?;
         let fortran_order = fortran_order.ok_or_else(|| missing("fortran_order"))?;
         let shape = shape.ok_or_else(|| missing("shape"))?;
 
         let descr_bytes = match &descr.kind {
-            ValueKind::Str(range) => &text[range.clone()],
+            ValueKind::Str(range) => &raw[range.clone()],
             // Structured dtypes: name them by their source text.
-            ValueKind::List => &text[descr.start - base..descr.end - base],
+            ValueKind::List => &raw[descr.start..descr.end],
             other => {
-                return Err(error_at(
-                    "header",
+                return Err(p.cursor.error_at(
                     descr.start,
                     format!("'descr' must be a string, found {}", other.name()),
                 ));
             }
         };
         let ValueKind::Bool(fortran_order) = fortran_order.kind else {
-            return Err(error_at(
-                "header",
+            return Err(p.cursor.error_at(
                 fortran_order.start,
                 format!(
                     "'fortran_order' must be True or False, found {}",
@@ -834,8 +855,7 @@ impl<'a> HeaderDict<'a> {
             ));
         };
         let ValueKind::Tuple(dims) = &shape.kind else {
-            return Err(error_at(
-                "header",
+            return Err(p.cursor.error_at(
                 shape.start,
                 format!(
                     "'shape' must be a tuple of integers, found {} (a one-dimensional shape is \
@@ -846,7 +866,7 @@ impl<'a> HeaderDict<'a> {
         };
         let mut extents = Vec::with_capacity(dims.len());
         for dim in dims {
-            let source = &text[dim.start - base..dim.end - base];
+            let source = &raw[dim.start..dim.end];
             match dim.kind {
                 ValueKind::Int {
                     negative: false,
@@ -855,8 +875,7 @@ impl<'a> HeaderDict<'a> {
                 ValueKind::Int {
                     negative: false, ..
                 } => {
-                    return Err(error_at(
-                        "header",
+                    return Err(p.cursor.error_at(
                         dim.start,
                         format!(
                             "dimension {} in 'shape' does not fit in 63 bits",
@@ -865,15 +884,13 @@ impl<'a> HeaderDict<'a> {
                     ));
                 }
                 ValueKind::Int { negative: true, .. } => {
-                    return Err(error_at(
-                        "header",
+                    return Err(p.cursor.error_at(
                         dim.start,
                         format!("negative dimension {} in 'shape'", Quoted(source)),
                     ));
                 }
                 ref other => {
-                    return Err(error_at(
-                        "header",
+                    return Err(p.cursor.error_at(
                         dim.start,
                         format!(
                             "'shape' must hold non-negative integers, found {}",
@@ -894,59 +911,48 @@ impl<'a> HeaderDict<'a> {
 }
 
 impl Parser<'_> {
-    fn peek(&self) -> Option<u8> {
-        self.text.get(self.pos).copied()
-    }
-
-    fn offset(&self) -> usize {
-        self.base + self.pos
-    }
-
+    /// Skips Python's whitespace (space, tab, newline, carriage return, form feed).
     fn skip_space(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')) {
-            self.pos += 1;
-        }
+        self.cursor
+            .take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c'));
     }
 
-    fn error_at(&self, offset: usize, message: impl fmt::Display) -> Error {
-        error_at("header", offset, message)
+    /// An error at the cursor.
+    fn error(&self, message: impl Into<String>) -> ParseError {
+        self.cursor.error(message)
     }
 
-    /// `expected`, plus what was found at the current position.
-    fn unexpected(&self, expected: &str) -> Error {
-        let found = match self.peek() {
+    /// `expected`, plus the byte found at the cursor.
+    fn unexpected(&self, expected: &str) -> ParseError {
+        let found = match self.raw.get(self.cursor.offset()) {
             None => "the end of the header".to_owned(),
-            Some(byte) => format!("{}", Quoted(&[byte])),
+            Some(&byte) => format!("{}", Quoted(&[byte])),
         };
-        self.error_at(self.offset(), format!("{expected}, found {found}"))
+        self.error(format!("{expected}, found {found}"))
     }
 
-    fn parse_value(&mut self, depth: usize) -> Result<Value> {
+    fn parse_value(&mut self, depth: usize) -> Result<Value, ParseError> {
         self.skip_space();
-        let start = self.offset();
-        let kind = match self.peek() {
+        let start = self.cursor.offset();
+        let kind = match self.cursor.peek() {
             Some(b'\'' | b'"') => ValueKind::Str(self.parse_string()?),
             Some(b'0'..=b'9' | b'-' | b'+') => self.parse_int()?,
             Some(b'(' | b'[') => return self.parse_sequence(depth),
             Some(b'A'..=b'Z' | b'a'..=b'z' | b'_') => {
-                let word_start = self.pos;
-                while matches!(
-                    self.peek(),
-                    Some(b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_')
-                ) {
-                    self.pos += 1;
-                }
-                match &self.text[word_start..self.pos] {
-                    b"True" => ValueKind::Bool(true),
-                    b"False" => ValueKind::Bool(false),
-                    b"None" => ValueKind::None,
+                match self
+                    .cursor
+                    .take_while(|b| b.is_ascii_alphanumeric() || b == b'_')
+                {
+                    "True" => ValueKind::Bool(true),
+                    "False" => ValueKind::Bool(false),
+                    "None" => ValueKind::None,
                     word => {
-                        return Err(self.error_at(
+                        return Err(self.cursor.error_at(
                             start,
                             format!(
                                 "unknown name {} (values are strings, integers, True, False, \
                                  None, tuples and lists)",
-                                Quoted(word)
+                                Quoted(word.as_bytes())
                             ),
                         ));
                     }
@@ -956,78 +962,58 @@ impl Parser<'_> {
         };
         Ok(Value {
             start,
-            end: self.offset(),
+            end: self.cursor.offset(),
             kind,
         })
     }
 
-    /// A quoted string without escapes; returns the content's range in the header text.
-    fn parse_string(&mut self) -> Result<core::ops::Range<usize>> {
-        let start = self.offset();
-        let Some(quote) = self.peek() else {
+    /// A quoted string without escapes, the cursor on its opening quote; returns the
+    /// content's range in the header.
+    fn parse_string(&mut self) -> Result<core::ops::Range<usize>, ParseError> {
+        let start = self.cursor.offset();
+        let Some(quote) = self.cursor.peek() else {
             return Err(self.unexpected("expected a string"));
         };
-        self.pos += 1;
-        let content = self.pos;
-        loop {
-            match self.peek() {
-                None | Some(b'\n' | b'\r') => {
-                    return Err(self.error_at(start, "unterminated string"));
-                }
-                Some(b'\\') => {
-                    return Err(self.error_at(
-                        self.offset(),
-                        "escape sequences in header strings are not supported",
-                    ));
-                }
-                Some(byte) if byte == quote => {
-                    self.pos += 1;
-                    return Ok(content..self.pos - 1);
-                }
-                Some(_) => self.pos += 1,
+        self.cursor.advance(1);
+        let content = self.cursor.offset();
+        self.cursor
+            .take_while(|b| b != quote && !matches!(b, b'\n' | b'\r' | b'\\'));
+        match self.cursor.peek() {
+            None | Some(b'\n' | b'\r') => Err(self.cursor.error_at(start, "unterminated string")),
+            Some(b'\\') => Err(self.error("escape sequences in header strings are not supported")),
+            Some(_) => {
+                let end = self.cursor.offset();
+                self.cursor.advance(1);
+                Ok(content..end)
             }
         }
     }
 
-    fn parse_int(&mut self) -> Result<ValueKind> {
-        let start = self.offset();
-        let negative = match self.peek() {
-            Some(b'-') => {
-                self.pos += 1;
-                true
-            }
-            Some(b'+') => {
-                self.pos += 1;
-                false
-            }
-            _ => false,
-        };
-        let digits_start = self.pos;
-        let mut magnitude = Some(0u64);
-        while let Some(digit @ b'0'..=b'9') = self.peek() {
-            magnitude = magnitude
-                .and_then(|m| m.checked_mul(10))
-                .and_then(|m| m.checked_add(u64::from(digit - b'0')));
-            self.pos += 1;
+    fn parse_int(&mut self) -> Result<ValueKind, ParseError> {
+        let start = self.cursor.offset();
+        let negative = self.cursor.eat_byte(b'-');
+        if !negative {
+            self.cursor.eat_byte(b'+');
         }
-        let digits = &self.text[digits_start..self.pos];
+        let digits = self.cursor.take_while(|b| b.is_ascii_digit());
         if digits.is_empty() {
             return Err(self.unexpected("expected digits after the sign"));
         }
-        if digits.len() > 1 && digits[0] == b'0' {
-            return Err(self.error_at(
+        if digits.len() > 1 && digits.starts_with('0') {
+            return Err(self.cursor.error_at(
                 start,
                 format!(
                     "integer {} has leading zeros",
-                    Quoted(&self.text[start - self.base..self.pos])
+                    Quoted(&self.raw[start..self.cursor.offset()])
                 ),
             ));
         }
-        if self.python2_longs && matches!(self.peek(), Some(b'L' | b'l')) {
-            self.pos += 1;
+        let magnitude = digits.parse::<u64>().ok();
+        if self.python2_longs && !self.cursor.eat_byte(b'L') {
+            self.cursor.eat_byte(b'l');
         }
         if matches!(
-            self.peek(),
+            self.cursor.peek(),
             Some(b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_' | b'.')
         ) {
             return Err(self.unexpected("expected an integer"));
@@ -1038,44 +1024,34 @@ impl Parser<'_> {
         })
     }
 
-    /// A tuple `(..)` or list `[..]`; a parenthesised single value without a comma is that
-    /// value, as in Python.
-    fn parse_sequence(&mut self, depth: usize) -> Result<Value> {
-        let start = self.offset();
+    /// A tuple `(..)` or list `[..]`, the cursor on its opening bracket; a parenthesised
+    /// single value without a comma is that value, as in Python.
+    fn parse_sequence(&mut self, depth: usize) -> Result<Value, ParseError> {
+        let start = self.cursor.offset();
         if depth >= MAX_DEPTH {
-            return Err(self.error_at(
-                start,
-                format!("tuples and lists nest more than {MAX_DEPTH} deep"),
-            ));
+            return Err(self.error(format!("tuples and lists nest more than {MAX_DEPTH} deep")));
         }
-        let open = self.text[self.pos];
-        let close = if open == b'(' { b')' } else { b']' };
-        self.pos += 1;
+        let open = self.cursor.peek();
+        let close = if open == Some(b'(') { b')' } else { b']' };
+        self.cursor.advance(1);
         let mut items = Vec::new();
         let mut saw_comma = false;
         loop {
             self.skip_space();
-            if self.peek() == Some(close) {
-                self.pos += 1;
+            if self.cursor.eat_byte(close) {
                 break;
             }
             items.push(self.parse_value(depth + 1)?);
             self.skip_space();
-            match self.peek() {
-                Some(b',') => {
-                    saw_comma = true;
-                    self.pos += 1;
-                }
-                Some(byte) if byte == close => {}
-                _ => {
-                    return Err(
-                        self.unexpected(&format!("expected ',' or '{}'", char::from(close)))
-                    );
-                }
+            if self.cursor.eat_byte(b',') {
+                saw_comma = true;
+            } else if self.cursor.peek() != Some(close) {
+                return Err(self.unexpected(&format!("expected ',' or '{}'", char::from(close))));
             }
         }
-        let end = self.offset();
-        if open == b'(' && items.len() == 1 && !saw_comma {
+        let end = self.cursor.offset();
+        let tuple = open == Some(b'(');
+        if tuple && items.len() == 1 && !saw_comma {
             let mut inner = items.pop().expect("one item");
             inner.start = start;
             inner.end = end;
@@ -1084,7 +1060,7 @@ impl Parser<'_> {
         Ok(Value {
             start,
             end,
-            kind: if open == b'(' {
+            kind: if tuple {
                 ValueKind::Tuple(items)
             } else {
                 ValueKind::List
@@ -1667,6 +1643,40 @@ mod tests {
                 &[1],
             ),
             &["data at byte 128", "needs 0", "1 trailing bytes"],
+        );
+    }
+
+    #[test]
+    fn non_ascii_header_bytes_are_quoted_from_the_file() {
+        // A 1.0 header is Latin-1 to NumPy, so it need not be UTF-8: offsets and the bytes
+        // quoted are the file's own either way.
+        let with = |dict: &[u8]| {
+            let mut bytes = file_with(&" ".repeat(dict.len()), &[]);
+            bytes[10..10 + dict.len()].copy_from_slice(dict);
+            bytes
+        };
+        assert_error(
+            &with(b"{'d\xe9scr': '<f4'}"),
+            &["header at byte 11", "unknown key 'd\\xe9scr'"],
+        );
+        assert_error(
+            &with("{'d\u{e9}scr': '<f4'}".as_bytes()),
+            &["header at byte 11", "unknown key 'd\\xc3\\xa9scr'"],
+        );
+        assert_error(
+            &with(b"{'descr': '<f\xff', 'fortran_order': False, 'shape': ()}"),
+            &["header at byte 20", "unsupported descr '<f\\xff'"],
+        );
+        assert_error(
+            &with(b"{'descr': '<f4'}\xa0"),
+            &[
+                "header at byte 26",
+                "unexpected text after the header dict, found '\\xa0'",
+            ],
+        );
+        assert_error(
+            &with(b"{'descr': \xe9}"),
+            &["header at byte 20", "expected a value, found '\\xe9'"],
         );
     }
 

@@ -118,6 +118,17 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// A cursor at the start of `text`, whatever its length: for a parser whose time and
+    /// memory are bounded some other way (a linear walk with bounded nesting), or that reads
+    /// a slice of an input already accepted.
+    pub fn unbounded(text: &'a str, format: &'static str) -> Cursor<'a> {
+        Cursor {
+            text,
+            pos: 0,
+            format,
+        }
+    }
+
     /// The whole text.
     pub fn text(&self) -> &'a str {
         self.text
@@ -319,6 +330,11 @@ mod tests {
             error.to_string(),
             "t: at byte 0: the input is 6 bytes long; at most 5 bytes are accepted"
         );
+        let long = " ".repeat(DEFAULT_MAX_INPUT_LEN + 1);
+        assert!(Cursor::new(&long, "t").is_err());
+        let mut cursor = Cursor::unbounded(&long, "t");
+        cursor.skip_spaces();
+        assert!(cursor.at_end());
         let mut cursor = Cursor::new("x99999999999999999999999", "t").unwrap();
         cursor.advance(1);
         let error = cursor.decimal("a size").unwrap_err();

@@ -52,6 +52,8 @@ use std::fmt::{self, Write as _};
 
 use serde_json::value::RawValue;
 
+use pactum_text::Cursor;
+
 use super::{ConvertError, ParseError, ScalarType, Signature, Signedness, Type};
 
 /// The format name used in [`ParseError`]s and [`ConvertError`]s from this module.
@@ -401,55 +403,54 @@ impl<'a> Parser<'a> {
     ) -> Result<Vec<(&'a str, usize, &'a RawValue)>, ParseError> {
         let text = raw.get();
         let base = self.offset(raw);
-        let bytes = text.as_bytes();
-        let skip = |mut pos: usize| {
-            while pos < bytes.len() && matches!(bytes[pos], b' ' | b'\t' | b'\n' | b'\r') {
-                pos += 1;
-            }
-            pos
-        };
-        let unexpected = |pos: usize| ParseError::new(FORMAT, base + pos, "malformed JSON object");
+        // The value is a slice of the input, which has no length limit.
+        let mut cursor = Cursor::unbounded(text, FORMAT);
+        let unexpected = |cursor: &Cursor<'_>| cursor.error("malformed JSON object").shifted(base);
         let mut members = Vec::new();
-        let mut pos = skip(1);
-        if bytes.get(pos) == Some(&b'}') {
+        cursor.advance(1);
+        cursor.skip_spaces();
+        if cursor.eat_byte(b'}') {
             return Ok(members);
         }
         loop {
-            if bytes.get(pos) != Some(&b'"') {
-                return Err(unexpected(pos));
+            let key_start = cursor.offset();
+            if !cursor.eat_byte(b'"') {
+                return Err(unexpected(&cursor));
             }
-            let key_start = pos;
-            pos += 1;
             loop {
-                match bytes.get(pos) {
-                    Some(b'\\') => pos += 2,
-                    Some(b'"') => break,
-                    Some(_) => pos += 1,
-                    None => return Err(unexpected(pos)),
+                cursor.take_while(|b| !matches!(b, b'"' | b'\\'));
+                if cursor.eat_byte(b'\\') {
+                    // Valid JSON: the escaped character is ASCII.
+                    cursor.advance(1);
+                } else if cursor.eat_byte(b'"') {
+                    break;
+                } else {
+                    return Err(unexpected(&cursor));
                 }
             }
-            pos += 1;
-            let key = text
-                .get(key_start..pos)
-                .ok_or_else(|| unexpected(key_start))?;
-            pos = skip(pos);
-            if bytes.get(pos) != Some(&b':') {
-                return Err(unexpected(pos));
+            let key = &text[key_start..cursor.offset()];
+            cursor.skip_spaces();
+            if !cursor.eat_byte(b':') {
+                return Err(unexpected(&cursor));
             }
-            pos = skip(pos + 1);
-            let rest = text.get(pos..).ok_or_else(|| unexpected(pos))?;
-            let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<&'a RawValue>();
+            cursor.skip_spaces();
+            let pos = cursor.offset();
+            let mut stream =
+                serde_json::Deserializer::from_str(cursor.rest()).into_iter::<&'a RawValue>();
             let value = match stream.next() {
                 Some(Ok(value)) => value,
-                Some(Err(e)) => return Err(json_error(rest, base + pos, &e)),
-                None => return Err(unexpected(pos)),
+                Some(Err(e)) => return Err(json_error(cursor.rest(), base + pos, &e)),
+                None => return Err(unexpected(&cursor)),
             };
             members.push((key, base + key_start, value));
-            pos = skip(pos + stream.byte_offset());
-            match bytes.get(pos) {
-                Some(b',') => pos = skip(pos + 1),
-                Some(b'}') => return Ok(members),
-                _ => return Err(unexpected(pos)),
+            cursor.advance(stream.byte_offset());
+            cursor.skip_spaces();
+            if cursor.eat_byte(b',') {
+                cursor.skip_spaces();
+            } else if cursor.peek() == Some(b'}') {
+                return Ok(members);
+            } else {
+                return Err(unexpected(&cursor));
             }
         }
     }

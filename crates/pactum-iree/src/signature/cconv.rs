@@ -39,6 +39,8 @@
 
 use std::fmt::{self, Write as _};
 
+use pactum_text::Cursor;
+
 use super::{ConvertError, ParseError, ScalarType, Signature, Type};
 
 /// The format name used in [`ParseError`]s and [`ConvertError`]s from this module.
@@ -131,30 +133,23 @@ impl CallingConvention {
 
     /// Parses a calling-convention string.
     pub fn parse(text: &str) -> Result<CallingConvention, ParseError> {
-        let bytes = text.as_bytes();
-        let Some(&version) = bytes.first() else {
+        // No length limit: the walk is linear, and nesting is bounded by MAX_DEPTH.
+        let mut cursor = Cursor::unbounded(text, FORMAT);
+        if cursor.at_end() {
             return Ok(CallingConvention::unspecified());
-        };
-        if version != b'0' {
-            return Err(ParseError::new(
-                FORMAT,
-                0,
-                format!(
-                    "unsupported calling-convention version {} (only version 0, '0', is known)",
-                    char_at(text, 0)
-                ),
-            ));
         }
-        let (args, end) = parse_side(text, 1)?;
-        let results = if end < bytes.len() {
-            // `parse_side` stops only at the end or at a '_'.
-            let (results, end) = parse_side(text, end + 1)?;
-            if end < bytes.len() {
-                return Err(ParseError::new(
-                    FORMAT,
-                    end,
-                    "a second '_' (the results were already started)",
-                ));
+        if !cursor.eat_byte(b'0') {
+            return Err(cursor.error(format!(
+                "unsupported calling-convention version {} (only version 0, '0', is known)",
+                char_at(text, 0)
+            )));
+        }
+        let args = parse_side(&mut cursor)?;
+        // `parse_side` stops only at the end or at a '_'.
+        let results = if cursor.eat_byte(b'_') {
+            let results = parse_side(&mut cursor)?;
+            if !cursor.at_end() {
+                return Err(cursor.error("a second '_' (the results were already started)"));
             }
             Some(results)
         } else {
@@ -258,17 +253,14 @@ fn char_at(text: &str, at: usize) -> String {
     }
 }
 
-/// Parses one side starting at byte `start`; returns it and the offset where it stopped
-/// (the end of the text or a `_`).
-fn parse_side(text: &str, start: usize) -> Result<(Side, usize), ParseError> {
-    let bytes = text.as_bytes();
+/// Parses one side from the cursor, which it leaves at the end of the text or at a `_`.
+fn parse_side(cursor: &mut Cursor<'_>) -> Result<Side, ParseError> {
     let mut side = Side::default();
     // Open variadic spans: their offset and the items collected so far. Explicit, so that
     // deep nesting costs memory bounded by MAX_DEPTH, not stack.
     let mut open: Vec<(usize, Vec<CconvItem>)> = Vec::new();
-    let mut pos = start;
-    while pos < bytes.len() {
-        let item = match bytes[pos] {
+    while let Some(byte) = cursor.peek() {
+        let item = match byte {
             b'_' => break,
             b'i' => CconvItem::I32,
             b'I' => CconvItem::I64,
@@ -277,77 +269,53 @@ fn parse_side(text: &str, start: usize) -> Result<(Side, usize), ParseError> {
             b'r' => CconvItem::Ref,
             b'v' => {
                 if !open.is_empty() {
-                    return Err(ParseError::new(
-                        FORMAT,
-                        pos,
-                        "'v' (no values) inside a variadic span",
-                    ));
+                    return Err(cursor.error("'v' (no values) inside a variadic span"));
                 }
                 if side.void || !side.items.is_empty() {
-                    return Err(ParseError::new(
-                        FORMAT,
-                        pos,
-                        "'v' (no values) must be the whole side, not mixed with items",
-                    ));
+                    return Err(cursor
+                        .error("'v' (no values) must be the whole side, not mixed with items"));
                 }
                 side.void = true;
-                pos += 1;
+                cursor.advance(1);
                 continue;
             }
             b'C' => {
                 if open.len() >= MAX_DEPTH {
-                    return Err(ParseError::new(
-                        FORMAT,
-                        pos,
-                        format!("variadic spans nested deeper than {MAX_DEPTH} levels"),
-                    ));
+                    return Err(cursor.error(format!(
+                        "variadic spans nested deeper than {MAX_DEPTH} levels"
+                    )));
                 }
-                open.push((pos, Vec::new()));
-                pos += 1;
+                open.push((cursor.offset(), Vec::new()));
+                cursor.advance(1);
                 continue;
             }
             b'D' => {
                 let Some((_, items)) = open.pop() else {
-                    return Err(ParseError::new(
-                        FORMAT,
-                        pos,
-                        "'D' without a matching 'C' (variadic span end without a start)",
-                    ));
+                    return Err(cursor
+                        .error("'D' without a matching 'C' (variadic span end without a start)"));
                 };
                 CconvItem::Variadic(items)
             }
             _ => {
-                return Err(ParseError::new(
-                    FORMAT,
-                    pos,
-                    format!(
-                        "unknown item {} (expected i, I, f, F, r, C, D, v or _)",
-                        char_at(text, pos)
-                    ),
-                ));
+                return Err(cursor.error(format!(
+                    "unknown item {} (expected i, I, f, F, r, C, D, v or _)",
+                    char_at(cursor.text(), cursor.offset())
+                )));
             }
         };
         if side.void {
-            return Err(ParseError::new(
-                FORMAT,
-                pos,
-                "an item after 'v' (no values): 'v' must be the whole side",
-            ));
+            return Err(cursor.error("an item after 'v' (no values): 'v' must be the whole side"));
         }
         match open.last_mut() {
             Some((_, items)) => items.push(item),
             None => side.items.push(item),
         }
-        pos += 1;
+        cursor.advance(1);
     }
     if let Some((at, _)) = open.last() {
-        return Err(ParseError::new(
-            FORMAT,
-            *at,
-            "variadic span 'C' is never closed with 'D'",
-        ));
+        return Err(cursor.error_at(*at, "variadic span 'C' is never closed with 'D'"));
     }
-    Ok((side, pos))
+    Ok(side)
 }
 
 /// Whether the signature's results come back inlined: `r` has exactly one entry and it is

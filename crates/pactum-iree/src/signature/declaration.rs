@@ -58,6 +58,9 @@
 //! ```
 
 use std::fmt;
+use std::ops::{Deref, DerefMut};
+
+use pactum_text::Cursor;
 
 use super::{ConvertError, NdArray, ParseError, ScalarType, Signature, Signedness, Type};
 
@@ -227,31 +230,31 @@ impl fmt::Display for Declaration {
 impl Declaration {
     /// Parses a declaration.
     pub fn parse(text: &str) -> Result<Declaration, ParseError> {
-        let mut cursor = Cursor { text, pos: 0 };
+        let mut cursor = Parser::new(text);
         let model = if cursor.eat("sync ") {
             InvocationModel::Sync
         } else if cursor.eat("async ") {
             InvocationModel::Async
         } else {
-            return Err(cursor.error("expected 'sync ' or 'async ' (the invocation model)"));
+            return Err(cursor.expected("'sync ' or 'async ' (the invocation model)"));
         };
-        cursor.expect("func @", "after the invocation model")?;
-        let name_start = cursor.pos;
-        let name_len = cursor.rest().find('(').ok_or_else(|| {
-            ParseError::new(FORMAT, text.len(), "expected '(' after the function name")
-        })?;
+        cursor.expect_exactly("func @", "after the invocation model")?;
+        let Some(name_len) = cursor.rest().find('(') else {
+            return Err(cursor.error_at(text.len(), "expected '(' after the function name"));
+        };
         if name_len == 0 {
-            return Err(cursor.error("expected a function name after '@'"));
+            return Err(cursor.expected("a function name after '@'"));
         }
-        cursor.pos += name_len;
-        let name = text[name_start..cursor.pos].to_string();
-        cursor.expect("(", "")?;
+        let name_start = cursor.offset();
+        cursor.advance(name_len);
+        let name = text[name_start..cursor.offset()].to_string();
+        cursor.expect_exactly("(", "")?;
         let args = cursor.params()?;
-        cursor.expect(") -> (", "after the arguments")?;
+        cursor.expect_exactly(") -> (", "after the arguments")?;
         let results = cursor.params()?;
-        cursor.expect(")", "after the results")?;
-        if cursor.pos < text.len() {
-            return Err(cursor.error("expected the end of the text after the closing ')'"));
+        cursor.expect_exactly(")", "after the results")?;
+        if !cursor.at_end() {
+            return Err(cursor.expected("the end of the text after the closing ')'"));
         }
         Ok(Declaration {
             model,
@@ -418,10 +421,10 @@ impl DeclType {
     }
 
     fn parse_at(text: &str, depth: usize) -> Result<DeclType, ParseError> {
-        let mut cursor = Cursor { text, pos: 0 };
+        let mut cursor = Parser::new(text);
         let ty = cursor.ty(depth)?;
-        if cursor.pos < text.len() {
-            return Err(cursor.error("expected the end of the text after the type"));
+        if !cursor.at_end() {
+            return Err(cursor.expected("the end of the text after the type"));
         }
         Ok(ty)
     }
@@ -486,70 +489,55 @@ impl DeclType {
     }
 }
 
-/// A position in the text being parsed.
-struct Cursor<'a> {
-    text: &'a str,
-    pos: usize,
+/// The parser: a [`Cursor`] (reached through `Deref`) with the declaration's rules on top.
+struct Parser<'a> {
+    cursor: Cursor<'a>,
 }
 
-impl<'a> Cursor<'a> {
-    fn rest(&self) -> &'a str {
-        &self.text[self.pos..]
-    }
+impl<'a> Deref for Parser<'a> {
+    type Target = Cursor<'a>;
 
-    fn peek(&self) -> Option<u8> {
-        self.text.as_bytes().get(self.pos).copied()
+    fn deref(&self) -> &Cursor<'a> {
+        &self.cursor
     }
+}
 
-    fn eat(&mut self, literal: &str) -> bool {
-        if self.rest().starts_with(literal) {
-            self.pos += literal.len();
-            true
-        } else {
-            false
+impl DerefMut for Parser<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.cursor
+    }
+}
+
+impl<'a> Parser<'a> {
+    /// A parser at the start of `text`. Declarations have no length limit: the parser is
+    /// linear and bounds nesting by [`MAX_DEPTH`], so a huge one is refused as quickly as it
+    /// is read (and the hostile suite expects the nesting error from an 11 MB one).
+    fn new(text: &'a str) -> Parser<'a> {
+        Parser {
+            cursor: Cursor::unbounded(text, FORMAT),
         }
     }
 
-    /// What is at the cursor, for messages.
-    fn found(&self) -> String {
-        let rest = self.rest();
-        if rest.is_empty() {
-            return "the end of the text".to_string();
-        }
-        let mut cut = rest.len().min(20);
-        while !rest.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        format!("{:?}", &rest[..cut])
-    }
-
-    fn error(&self, message: impl Into<String>) -> ParseError {
-        let message = message.into();
-        ParseError::new(
-            FORMAT,
-            self.pos,
-            format!("{message}, found {}", self.found()),
-        )
-    }
-
-    fn expect(&mut self, literal: &str, context: &str) -> Result<(), ParseError> {
+    /// Moves past `literal`, or fails with `expected "{literal}" {context}, found ...` at the
+    /// first byte that differs from it (the separators are exact, so that is the byte at
+    /// fault).
+    fn expect_exactly(&mut self, literal: &str, context: &str) -> Result<(), ParseError> {
         if self.eat(literal) {
             return Ok(());
         }
-        let context = if context.is_empty() {
-            String::new()
-        } else {
-            format!(" {context}")
-        };
-        // Point at the first byte that differs from what was expected.
         let same = self
             .rest()
             .bytes()
             .zip(literal.bytes())
             .take_while(|(a, b)| a == b)
             .count();
-        self.pos += same;
-        Err(self.error(format!("expected {literal:?}{context}")))
+        self.advance(same);
+        let context = if context.is_empty() {
+            String::new()
+        } else {
+            format!(" {context}")
+        };
+        Err(self.expected(&format!("{literal:?}{context}")))
     }
 
     /// Zero or more `%name: type {attrs}`, separated by `, `, up to a `)`.
@@ -567,23 +555,19 @@ impl<'a> Cursor<'a> {
     }
 
     fn param(&mut self) -> Result<Param, ParseError> {
-        self.expect("%", "(the start of a value name)")?;
-        let start = self.pos;
+        self.expect_exactly("%", "(the start of a value name)")?;
         // The name is `iree.abi.name`'s text, written unquoted, so it runs to the ':'; a
         // separator before it means the ':' is missing.
-        let len = self
-            .rest()
-            .find([':', ',', '(', ')'])
-            .unwrap_or(self.rest().len());
-        self.pos += len;
-        let name = self.text[start..self.pos].to_string();
-        self.expect(": ", "after the value name")?;
+        let name = self
+            .take_while(|b| !matches!(b, b':' | b',' | b'(' | b')'))
+            .to_string();
+        self.expect_exactly(": ", "after the value name")?;
         let ty = self.ty(0)?;
-        let attrs = if self.rest().starts_with(" {") {
-            let open = self.pos + 1;
-            let close = scan_until(self.text, open + 1, b'}', 0)?;
-            self.pos = close + 1;
-            Some(self.text[open + 1..close].to_string())
+        let attrs = if self.starts_with(" {") {
+            let open = self.offset() + 1;
+            let close = scan_until(self.text(), open + 1, b'}', 0)?;
+            self.set_offset(close + 1);
+            Some(self.text()[open + 1..close].to_string())
         } else {
             None
         };
@@ -592,14 +576,7 @@ impl<'a> Cursor<'a> {
 
     /// `[A-Za-z0-9_.$]*` at the cursor.
     fn ident(&mut self) -> &'a str {
-        let start = self.pos;
-        let len = self
-            .rest()
-            .bytes()
-            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$'))
-            .count();
-        self.pos += len;
-        &self.text[start..self.pos]
+        self.take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'$'))
     }
 
     /// `<…>` at the cursor, balanced: its inner text.
@@ -607,24 +584,22 @@ impl<'a> Cursor<'a> {
         if self.peek() != Some(b'<') {
             return Ok(None);
         }
-        let close = scan_until(self.text, self.pos + 1, b'>', depth + 1)?;
-        let body = self.text[self.pos + 1..close].to_string();
-        self.pos = close + 1;
-        Ok(Some(body))
+        let open = self.offset();
+        let close = scan_until(self.text(), open + 1, b'>', depth + 1)?;
+        self.set_offset(close + 1);
+        Ok(Some(self.text()[open + 1..close].to_string()))
     }
 
     fn ty(&mut self, depth: usize) -> Result<DeclType, ParseError> {
         if depth > MAX_DEPTH {
-            return Err(self.error(format!(
-                "expected types nested at most {MAX_DEPTH} levels deep"
-            )));
+            return Err(self.expected(&format!("types nested at most {MAX_DEPTH} levels deep")));
         }
-        let start = self.pos;
+        let start = self.offset();
         if self.eat("!") {
             let name = self.ident();
             if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-                self.pos = start + 1;
-                return Err(self.error("expected a dialect type name after '!'"));
+                self.set_offset(start + 1);
+                return Err(self.expected("a dialect type name after '!'"));
             }
             let name = name.to_string();
             let body = self.body(depth)?;
@@ -632,11 +607,11 @@ impl<'a> Cursor<'a> {
         }
         let name = self.ident();
         if !name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-            self.pos = start;
-            return Err(self.error("expected a type"));
+            self.set_offset(start);
+            return Err(self.expected("a type"));
         }
         if name == "tensor" {
-            self.expect("<", "after 'tensor'")?;
+            self.expect_exactly("<", "after 'tensor'")?;
             return self.tensor(depth);
         }
         if self.peek() != Some(b'<') {
@@ -661,41 +636,46 @@ impl<'a> Cursor<'a> {
             loop {
                 match self.peek() {
                     Some(b'?') => {
-                        self.pos += 1;
+                        self.advance(1);
                         dims.push(None);
                     }
                     Some(b'0'..=b'9') => {
-                        let start = self.pos;
-                        let digits = self.rest().bytes().take_while(u8::is_ascii_digit).count();
-                        let text = &self.text[start..start + digits];
-                        if digits > 1 && text.starts_with('0') {
-                            return Err(self.error("expected a dimension without a leading zero"));
+                        let start = self.offset();
+                        let digits = self.take_while(|b| b.is_ascii_digit());
+                        let extent = if digits.len() > 1 && digits.starts_with('0') {
+                            Err("a dimension without a leading zero")
+                        } else {
+                            digits
+                                .parse::<u64>()
+                                .map_err(|_| "a dimension that fits in 64 bits")
+                        };
+                        match extent {
+                            Ok(extent) => dims.push(Some(extent)),
+                            Err(what) => {
+                                self.set_offset(start);
+                                return Err(self.expected(what));
+                            }
                         }
-                        let extent: u64 = text
-                            .parse()
-                            .map_err(|_| self.error("expected a dimension that fits in 64 bits"))?;
-                        self.pos += digits;
-                        dims.push(Some(extent));
                     }
                     _ => break,
                 }
-                self.expect("x", "after the dimension")?;
+                self.expect_exactly("x", "after the dimension")?;
             }
             Some(dims)
         };
         let element = self.ty(depth + 1)?;
         let encoding = if self.eat(", ") {
-            let close = scan_until(self.text, self.pos, b'>', depth + 1)?;
-            let encoding = self.text[self.pos..close].to_string();
-            if encoding.is_empty() {
-                return Err(self.error("expected an encoding attribute after ', '"));
+            let start = self.offset();
+            let close = scan_until(self.text(), start, b'>', depth + 1)?;
+            if close == start {
+                return Err(self.expected("an encoding attribute after ', '"));
             }
-            self.pos = close;
-            Some(encoding)
+            self.set_offset(close);
+            Some(self.text()[start..close].to_string())
         } else {
             None
         };
-        self.expect(">", "to close the tensor type")?;
+        self.expect_exactly(">", "to close the tensor type")?;
         Ok(DeclType::Tensor(TensorType {
             dims,
             element: Box::new(element),
