@@ -113,7 +113,11 @@ class Crate:
     def __init__(self, root):
         self.root = Path(root)
         self.files = sorted(p for p in self.root.rglob("*.rs"))
-        self.text = {p: without_tests(strip(p.read_text())) for p in self.files}
+        # `pub(in path)` names a visibility scope, not an import.
+        self.text = {
+            p: re.sub(r"pub\(in [^)]*\)", "pub", without_tests(strip(p.read_text())))
+            for p in self.files
+        }
         self.items = {p: {m.group(2) for m in ITEM.finditer(self.text[p])} for p in self.files}
 
     def module_path(self, file):

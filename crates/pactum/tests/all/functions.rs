@@ -271,8 +271,13 @@ fn global_typed_handles_are_checked_against_the_recorded_schema() {
         .register_global(name, true)
         .unwrap();
     let error = Function::global_typed::<(i64,), i64>(name).unwrap_err();
-    assert!(error.message().contains("records no type schema"), "{error}");
-    let double = Function::get_global(name).unwrap().typed_unchecked::<(i64,), i64>();
+    assert!(
+        error.message().contains("records no type schema"),
+        "{error}"
+    );
+    let double = Function::get_global(name)
+        .unwrap()
+        .typed_unchecked::<(i64,), i64>();
     assert_eq!(double.call((21,)).unwrap(), 42);
     let error = Function::global_typed::<(), ()>("pactum.test.no_such_global").unwrap_err();
     assert_eq!(error.kind(), pactum::ErrorKind::VALUE_ERROR);
