@@ -91,3 +91,32 @@ fn npy_headers_are_checked_against_the_file_size_before_reading_the_data() {
     assert_says(&message, &["nest more than 32 deep"]);
     let _ = fs::remove_dir_all(&dir);
 }
+
+/// The headers that stall the `.npy` readers of npyz and ndarray-npy (their header grammar
+/// backtracks exponentially: 22 nested brackets take 14 s there, each level doubling it) are
+/// refused at once here, whatever the nesting.
+#[test]
+fn npy_headers_with_nested_brackets_are_refused_at_once() {
+    for depth in [22usize, 30, 200] {
+        for (open, close) in [("[", "]"), ("(", ")")] {
+            let dict = format!(
+                "{{'descr': {}'<f4'{}, 'fortran_order': False, 'shape': (2,), }}",
+                open.repeat(depth),
+                close.repeat(depth)
+            );
+            let head = npy_head(&dict);
+            let message = failure(
+                "npy nested brackets",
+                quickly("npy nested", || pactum_npy::read(&head)),
+            );
+            // Parentheses only group (the descr is '<f4' and the data is missing); brackets
+            // make a list, which is no dtype pactum reads.
+            let expected = if open == "(" {
+                "data at byte 128"
+            } else {
+                "structured dtypes are not supported"
+            };
+            assert_says(&message, &[expected]);
+        }
+    }
+}
