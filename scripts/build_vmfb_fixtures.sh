@@ -50,7 +50,7 @@ import zipfile
 
 ROOT = pathlib.Path.cwd()
 BIN = ROOT / ".venv-iree" / "bin"
-FIX = ROOT / "crates" / "pactum" / "tests" / "fixtures" / "vmfb"
+FIX = ROOT / "crates" / "pactum-iree" / "tests" / "fixtures" / "vmfb"
 SRC = FIX / "src"
 CHECK = sys.argv[1:] == ["--check"]
 if sys.argv[1:] not in ([], ["--check"]):
