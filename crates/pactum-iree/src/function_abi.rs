@@ -1,6 +1,10 @@
 //! A function's ABI attributes, read from any attribute map: the reflection attributes of a
 //! `.vmfb` export, the metadata of a packed function, or pairs of strings.
 //!
+//! This is a format layer: it reads text and knows no runtime values. Reading the attributes
+//! from a TVM FFI map ([`FunctionAbi::from_map`]) and binding a packed function by them
+//! ([`FunctionAbi::bind`]) live with the structured calls, in [`crate::structured`].
+//!
 //! | keys | meaning |
 //! |---|---|
 //! | `fv` = `1`, `f` | raw function ABI: the raw signature |
@@ -24,16 +28,11 @@
 
 use std::fmt;
 
-use crate::signature::Signature;
 use crate::signature::abi_json::IreeAbi;
 use crate::signature::declaration::Declaration;
 use crate::signature::raw::RawSignature;
 use crate::signature::sip::SipSignature;
-use crate::structured::StructuredFunction;
-use pactum::any::Any;
-use pactum::containers::Map;
-use pactum::error::{Error, ErrorKind, Result};
-use pactum::function::Function;
+use crate::signature::{ConvertError, Signature};
 
 /// An attribute that is present but unusable: which one, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,7 +44,7 @@ pub struct AttributeError {
 }
 
 impl AttributeError {
-    fn new(key: &str, message: impl fmt::Display) -> AttributeError {
+    pub(crate) fn new(key: &str, message: impl fmt::Display) -> AttributeError {
         AttributeError {
             key: key.to_owned(),
             message: message.to_string(),
@@ -62,9 +61,9 @@ impl fmt::Display for AttributeError {
 
 impl std::error::Error for AttributeError {}
 
-impl From<AttributeError> for Error {
-    fn from(error: AttributeError) -> Error {
-        Error::new(ErrorKind::VALUE_ERROR, error.to_string())
+impl From<AttributeError> for pactum::Error {
+    fn from(error: AttributeError) -> pactum::Error {
+        pactum::Error::new(pactum::ErrorKind::VALUE_ERROR, error.to_string())
     }
 }
 
@@ -92,7 +91,7 @@ pub struct FunctionAbi {
     pub other: Vec<(String, String)>,
 }
 
-fn version(key: &str, value: &str, what: &str) -> std::result::Result<(), AttributeError> {
+fn version(key: &str, value: &str, what: &str) -> Result<(), AttributeError> {
     match value.trim() {
         "1" => Ok(()),
         other => Err(AttributeError::new(
@@ -107,7 +106,7 @@ impl FunctionAbi {
     /// [`other`](Self::other); a known key with a bad value is an error naming the key.
     pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(
         pairs: impl IntoIterator<Item = (K, V)>,
-    ) -> std::result::Result<FunctionAbi, AttributeError> {
+    ) -> Result<FunctionAbi, AttributeError> {
         let pairs: Vec<(String, String)> = pairs
             .into_iter()
             .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
@@ -189,28 +188,9 @@ impl FunctionAbi {
         Ok(abi)
     }
 
-    /// Reads the attributes from a map of string keys to string or integer values (a
-    /// module's reflection map, as TVM FFI hands it over).
-    pub fn from_map(map: &Map) -> std::result::Result<FunctionAbi, AttributeError> {
-        let mut pairs = Vec::with_capacity(map.len());
-        for (key, value) in map {
-            let key = key.get::<String>().map_err(|_| {
-                AttributeError::new(&format!("{key:?}"), "attribute keys must be strings")
-            })?;
-            let value = text_of(value).ok_or_else(|| {
-                AttributeError::new(
-                    &key,
-                    format_args!("expected a string or an int, got {}", value.type_key()),
-                )
-            })?;
-            pairs.push((key, value));
-        }
-        FunctionAbi::from_pairs(pairs)
-    }
-
     /// Reads the attributes from a JSON object of string (or integer) values, such as a
     /// packed function's metadata. Other keys' values are kept as their JSON text.
-    pub fn from_json(text: &str) -> std::result::Result<FunctionAbi, AttributeError> {
+    pub fn from_json(text: &str) -> Result<FunctionAbi, AttributeError> {
         let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text)
             .map_err(|e| {
                 AttributeError::new("(metadata)", format_args!("not a JSON object: {e}"))
@@ -235,50 +215,16 @@ impl FunctionAbi {
     /// The user-level signature, from the most informative attribute present: `iree.abi`,
     /// then SIP (leaf types from the raw signature), then the raw signature, then the
     /// declaration.
-    pub fn signature(&self) -> Option<Result<Signature>> {
+    pub fn signature(&self) -> Option<Result<Signature, ConvertError>> {
         if let Some(abi) = &self.iree_abi {
             return Some(Ok(abi.signature().clone()));
         }
         if let Some(sip) = &self.sip {
-            return Some(sip.to_signature(self.raw.as_ref()).map_err(Error::from));
+            return Some(sip.to_signature(self.raw.as_ref()));
         }
         if let Some(raw) = &self.raw {
             return Some(Ok(raw.to_signature()));
         }
-        self.declaration
-            .as_ref()
-            .map(|d| d.to_signature().map_err(Error::from))
+        self.declaration.as_ref().map(Declaration::to_signature)
     }
-
-    /// Wraps `flat` into a [`StructuredFunction`] following the most informative signature
-    /// present (`iree.abi`, then SIP, then raw; dynamic without one). `allocator` is the
-    /// function `fbr` names, when the caller could look it up.
-    pub fn bind(&self, flat: Function, allocator: Option<Function>) -> Result<StructuredFunction> {
-        let structured = if let Some(abi) = &self.iree_abi {
-            StructuredFunction::from_iree_abi(flat, abi.signature())?
-        } else if let Some(sip) = &self.sip {
-            StructuredFunction::from_sip(flat, sip, self.raw.as_ref())?
-        } else if let Some(raw) = &self.raw {
-            StructuredFunction::from_raw(flat, raw)?
-        } else {
-            StructuredFunction::dynamic(flat)
-        };
-        match allocator {
-            Some(allocator) if self.raw.is_some() && self.iree_abi.is_none() => {
-                structured.with_result_allocator(allocator)
-            }
-            Some(_) => Err(Error::new(
-                ErrorKind::VALUE_ERROR,
-                "a result allocator applies to raw (and SIP) signatures, not to iree.abi",
-            )),
-            None => Ok(structured),
-        }
-    }
-}
-
-fn text_of(value: &Any) -> Option<String> {
-    value
-        .get::<String>()
-        .ok()
-        .or_else(|| value.get::<i64>().ok().map(|n| n.to_string()))
 }

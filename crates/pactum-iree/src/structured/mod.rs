@@ -69,6 +69,7 @@ use pactum::error::Result;
 use pactum::function::Function;
 use pactum::function::kwargs::split_kwargs;
 
+mod abi;
 mod binder;
 mod convert;
 mod path;
