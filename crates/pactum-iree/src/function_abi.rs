@@ -32,22 +32,24 @@ use crate::signature::abi_json::IreeAbi;
 use crate::signature::declaration::Declaration;
 use crate::signature::raw::RawSignature;
 use crate::signature::sip::SipSignature;
-use crate::signature::{ConvertError, Signature};
+use crate::signature::{ConvertError, ParseError, Signature};
 
-/// An attribute that is present but unusable: which one, and why.
+/// An attribute that is present but unusable: which one, and an [`AttributeErrorKind`] to
+/// match on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AttributeError {
-    /// The attribute's key.
+    /// The attribute's key (`(metadata)` for metadata that is not a JSON object).
     pub key: String,
     /// What is wrong with it.
-    pub message: String,
+    pub kind: AttributeErrorKind,
 }
 
 impl AttributeError {
-    pub(crate) fn new(key: &str, message: impl fmt::Display) -> AttributeError {
+    /// An error about the attribute `key`.
+    pub fn new(key: impl Into<String>, kind: AttributeErrorKind) -> AttributeError {
         AttributeError {
-            key: key.to_owned(),
-            message: message.to_string(),
+            key: key.into(),
+            kind,
         }
     }
 }
@@ -55,7 +57,71 @@ impl AttributeError {
 /// `attribute `f`: raw signature: at byte 3: ...`.
 impl fmt::Display for AttributeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "attribute `{}`: {}", self.key, self.message)
+        write!(f, "attribute `{}`: {}", self.key, self.kind)
+    }
+}
+
+/// Why an [`AttributeError`] happened. Its `Display` is the reason alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AttributeErrorKind {
+    /// A version attribute (`fv`, `sipv`, `abiv`) other than 1.
+    UnsupportedVersion {
+        /// The ABI it versions (`raw function ABI`, `SIP ABI`).
+        abi: &'static str,
+        /// The version found.
+        version: String,
+    },
+    /// `fv` without the raw signature `f`.
+    MissingRawSignature,
+    /// A result allocator (`fbr`) without the raw signature `f` that says what the buffers are.
+    AllocatorWithoutRawSignature,
+    /// `abi` = `sip` without its version `abiv`.
+    MissingSipVersion,
+    /// `sipv` (or `abi` = `sip`) without the SIP signature `sip`.
+    MissingSipSignature,
+    /// A signature attribute that does not parse.
+    Parse(ParseError),
+    /// A key of an attribute map that is not a string.
+    KeyNotString,
+    /// A value that is neither a string nor an int.
+    ValueType {
+        /// The value's type, as TVM FFI names it.
+        found: String,
+    },
+    /// Metadata that is not a JSON object.
+    NotJsonObject {
+        /// What the JSON parser said.
+        detail: String,
+    },
+}
+
+impl fmt::Display for AttributeErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttributeErrorKind::UnsupportedVersion { abi, version } => write!(
+                f,
+                "unsupported {abi} version {version} (pactum reads version 1)"
+            ),
+            AttributeErrorKind::MissingRawSignature => {
+                f.write_str("present, but there is no raw signature `f`")
+            }
+            AttributeErrorKind::AllocatorWithoutRawSignature => {
+                f.write_str("a result allocator needs the raw signature `f` to know the buffers")
+            }
+            AttributeErrorKind::MissingSipVersion => f.write_str("`sip` needs its version `abiv`"),
+            AttributeErrorKind::MissingSipSignature => {
+                f.write_str("present, but there is no SIP signature `sip`")
+            }
+            AttributeErrorKind::Parse(error) => write!(f, "{error}"),
+            AttributeErrorKind::KeyNotString => f.write_str("attribute keys must be strings"),
+            AttributeErrorKind::ValueType { found } => {
+                write!(f, "expected a string or an int, got {found}")
+            }
+            AttributeErrorKind::NotJsonObject { detail } => {
+                write!(f, "not a JSON object: {detail}")
+            }
+        }
     }
 }
 
@@ -91,12 +157,15 @@ pub struct FunctionAbi {
     pub other: Vec<(String, String)>,
 }
 
-fn version(key: &str, value: &str, what: &str) -> Result<(), AttributeError> {
+fn version(key: &str, value: &str, abi: &'static str) -> Result<(), AttributeError> {
     match value.trim() {
         "1" => Ok(()),
         other => Err(AttributeError::new(
             key,
-            format_args!("unsupported {what} version {other} (pactum reads version 1)"),
+            AttributeErrorKind::UnsupportedVersion {
+                abi,
+                version: other.to_owned(),
+            },
         )),
     }
 }
@@ -123,18 +192,18 @@ impl FunctionAbi {
             version("fv", value, "raw function ABI")?;
         }
         if let Some(text) = get("f") {
-            abi.raw = Some(RawSignature::parse(text).map_err(|e| AttributeError::new("f", e))?);
+            abi.raw = Some(RawSignature::parse(text).map_err(parse_error("f"))?);
         } else if get("fv").is_some() {
             return Err(AttributeError::new(
                 "fv",
-                "present, but there is no raw signature `f`",
+                AttributeErrorKind::MissingRawSignature,
             ));
         }
         abi.result_allocator = get("fbr").map(str::to_owned);
         if abi.result_allocator.is_some() && abi.raw.is_none() {
             return Err(AttributeError::new(
                 "fbr",
-                "a result allocator needs the raw signature `f` to know the buffers",
+                AttributeErrorKind::AllocatorWithoutRawSignature,
             ));
         }
 
@@ -145,21 +214,25 @@ impl FunctionAbi {
         if legacy_sip {
             match get("abiv") {
                 Some(value) => version("abiv", value, "SIP ABI")?,
-                None => return Err(AttributeError::new("abi", "`sip` needs its version `abiv`")),
+                None => {
+                    return Err(AttributeError::new(
+                        "abi",
+                        AttributeErrorKind::MissingSipVersion,
+                    ));
+                }
             }
         }
         if let Some(text) = get("sip") {
-            abi.sip = Some(SipSignature::parse(text).map_err(|e| AttributeError::new("sip", e))?);
+            abi.sip = Some(SipSignature::parse(text).map_err(parse_error("sip"))?);
         } else if get("sipv").is_some() || legacy_sip {
             return Err(AttributeError::new(
                 if get("sipv").is_some() { "sipv" } else { "abi" },
-                "present, but there is no SIP signature `sip`",
+                AttributeErrorKind::MissingSipSignature,
             ));
         }
 
         if let Some(text) = get("iree.abi") {
-            abi.iree_abi =
-                Some(IreeAbi::parse(text).map_err(|e| AttributeError::new("iree.abi", e))?);
+            abi.iree_abi = Some(IreeAbi::parse(text).map_err(parse_error("iree.abi"))?);
         }
         if let Some(text) = get("iree.abi.declaration") {
             abi.declaration = Declaration::parse(text).ok();
@@ -193,7 +266,12 @@ impl FunctionAbi {
     pub fn from_json(text: &str) -> Result<FunctionAbi, AttributeError> {
         let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text)
             .map_err(|e| {
-                AttributeError::new("(metadata)", format_args!("not a JSON object: {e}"))
+                AttributeError::new(
+                    "(metadata)",
+                    AttributeErrorKind::NotJsonObject {
+                        detail: e.to_string(),
+                    },
+                )
             })?;
         FunctionAbi::from_pairs(object.into_iter().map(|(key, value)| {
             let value = match value {
@@ -227,4 +305,9 @@ impl FunctionAbi {
         }
         self.declaration.as_ref().map(Declaration::to_signature)
     }
+}
+
+/// Maps a parse error of the attribute `key`.
+fn parse_error(key: &'static str) -> impl Fn(ParseError) -> AttributeError {
+    move |error| AttributeError::new(key, AttributeErrorKind::Parse(error))
 }

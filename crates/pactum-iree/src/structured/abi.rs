@@ -3,7 +3,7 @@
 //! ([`crate::function_abi`]) is a format layer and knows no runtime values.
 
 use super::StructuredFunction;
-use crate::function_abi::{AttributeError, FunctionAbi};
+use crate::function_abi::{AttributeError, AttributeErrorKind, FunctionAbi};
 use pactum::any::Any;
 use pactum::containers::Map;
 use pactum::error::{Error, ErrorKind, Result};
@@ -16,12 +16,14 @@ impl FunctionAbi {
         let mut pairs = Vec::with_capacity(map.len());
         for (key, value) in map {
             let key = key.get::<String>().map_err(|_| {
-                AttributeError::new(&format!("{key:?}"), "attribute keys must be strings")
+                AttributeError::new(format!("{key:?}"), AttributeErrorKind::KeyNotString)
             })?;
             let value = text_of(value).ok_or_else(|| {
                 AttributeError::new(
-                    &key,
-                    format_args!("expected a string or an int, got {}", value.type_key()),
+                    key.as_str(),
+                    AttributeErrorKind::ValueType {
+                        found: value.type_key(),
+                    },
                 )
             })?;
             pairs.push((key, value));
