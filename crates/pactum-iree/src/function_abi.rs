@@ -1,6 +1,10 @@
 //! A function's ABI attributes, read from any attribute map: the reflection attributes of a
 //! `.vmfb` export, the metadata of a packed function, or pairs of strings.
 //!
+//! This is a format layer: it reads text and knows no runtime values. Reading the attributes
+//! from a TVM FFI map ([`FunctionAbi::from_map`]) and binding a packed function by them
+//! ([`FunctionAbi::bind`]) live with the structured calls, in [`crate::structured`].
+//!
 //! | keys | meaning |
 //! |---|---|
 //! | `fv` = `1`, `f` | raw function ABI: the raw signature |
@@ -24,31 +28,28 @@
 
 use std::fmt;
 
-use crate::signature::Signature;
 use crate::signature::abi_json::IreeAbi;
 use crate::signature::declaration::Declaration;
 use crate::signature::raw::RawSignature;
 use crate::signature::sip::SipSignature;
-use crate::structured::StructuredFunction;
-use pactum::any::Any;
-use pactum::containers::Map;
-use pactum::error::{Error, ErrorKind, Result};
-use pactum::function::Function;
+use crate::signature::{ConvertError, ParseError, Signature};
 
-/// An attribute that is present but unusable: which one, and why.
+/// An attribute that is present but unusable: which one, and an [`AttributeErrorKind`] to
+/// match on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AttributeError {
-    /// The attribute's key.
+    /// The attribute's key (`(metadata)` for metadata that is not a JSON object).
     pub key: String,
     /// What is wrong with it.
-    pub message: String,
+    pub kind: AttributeErrorKind,
 }
 
 impl AttributeError {
-    fn new(key: &str, message: impl fmt::Display) -> AttributeError {
+    /// An error about the attribute `key`.
+    pub fn new(key: impl Into<String>, kind: AttributeErrorKind) -> AttributeError {
         AttributeError {
-            key: key.to_owned(),
-            message: message.to_string(),
+            key: key.into(),
+            kind,
         }
     }
 }
@@ -56,15 +57,79 @@ impl AttributeError {
 /// `attribute `f`: raw signature: at byte 3: ...`.
 impl fmt::Display for AttributeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "attribute `{}`: {}", self.key, self.message)
+        write!(f, "attribute `{}`: {}", self.key, self.kind)
+    }
+}
+
+/// Why an [`AttributeError`] happened. Its `Display` is the reason alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AttributeErrorKind {
+    /// A version attribute (`fv`, `sipv`, `abiv`) other than 1.
+    UnsupportedVersion {
+        /// The ABI it versions (`raw function ABI`, `SIP ABI`).
+        abi: &'static str,
+        /// The version found.
+        version: String,
+    },
+    /// `fv` without the raw signature `f`.
+    MissingRawSignature,
+    /// A result allocator (`fbr`) without the raw signature `f` that says what the buffers are.
+    AllocatorWithoutRawSignature,
+    /// `abi` = `sip` without its version `abiv`.
+    MissingSipVersion,
+    /// `sipv` (or `abi` = `sip`) without the SIP signature `sip`.
+    MissingSipSignature,
+    /// A signature attribute that does not parse.
+    Parse(ParseError),
+    /// A key of an attribute map that is not a string.
+    KeyNotString,
+    /// A value that is neither a string nor an int.
+    ValueType {
+        /// The value's type, as TVM FFI names it.
+        found: String,
+    },
+    /// Metadata that is not a JSON object.
+    NotJsonObject {
+        /// What the JSON parser said.
+        detail: String,
+    },
+}
+
+impl fmt::Display for AttributeErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttributeErrorKind::UnsupportedVersion { abi, version } => write!(
+                f,
+                "unsupported {abi} version {version} (pactum reads version 1)"
+            ),
+            AttributeErrorKind::MissingRawSignature => {
+                f.write_str("present, but there is no raw signature `f`")
+            }
+            AttributeErrorKind::AllocatorWithoutRawSignature => {
+                f.write_str("a result allocator needs the raw signature `f` to know the buffers")
+            }
+            AttributeErrorKind::MissingSipVersion => f.write_str("`sip` needs its version `abiv`"),
+            AttributeErrorKind::MissingSipSignature => {
+                f.write_str("present, but there is no SIP signature `sip`")
+            }
+            AttributeErrorKind::Parse(error) => write!(f, "{error}"),
+            AttributeErrorKind::KeyNotString => f.write_str("attribute keys must be strings"),
+            AttributeErrorKind::ValueType { found } => {
+                write!(f, "expected a string or an int, got {found}")
+            }
+            AttributeErrorKind::NotJsonObject { detail } => {
+                write!(f, "not a JSON object: {detail}")
+            }
+        }
     }
 }
 
 impl std::error::Error for AttributeError {}
 
-impl From<AttributeError> for Error {
-    fn from(error: AttributeError) -> Error {
-        Error::new(ErrorKind::VALUE_ERROR, error.to_string())
+impl From<AttributeError> for pactum::Error {
+    fn from(error: AttributeError) -> pactum::Error {
+        pactum::Error::new(pactum::ErrorKind::VALUE_ERROR, error.to_string())
     }
 }
 
@@ -92,12 +157,15 @@ pub struct FunctionAbi {
     pub other: Vec<(String, String)>,
 }
 
-fn version(key: &str, value: &str, what: &str) -> std::result::Result<(), AttributeError> {
+fn version(key: &str, value: &str, abi: &'static str) -> Result<(), AttributeError> {
     match value.trim() {
         "1" => Ok(()),
         other => Err(AttributeError::new(
             key,
-            format_args!("unsupported {what} version {other} (pactum reads version 1)"),
+            AttributeErrorKind::UnsupportedVersion {
+                abi,
+                version: other.to_owned(),
+            },
         )),
     }
 }
@@ -107,7 +175,7 @@ impl FunctionAbi {
     /// [`other`](Self::other); a known key with a bad value is an error naming the key.
     pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(
         pairs: impl IntoIterator<Item = (K, V)>,
-    ) -> std::result::Result<FunctionAbi, AttributeError> {
+    ) -> Result<FunctionAbi, AttributeError> {
         let pairs: Vec<(String, String)> = pairs
             .into_iter()
             .map(|(k, v)| (k.as_ref().to_owned(), v.as_ref().to_owned()))
@@ -124,18 +192,18 @@ impl FunctionAbi {
             version("fv", value, "raw function ABI")?;
         }
         if let Some(text) = get("f") {
-            abi.raw = Some(RawSignature::parse(text).map_err(|e| AttributeError::new("f", e))?);
+            abi.raw = Some(RawSignature::parse(text).map_err(parse_error("f"))?);
         } else if get("fv").is_some() {
             return Err(AttributeError::new(
                 "fv",
-                "present, but there is no raw signature `f`",
+                AttributeErrorKind::MissingRawSignature,
             ));
         }
         abi.result_allocator = get("fbr").map(str::to_owned);
         if abi.result_allocator.is_some() && abi.raw.is_none() {
             return Err(AttributeError::new(
                 "fbr",
-                "a result allocator needs the raw signature `f` to know the buffers",
+                AttributeErrorKind::AllocatorWithoutRawSignature,
             ));
         }
 
@@ -146,21 +214,25 @@ impl FunctionAbi {
         if legacy_sip {
             match get("abiv") {
                 Some(value) => version("abiv", value, "SIP ABI")?,
-                None => return Err(AttributeError::new("abi", "`sip` needs its version `abiv`")),
+                None => {
+                    return Err(AttributeError::new(
+                        "abi",
+                        AttributeErrorKind::MissingSipVersion,
+                    ));
+                }
             }
         }
         if let Some(text) = get("sip") {
-            abi.sip = Some(SipSignature::parse(text).map_err(|e| AttributeError::new("sip", e))?);
+            abi.sip = Some(SipSignature::parse(text).map_err(parse_error("sip"))?);
         } else if get("sipv").is_some() || legacy_sip {
             return Err(AttributeError::new(
                 if get("sipv").is_some() { "sipv" } else { "abi" },
-                "present, but there is no SIP signature `sip`",
+                AttributeErrorKind::MissingSipSignature,
             ));
         }
 
         if let Some(text) = get("iree.abi") {
-            abi.iree_abi =
-                Some(IreeAbi::parse(text).map_err(|e| AttributeError::new("iree.abi", e))?);
+            abi.iree_abi = Some(IreeAbi::parse(text).map_err(parse_error("iree.abi"))?);
         }
         if let Some(text) = get("iree.abi.declaration") {
             abi.declaration = Declaration::parse(text).ok();
@@ -189,31 +261,17 @@ impl FunctionAbi {
         Ok(abi)
     }
 
-    /// Reads the attributes from a map of string keys to string or integer values (a
-    /// module's reflection map, as TVM FFI hands it over).
-    pub fn from_map(map: &Map) -> std::result::Result<FunctionAbi, AttributeError> {
-        let mut pairs = Vec::with_capacity(map.len());
-        for (key, value) in map {
-            let key = key.get::<String>().map_err(|_| {
-                AttributeError::new(&format!("{key:?}"), "attribute keys must be strings")
-            })?;
-            let value = text_of(value).ok_or_else(|| {
-                AttributeError::new(
-                    &key,
-                    format_args!("expected a string or an int, got {}", value.type_key()),
-                )
-            })?;
-            pairs.push((key, value));
-        }
-        FunctionAbi::from_pairs(pairs)
-    }
-
     /// Reads the attributes from a JSON object of string (or integer) values, such as a
     /// packed function's metadata. Other keys' values are kept as their JSON text.
-    pub fn from_json(text: &str) -> std::result::Result<FunctionAbi, AttributeError> {
+    pub fn from_json(text: &str) -> Result<FunctionAbi, AttributeError> {
         let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text)
             .map_err(|e| {
-                AttributeError::new("(metadata)", format_args!("not a JSON object: {e}"))
+                AttributeError::new(
+                    "(metadata)",
+                    AttributeErrorKind::NotJsonObject {
+                        detail: e.to_string(),
+                    },
+                )
             })?;
         FunctionAbi::from_pairs(object.into_iter().map(|(key, value)| {
             let value = match value {
@@ -235,50 +293,21 @@ impl FunctionAbi {
     /// The user-level signature, from the most informative attribute present: `iree.abi`,
     /// then SIP (leaf types from the raw signature), then the raw signature, then the
     /// declaration.
-    pub fn signature(&self) -> Option<Result<Signature>> {
+    pub fn signature(&self) -> Option<Result<Signature, ConvertError>> {
         if let Some(abi) = &self.iree_abi {
             return Some(Ok(abi.signature().clone()));
         }
         if let Some(sip) = &self.sip {
-            return Some(sip.to_signature(self.raw.as_ref()).map_err(Error::from));
+            return Some(sip.to_signature(self.raw.as_ref()));
         }
         if let Some(raw) = &self.raw {
             return Some(Ok(raw.to_signature()));
         }
-        self.declaration
-            .as_ref()
-            .map(|d| d.to_signature().map_err(Error::from))
-    }
-
-    /// Wraps `flat` into a [`StructuredFunction`] following the most informative signature
-    /// present (`iree.abi`, then SIP, then raw; dynamic without one). `allocator` is the
-    /// function `fbr` names, when the caller could look it up.
-    pub fn bind(&self, flat: Function, allocator: Option<Function>) -> Result<StructuredFunction> {
-        let structured = if let Some(abi) = &self.iree_abi {
-            StructuredFunction::from_iree_abi(flat, abi.signature())?
-        } else if let Some(sip) = &self.sip {
-            StructuredFunction::from_sip(flat, sip, self.raw.as_ref())?
-        } else if let Some(raw) = &self.raw {
-            StructuredFunction::from_raw(flat, raw)?
-        } else {
-            StructuredFunction::dynamic(flat)
-        };
-        match allocator {
-            Some(allocator) if self.raw.is_some() && self.iree_abi.is_none() => {
-                structured.with_result_allocator(allocator)
-            }
-            Some(_) => Err(Error::new(
-                ErrorKind::VALUE_ERROR,
-                "a result allocator applies to raw (and SIP) signatures, not to iree.abi",
-            )),
-            None => Ok(structured),
-        }
+        self.declaration.as_ref().map(Declaration::to_signature)
     }
 }
 
-fn text_of(value: &Any) -> Option<String> {
-    value
-        .get::<String>()
-        .ok()
-        .or_else(|| value.get::<i64>().ok().map(|n| n.to_string()))
+/// Maps a parse error of the attribute `key`.
+fn parse_error(key: &'static str) -> impl Fn(ParseError) -> AttributeError {
+    move |error| AttributeError::new(key, AttributeErrorKind::Parse(error))
 }

@@ -12,6 +12,11 @@
 //! - [`vmfb`]: VM bytecode modules: a verified zero-copy reader and a writer.
 //! - [`structured`]: wraps a packed function that takes flat arguments into one that takes
 //!   and returns nested values, following a signature.
+//!
+//! The format layers ([`signature`], [`function_abi`], [`vmfb`]) read and write text and bytes
+//! only; their errors are values a caller can match. [`buffer`] and [`structured`] work on
+//! pactum's runtime values (tensors, functions, containers) and build on the format layers,
+//! never the other way round.
 
 pub mod buffer;
 pub mod function_abi;

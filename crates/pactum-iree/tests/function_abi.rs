@@ -1,7 +1,7 @@
 //! Reading a function's ABI attributes from attribute maps, and binding by them.
 
 use pactum::{Any, AnyView, Array, Function, Map};
-use pactum_iree::function_abi::FunctionAbi;
+use pactum_iree::function_abi::{AttributeErrorKind, FunctionAbi};
 
 #[test]
 fn every_generation_of_attributes_is_read() {
@@ -159,5 +159,44 @@ fn bind_follows_the_most_informative_signature() {
             .cast::<i64>()
             .unwrap(),
         2
+    );
+}
+
+#[test]
+fn attribute_errors_have_kinds_a_caller_can_match() {
+    let error = FunctionAbi::from_pairs([("fv", "2"), ("f", "I1!R1!")]).unwrap_err();
+    assert_eq!(error.key, "fv");
+    assert_eq!(
+        error.kind,
+        AttributeErrorKind::UnsupportedVersion {
+            abi: "raw function ABI",
+            version: "2".into()
+        }
+    );
+    let error = FunctionAbi::from_pairs([("sipv", "1")]).unwrap_err();
+    assert_eq!(
+        (error.key.as_str(), &error.kind),
+        ("sipv", &AttributeErrorKind::MissingSipSignature)
+    );
+    let error = FunctionAbi::from_pairs([("fbr", "alloc")]).unwrap_err();
+    assert_eq!(error.kind, AttributeErrorKind::AllocatorWithoutRawSignature);
+    let error = FunctionAbi::from_pairs([("f", "I9!B6!t99R1!")]).unwrap_err();
+    match &error.kind {
+        AttributeErrorKind::Parse(parse) => {
+            assert_eq!((error.key.as_str(), parse.format), ("f", "raw signature"))
+        }
+        other => panic!("expected a parse error, got {other:?}"),
+    }
+    let error = FunctionAbi::from_json("[1]").unwrap_err();
+    assert!(matches!(
+        error.kind,
+        AttributeErrorKind::NotJsonObject { .. }
+    ));
+    let bad = Map::from_pairs([(Any::from("f"), Any::from(1.5f64))]);
+    assert_eq!(
+        FunctionAbi::from_map(&bad).unwrap_err().kind,
+        AttributeErrorKind::ValueType {
+            found: "float".into()
+        }
     );
 }

@@ -11,7 +11,7 @@ use pactum_iree::signature::cconv::{
 use pactum_iree::signature::declaration::{
     DeclType, Declaration, InvocationModel, Param, TensorType,
 };
-use pactum_iree::signature::{NdArray, ScalarType, Signature, Signedness, Type};
+use pactum_iree::signature::{ConvertErrorKind, NdArray, ScalarType, Signature, Signedness, Type};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -586,7 +586,16 @@ fn from_signature_depth_matches_the_parser() {
     let text = abi_json::to_json(&nest(256), None).unwrap();
     assert_eq!(IreeAbi::parse(&text).unwrap().signature(), &nest(256));
     let error = IreeAbi::from_signature(&nest(257), None).unwrap_err();
-    assert!(error.message.contains("256"), "{error}");
+    assert_eq!(
+        error.kind,
+        ConvertErrorKind::TooDeep {
+            what: "type records",
+            limit: 256
+        },
+        "{error}"
+    );
+    assert_eq!(error.target, abi_json::FORMAT);
+    assert!(error.to_string().contains("256"), "{error}");
 }
 
 #[test]
@@ -1523,4 +1532,77 @@ proptest! {
             }
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Conversion errors a caller can match
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn conversion_errors_have_kinds_a_caller_can_match() {
+    let one = |ty: Type| Signature {
+        args: vec![ty],
+        results: vec![],
+    };
+
+    // iree.abi has no record for strings, nor for signed integers.
+    let error = IreeAbi::from_signature(&one(Type::String), None).unwrap_err();
+    assert_eq!(error.kind, ConvertErrorKind::NoRecord(Type::String));
+    assert_eq!(
+        (error.target, error.path.as_str()),
+        (abi_json::FORMAT, "args[0]")
+    );
+    let si8 = ScalarType::int(8, Signedness::Signed);
+    let nested = Type::List(vec![Type::Scalar(ScalarType::I32), Type::Scalar(si8)]);
+    let error = IreeAbi::from_signature(&one(nested), None).unwrap_err();
+    assert_eq!(error.kind, ConvertErrorKind::NotSignless(si8));
+    assert_eq!(error.path, "args[0][1]");
+    let named = Type::List(vec![Type::Named("x".into(), Box::new(int(32)))]);
+    let error = IreeAbi::from_signature(&one(named), None).unwrap_err();
+    assert!(
+        matches!(&error.kind, ConvertErrorKind::NestedName(Type::Named(name, _)) if name == "x")
+    );
+
+    // Unknown has no VM type, so neither a convention nor a check can be made.
+    let error = CallingConvention::implied_by(&one(Type::Unknown)).unwrap_err();
+    assert_eq!(error.kind, ConvertErrorKind::NoVmType(Type::Unknown));
+    assert_eq!(
+        error.to_string(),
+        "cannot express args[0] as calling convention: an unknown type has no VM type"
+    );
+    let cconv = CallingConvention::parse("0r_v").unwrap();
+    match cconv::check(&one(Type::Unknown), &cconv) {
+        Err(CheckError::Unmappable(error)) => {
+            assert_eq!(error.kind, ConvertErrorKind::NoVmType(Type::Unknown))
+        }
+        other => panic!("expected Unmappable, got {other:?}"),
+    }
+
+    // A declaration has no source type for null, and the model none for complex<f32>.
+    let error = Declaration::implied_by("f", &one(Type::Null), InvocationModel::Sync).unwrap_err();
+    assert_eq!(error.kind, ConvertErrorKind::NoMlirType(Type::Null));
+    assert_eq!(
+        error.to_string(),
+        "cannot express args[0] as iree.abi.declaration: null has no MLIR type"
+    );
+    let error = Declaration::parse("sync func @f(%input0: complex<f32>) -> ()")
+        .unwrap()
+        .to_signature()
+        .unwrap_err();
+    assert_eq!(
+        error.kind,
+        ConvertErrorKind::NoModelType {
+            declared: "complex<f32>".into()
+        }
+    );
+    assert_eq!(error.path, "args[0]");
+    let error = DeclType::parse("!util.list<tensor<4x>>")
+        .unwrap()
+        .to_type()
+        .unwrap_err();
+    assert!(
+        matches!(&error.kind, ConvertErrorKind::ElementType { declared, error }
+            if declared == "!util.list<tensor<4x>>" && error.offset > 0),
+        "{error:?}"
+    );
 }

@@ -698,3 +698,81 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn conversion_errors_have_kinds_a_caller_can_match() {
+    use pactum_iree::signature::raw;
+    use pactum_iree::signature::{ConvertErrorKind, NdArray, ScalarType, Signature, Type};
+
+    let one = |ty: Type| Signature {
+        args: vec![ty],
+        results: vec![],
+    };
+    let error = RawSignature::from_signature(&one(Type::String)).unwrap_err();
+    assert_eq!(error.kind, ConvertErrorKind::NotFlat(Type::String));
+    assert_eq!(
+        (error.target, error.path.as_str()),
+        (raw::TARGET, "args[0]")
+    );
+    let unranked = Type::ndarray_of_unknown_rank(ScalarType::F32);
+    let error = RawSignature::from_signature(&one(unranked)).unwrap_err();
+    assert_eq!(error.kind, ConvertErrorKind::UnknownRank);
+    let huge = Type::ndarray(ScalarType::F32, &[Some(1 << 40)]);
+    let error = RawSignature::from_signature(&one(huge)).unwrap_err();
+    assert_eq!(error.kind, ConvertErrorKind::ExtentTooLarge(1 << 40));
+    let strings = Type::NdArray(NdArray {
+        element: Box::new(Type::String),
+        dims: Some(vec![Some(2)]),
+    });
+    let error = RawSignature::from_signature(&one(strings)).unwrap_err();
+    assert_eq!(error.kind, ConvertErrorKind::NonNumericBuffer(Type::String));
+    let i7 = ScalarType::int(7, pactum_iree::signature::Signedness::Signless);
+    let error = RawSignature::from_signature(&one(Type::Scalar(i7))).unwrap_err();
+    assert_eq!(error.kind, ConvertErrorKind::NoScalarCode(i7));
+    let named_result = Signature {
+        args: vec![],
+        results: vec![Type::Named(
+            "y".into(),
+            Box::new(Type::Scalar(ScalarType::F32)),
+        )],
+    };
+    let error = RawSignature::from_signature(&named_result).unwrap_err();
+    assert!(
+        matches!(error.kind, ConvertErrorKind::NameDropped(_)),
+        "{error}"
+    );
+    assert_eq!(error.path, "results[0]");
+
+    // A SIP leaf whose raw index the raw signature does not have, and a repeated dict key.
+    let raw = RawSignature::parse("I1!R1!").unwrap();
+    let sip = SipSignature {
+        inputs: SipStructure::new(SipNode::Sequence(vec![(0, SipNode::Leaf(3))])),
+        results: SipStructure::default(),
+    };
+    let error = sip.to_signature(Some(&raw)).unwrap_err();
+    assert_eq!(
+        error.kind,
+        ConvertErrorKind::RawIndexOutOfRange { index: 3, items: 0 }
+    );
+    assert_eq!(error.path, "args[0]");
+    let twice = SipSignature {
+        inputs: SipStructure::new(SipNode::Dict(vec![
+            ("k".into(), SipNode::Leaf(0)),
+            ("k".into(), SipNode::Leaf(1)),
+        ])),
+        results: SipStructure::default(),
+    };
+    let error = twice.to_signature(None).unwrap_err();
+    assert_eq!(error.kind, ConvertErrorKind::DuplicateDictKey("k".into()));
+
+    // Building a SIP structure: a path through a leaf.
+    let mut mangler = SipMangler::new();
+    mangler.set_result(0, &[SipKey::Index(0)]).unwrap();
+    let error = mangler
+        .set_result(1, &[SipKey::Index(0), SipKey::Index(1)])
+        .unwrap_err();
+    assert_eq!(
+        error.kind,
+        ConvertErrorKind::PathThroughLeaf { raw_index: 0 }
+    );
+}

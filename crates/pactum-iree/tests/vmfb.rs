@@ -3,7 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pactum_iree::vmfb::{AttrDef, Container, ModuleDef, VmfbFile};
+use pactum_iree::vmfb::{
+    AttrDef, Container, FieldPath, FieldStep, IoOperation, ModuleDef, NameOf, VmfbError,
+    VmfbErrorKind, VmfbFile,
+};
 
 fn fixtures() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vmfb");
@@ -252,4 +255,242 @@ fn malformed_modules_name_the_field_and_the_offset() {
         error_of(def.write(Container::FlatBuffer)),
         "name: the module name is empty"
     );
+}
+
+fn kind_of(bytes: Vec<u8>) -> VmfbError {
+    match VmfbFile::from_bytes(bytes).module() {
+        Ok(_) => panic!("expected an error"),
+        Err(error) => error,
+    }
+}
+
+#[test]
+fn corrupt_containers_have_kinds_a_caller_can_match() {
+    let bare = fixture("vm_direct_bare.vmfb");
+    let zip = fixture("vm_direct.vmfb");
+
+    let error = kind_of(Vec::new());
+    assert_eq!(error.kind, VmfbErrorKind::TooShort { file_len: 0 });
+    assert!(error.path.is_empty());
+    assert_eq!(error.offset, Some(0));
+
+    let error = kind_of(zip[..20].to_vec());
+    assert_eq!(
+        error.kind,
+        VmfbErrorKind::ZipHeaderTruncated { file_len: 20 }
+    );
+    assert_eq!(error.offset, Some(20));
+
+    let mut compressed = zip.clone();
+    compressed[8] = 8;
+    let error = kind_of(compressed);
+    assert_eq!(error.kind, VmfbErrorKind::CompressedEntry { method: 8 });
+    assert_eq!(error.offset, Some(8));
+
+    let mut wrong_id = bare.clone();
+    wrong_id[8..12].copy_from_slice(b"TFL3");
+    let error = kind_of(wrong_id);
+    assert!(
+        matches!(error.kind, VmfbErrorKind::NotAVmfb { identifier } if &identifier == b"TFL3"),
+        "{error:?}"
+    );
+    assert_eq!(error.offset, Some(8));
+
+    let mut long_prefix = bare.clone();
+    long_prefix[0..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    let error = kind_of(long_prefix);
+    assert_eq!(
+        error.kind,
+        VmfbErrorKind::SizePrefixPastEnd {
+            size: u32::MAX,
+            file_len: bare.len()
+        }
+    );
+    assert_eq!(error.offset, Some(0));
+
+    // A missing file is an I/O failure, with the operation and the system's error kind.
+    let missing = std::env::temp_dir().join("pactum-no-such-module.vmfb");
+    let error = VmfbFile::open(&missing).unwrap_err();
+    match &error.kind {
+        VmfbErrorKind::Io(failure) => {
+            assert_eq!(failure.operation, IoOperation::Open);
+            assert_eq!(failure.file, missing);
+            assert_eq!(failure.error.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => panic!("expected an I/O failure, got {other:?}"),
+    }
+    assert!(error.to_string().starts_with("cannot open "), "{error}");
+}
+
+#[test]
+fn corrupt_flatbuffers_have_kinds_paths_and_offsets() {
+    let bare = fixture("vm_direct_bare.vmfb");
+    let module = VmfbFile::from_bytes(bare.clone());
+    let (module_name, export_name) = {
+        let m = module.module().unwrap();
+        let base = module.bytes().as_ptr() as usize;
+        let offset = |text: &str| text.as_ptr() as usize - base;
+        (
+            offset(m.name()),
+            offset(m.exports().next().unwrap().local_name),
+        )
+    };
+
+    // The first export's name claims far more bytes than the buffer holds.
+    let mut bytes = bare.clone();
+    bytes[export_name - 4..export_name].copy_from_slice(&0x00FF_FFFFu32.to_le_bytes());
+    let error = kind_of(bytes);
+    let VmfbErrorKind::OutOfBounds { range, buffer_end } = &error.kind else {
+        panic!("expected OutOfBounds, got {error:?}");
+    };
+    let flatbuffer_end = module.module().unwrap().layout().flatbuffer.end as u64;
+    assert_eq!(*buffer_end, flatbuffer_end);
+    assert!(range.end > flatbuffer_end, "{error}");
+    assert_eq!(
+        error.path.steps(),
+        [
+            FieldStep::Field("exported_functions".into()),
+            FieldStep::Index(0),
+            FieldStep::Field("local_name".into()),
+        ]
+    );
+    assert_eq!(error.path.to_string(), "exported_functions[0].local_name");
+    assert!(error.offset.is_some_and(|o| o < bare.len() as u64));
+
+    // A module name that is not UTF-8.
+    let mut bytes = bare.clone();
+    bytes[module_name] = 0xff;
+    let error = kind_of(bytes);
+    assert!(
+        matches!(error.kind, VmfbErrorKind::InvalidUtf8 { error } if error.valid_up_to() == 0),
+        "{error:?}"
+    );
+    assert_eq!(error.path.to_string(), "name");
+    assert_eq!(error.offset, Some(module_name as u64));
+
+    // An unknown tag in the debug database's location table.
+    let def = ModuleDef::from_module(&module.module().unwrap()).unwrap();
+    let mut bytes = def.write(Container::FlatBuffer);
+    let at = bytes.windows(6).position(|w| w == [2u8; 6]).unwrap();
+    bytes[at + 3] = 9;
+    let error = kind_of(bytes);
+    assert_eq!(
+        error.kind,
+        VmfbErrorKind::UnknownUnionTag {
+            union: "LocationTypeDef".into(),
+            tag: 9
+        }
+    );
+    assert_eq!(
+        error.path,
+        FieldPath::root().field("debug_database"),
+        "{error}"
+    );
+}
+
+#[test]
+fn modules_iree_would_refuse_have_kinds_a_caller_can_match() {
+    let module = VmfbFile::from_bytes(fixture("vm_direct_bare.vmfb"));
+    let def = || ModuleDef::from_module(&module.module().unwrap()).unwrap();
+
+    let mut bad = def();
+    bad.exports[1].internal_ordinal = 99;
+    let error = kind_of(bad.write(Container::FlatBuffer));
+    assert_eq!(
+        error.kind,
+        VmfbErrorKind::OrdinalOutOfRange {
+            ordinal: 99,
+            functions: 4
+        }
+    );
+    assert_eq!(
+        error.path,
+        FieldPath::root()
+            .field("exported_functions")
+            .index(1)
+            .field("internal_ordinal")
+    );
+
+    let mut bad = def();
+    bad.exports[0].local_name.clear();
+    let error = kind_of(bad.write(Container::Zip));
+    assert_eq!(error.kind, VmfbErrorKind::EmptyName { of: NameOf::Export });
+    assert_eq!(error.path.to_string(), "exported_functions[0].local_name");
+
+    let mut bad = def();
+    bad.rodata[0].external = true;
+    let mut bytes = bad.write(Container::FlatBuffer);
+    bytes.truncate(bytes.len() - 1);
+    let file_len = bytes.len() as u64;
+    let error = kind_of(bytes);
+    assert!(
+        matches!(
+            error.kind,
+            VmfbErrorKind::ExternalDataOutOfFile { offset: 0, length: 0x12, file_len: len, .. }
+                if len == file_len
+        ),
+        "{error:?}"
+    );
+    assert_eq!(error.path.to_string(), "rodata_segments[0]");
+
+    let mut bad = def();
+    bad.function_descriptors[2].bytecode_length = 100_000;
+    let error = kind_of(bad.write(Container::FlatBuffer));
+    assert!(
+        matches!(
+            error.kind,
+            VmfbErrorKind::BytecodeOutOfRange {
+                offset: 104,
+                length: 100_000,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+
+    let mut bad = def();
+    bad.function_descriptors.pop();
+    let error = kind_of(bad.write(Container::FlatBuffer));
+    assert_eq!(
+        error.kind,
+        VmfbErrorKind::SignatureCountMismatch {
+            signatures: 4,
+            descriptors: 3
+        }
+    );
+}
+
+#[test]
+fn byte_flips_give_structured_kinds_whose_messages_carry_the_path() {
+    let bytes = fixture("vm_direct_bare.vmfb");
+    let mut kinds = std::collections::BTreeSet::new();
+    for at in 0..bytes.len().min(2048) {
+        for flip in [0x01u8, 0x80, 0xFF] {
+            let mut corrupt = bytes.clone();
+            corrupt[at] ^= flip;
+            if let Err(error) = VmfbFile::from_bytes(corrupt).module() {
+                let name = format!("{:?}", error.kind);
+                kinds.insert(name[..name.find([' ', '(']).unwrap_or(name.len())].to_owned());
+                let message = error.to_string();
+                assert!(message.starts_with(&error.path.to_string()), "{message}");
+                assert!(message.contains(&error.kind.to_string()), "{message}");
+            }
+        }
+    }
+    eprintln!("kinds seen: {kinds:?}");
+    // The fixture is fixed, so the flips are too: each of these turns up.
+    for expected in [
+        "NotAVmfb",
+        "SizePrefixPastEnd",
+        "OutOfBounds",
+        "VtableOutOfBounds",
+        "Misaligned",
+        "InvalidUtf8",
+        "MissingRequiredField",
+        "UnknownUnionTag",
+        "EmptyName",
+        "OrdinalOutOfRange",
+    ] {
+        assert!(kinds.contains(expected), "{expected} not among {kinds:?}");
+    }
 }

@@ -54,7 +54,7 @@ use serde_json::value::RawValue;
 
 use pactum_text::Cursor;
 
-use super::{ConvertError, ParseError, ScalarType, Signature, Signedness, Type};
+use super::{ConvertError, ConvertErrorKind, ParseError, ScalarType, Signature, Signedness, Type};
 
 /// The format name used in [`ParseError`]s and [`ConvertError`]s from this module.
 pub const FORMAT: &str = "iree.abi JSON";
@@ -207,42 +207,37 @@ fn expressible(ty: &Type, path: &str, top: bool, depth: usize) -> Result<(), Con
         return Err(ConvertError::new(
             FORMAT,
             path,
-            format!("type records nested deeper than {MAX_DEPTH} levels"),
+            ConvertErrorKind::TooDeep {
+                what: "type records",
+                limit: MAX_DEPTH,
+            },
         ));
     }
     let nested = |ty: &Type, path: String| expressible(ty, &path, false, depth + 1);
     match ty {
-        Type::Scalar(ScalarType::Int { bits, signedness }) => {
+        Type::Scalar(scalar @ ScalarType::Int { bits, signedness }) => {
             if *signedness != Signedness::Signless {
                 return Err(ConvertError::new(
                     FORMAT,
                     path,
-                    format!(
-                        "{} has no record: iree.abi integers are signless (i8, i32, ...)",
-                        ty
-                    ),
+                    ConvertErrorKind::NotSignless(*scalar),
                 ));
             }
             if !(1..=64).contains(bits) {
                 return Err(ConvertError::new(
                     FORMAT,
                     path,
-                    format!("{ty} has no record: integers are 1 to 64 bits"),
+                    ConvertErrorKind::IntegerWidth(*scalar),
                 ));
             }
             Ok(())
         }
         Type::Scalar(_) | Type::Null | Type::Unknown => Ok(()),
         Type::NdArray(array) => nested(&array.element, format!("{path}.element")),
-        Type::String => Err(ConvertError::new(
+        Type::String | Type::Opaque => Err(ConvertError::new(
             FORMAT,
             path,
-            "strings have no iree.abi record",
-        )),
-        Type::Opaque => Err(ConvertError::new(
-            FORMAT,
-            path,
-            "opaque references have no iree.abi record",
+            ConvertErrorKind::NoRecord(ty.clone()),
         )),
         Type::List(slots) | Type::Tuple(slots) => slots
             .iter()
@@ -257,7 +252,7 @@ fn expressible(ty: &Type, path: &str, top: bool, depth: usize) -> Result<(), Con
                 return Err(ConvertError::new(
                     FORMAT,
                     path,
-                    "a named slot is only allowed as a top-level argument or result",
+                    ConvertErrorKind::NestedName(ty.clone()),
                 ));
             }
             nested(inner, path.to_string())

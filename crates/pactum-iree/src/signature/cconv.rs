@@ -41,7 +41,7 @@ use std::fmt::{self, Write as _};
 
 use pactum_text::Cursor;
 
-use super::{ConvertError, ParseError, ScalarType, Signature, Type};
+use super::{ConvertError, ConvertErrorKind, ParseError, ScalarType, Signature, Type};
 
 /// The format name used in [`ParseError`]s and [`ConvertError`]s from this module.
 pub const FORMAT: &str = "calling convention";
@@ -347,7 +347,7 @@ fn item_for(ty: &Type, path: &str) -> Result<CconvItem, ConvertError> {
         Type::Unknown => Err(ConvertError::new(
             FORMAT,
             path,
-            "an unknown type has no VM type",
+            ConvertErrorKind::NoVmType(Type::Unknown),
         )),
     }
 }

@@ -62,7 +62,9 @@ use std::ops::{Deref, DerefMut};
 
 use pactum_text::Cursor;
 
-use super::{ConvertError, NdArray, ParseError, ScalarType, Signature, Signedness, Type};
+use super::{
+    ConvertError, ConvertErrorKind, NdArray, ParseError, ScalarType, Signature, Signedness, Type,
+};
 
 /// The format name used in [`ParseError`]s and in [`ConvertError`]s from
 /// [`Declaration::implied_by`].
@@ -391,7 +393,7 @@ fn source_type(ty: &Type, path: &str) -> Result<DeclType, ConvertError> {
             other => Err(ConvertError::new(
                 FORMAT,
                 path,
-                format!("arrays of {other} have no MLIR tensor type"),
+                ConvertErrorKind::NoTensorType(other.clone()),
             )),
         },
         Type::List(_) | Type::Tuple(_) | Type::Dict(_) | Type::TypedList(_) => Ok(list("?")),
@@ -403,13 +405,12 @@ fn source_type(ty: &Type, path: &str) -> Result<DeclType, ConvertError> {
         Type::Named(..) => Err(ConvertError::new(
             FORMAT,
             path,
-            "a named value is only allowed as a top-level argument or result",
+            ConvertErrorKind::NestedName(ty.clone()),
         )),
-        Type::Null => Err(ConvertError::new(FORMAT, path, "null has no MLIR type")),
-        Type::Unknown => Err(ConvertError::new(
+        Type::Null | Type::Unknown => Err(ConvertError::new(
             FORMAT,
             path,
-            "an unknown type has no MLIR type",
+            ConvertErrorKind::NoMlirType(ty.clone()),
         )),
     }
 }
@@ -440,14 +441,19 @@ impl DeclType {
             ConvertError::new(
                 SIGNATURE_TARGET,
                 path,
-                format!("the type {self} has no counterpart in the signature model"),
+                ConvertErrorKind::NoModelType {
+                    declared: self.to_string(),
+                },
             )
         };
         if depth > MAX_DEPTH {
             return Err(ConvertError::new(
                 SIGNATURE_TARGET,
                 path,
-                format!("types nested deeper than {MAX_DEPTH} levels"),
+                ConvertErrorKind::TooDeep {
+                    what: "types",
+                    limit: MAX_DEPTH,
+                },
             ));
         }
         match self {
@@ -476,7 +482,10 @@ impl DeclType {
                         ConvertError::new(
                             SIGNATURE_TARGET,
                             path,
-                            format!("cannot read the element type of {self}: {}", e.message),
+                            ConvertErrorKind::ElementType {
+                                declared: self.to_string(),
+                                error: e,
+                            },
                         )
                     })?;
                     let element = element.convert(&format!("{path}.element"), depth + 1)?;

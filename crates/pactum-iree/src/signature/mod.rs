@@ -309,15 +309,28 @@ impl fmt::Display for Signature {
 
 pub use pactum_text::ParseError;
 
-/// A signature that the target format cannot express.
+/// A signature that the target format cannot express: the target, where in the signature,
+/// and a [`ConvertErrorKind`] to match on.
+///
+/// ```
+/// use pactum_iree::signature::raw::RawSignature;
+/// use pactum_iree::signature::{ConvertErrorKind, Signature, Type};
+///
+/// let signature = Signature { args: vec![Type::String], results: vec![] };
+/// let error = RawSignature::from_signature(&signature).unwrap_err();
+/// assert!(matches!(error.kind, ConvertErrorKind::NotFlat(Type::String)));
+/// assert_eq!(error.path, "args[0]");
+/// assert!(error.to_string().starts_with("cannot express args[0] as a raw signature: string is not"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConvertError {
-    /// The format converted to.
+    /// The format converted to (`a raw signature`, `iree.abi JSON`, ...; each codec module
+    /// names its own in a `FORMAT` or `TARGET` constant).
     pub target: &'static str,
-    /// Where in the signature (`args[1]`, `results[0][2]`).
+    /// Where in the signature (`args[1]`, `results[0][2]`, `results[0]["key"]`).
     pub path: std::string::String,
     /// Why it cannot be expressed.
-    pub message: std::string::String,
+    pub kind: ConvertErrorKind,
 }
 
 impl ConvertError {
@@ -325,12 +338,12 @@ impl ConvertError {
     pub fn new(
         target: &'static str,
         path: impl Into<std::string::String>,
-        message: impl Into<std::string::String>,
+        kind: ConvertErrorKind,
     ) -> ConvertError {
         ConvertError {
             target,
             path: path.into(),
-            message: message.into(),
+            kind,
         }
     }
 }
@@ -341,8 +354,230 @@ impl fmt::Display for ConvertError {
         write!(
             f,
             "cannot express {} as {}: {}",
-            self.path, self.target, self.message
+            self.path, self.target, self.kind
         )
+    }
+}
+
+/// Why a [`ConvertError`] happened. Its `Display` is the reason alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConvertErrorKind {
+    // -- Nesting and shape of the structure.
+    /// Types nest deeper than pactum's bound.
+    TooDeep {
+        /// What nests (`type records`, `structures`, `types`).
+        what: &'static str,
+        /// The bound.
+        limit: usize,
+    },
+    /// A [`Type::Named`] below the top level.
+    NestedName(Type),
+    /// A [`Type::Named`] anywhere but a top-level argument: the raw signature drops names.
+    NameDropped(Type),
+    /// A SIP structure with several root values, where the model has one per side.
+    SeveralRoots {
+        /// How many.
+        count: usize,
+    },
+
+    // -- Types the target has no form for.
+    /// An integer with a signedness `iree.abi` cannot record (it has signless integers only).
+    NotSignless(ScalarType),
+    /// An integer width outside 1 to 64 bits.
+    IntegerWidth(ScalarType),
+    /// A type `iree.abi` has no record for (strings, opaque references).
+    NoRecord(Type),
+    /// A scalar type the raw signature has no type code for.
+    NoScalarCode(ScalarType),
+    /// A buffer whose elements are not numbers (raw signature).
+    NonNumericBuffer(Type),
+    /// A buffer of unknown rank (raw signature).
+    UnknownRank,
+    /// An extent that does not fit the raw signature's 32 bits.
+    ExtentTooLarge(u64),
+    /// Not a buffer, scalar or reference: the raw signature has only flat items.
+    NotFlat(Type),
+    /// An array whose elements have no MLIR tensor element type.
+    NoTensorType(Type),
+    /// A type with no MLIR source type (null, unknown).
+    NoMlirType(Type),
+    /// A type with no VM type in a calling convention (unknown).
+    NoVmType(Type),
+    /// A declaration type with no counterpart in the signature model (`complex<f32>`).
+    NoModelType {
+        /// The type as the declaration writes it.
+        declared: std::string::String,
+    },
+    /// The element type of a declaration's `!util.list<...>` does not parse.
+    ElementType {
+        /// The list type as the declaration writes it.
+        declared: std::string::String,
+        /// Why its element type does not parse.
+        error: ParseError,
+    },
+
+    // -- Raw indices and keys of a SIP structure.
+    /// A SIP leaf's raw index is past the raw signature's items.
+    RawIndexOutOfRange {
+        /// The raw index.
+        index: i32,
+        /// How many items the raw signature has.
+        items: usize,
+    },
+    /// A raw index below zero.
+    NegativeRawIndex(i32),
+    /// A sequence key outside `0..limit`.
+    SequenceKeyOutOfRange {
+        /// The key.
+        key: i32,
+        /// The bound.
+        limit: usize,
+    },
+    /// A sequence key below zero.
+    NegativeSequenceKey(i32),
+    /// A sequence key that appears twice.
+    DuplicateSequenceKey(i32),
+    /// A dict key that appears twice.
+    DuplicateDictKey(std::string::String),
+
+    // -- Building a SIP structure ([`sip::SipMangler`]).
+    /// A key path longer than the nesting bound.
+    PathTooLong {
+        /// The number of keys.
+        keys: usize,
+        /// The bound.
+        limit: usize,
+    },
+    /// A key path that continues past a leaf.
+    PathThroughLeaf {
+        /// The leaf's raw index.
+        raw_index: i32,
+    },
+    /// A dict key at a level that is a sequence.
+    DictKeyInSequence(std::string::String),
+    /// A sequence key at a level that is a dict.
+    SequenceKeyInDict(i32),
+    /// The leaf at the path already holds a raw index.
+    LeafTaken {
+        /// The raw index it holds.
+        raw_index: i32,
+    },
+    /// A key path that ends on a sequence or dict, not on a leaf.
+    PathEndsOnStructure,
+}
+
+impl fmt::Display for ConvertErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConvertErrorKind::TooDeep { what, limit } => {
+                write!(f, "{what} nested deeper than {limit} levels")
+            }
+            ConvertErrorKind::NestedName(_) => {
+                f.write_str("a named value is only allowed as a top-level argument or result")
+            }
+            ConvertErrorKind::NameDropped(ty) => write!(
+                f,
+                "{ty}: only a top-level argument can be named, and the raw signature drops names"
+            ),
+            ConvertErrorKind::SeveralRoots { count } => write!(
+                f,
+                "the SIP structure has {count} root values; the model has one structure per side"
+            ),
+            ConvertErrorKind::NotSignless(ty) => write!(
+                f,
+                "{ty} has no record: iree.abi integers are signless (i8, i32, ...)"
+            ),
+            ConvertErrorKind::IntegerWidth(ty) => {
+                write!(f, "{ty} has no record: integers are 1 to 64 bits")
+            }
+            ConvertErrorKind::NoRecord(Type::String) => {
+                f.write_str("strings have no iree.abi record")
+            }
+            ConvertErrorKind::NoRecord(Type::Opaque) => {
+                f.write_str("opaque references have no iree.abi record")
+            }
+            ConvertErrorKind::NoRecord(ty) => write!(f, "{ty} has no iree.abi record"),
+            ConvertErrorKind::NoScalarCode(scalar) => write!(
+                f,
+                "{scalar} has no raw type code (codes exist for 8/16/32/64-bit integers, i1, \
+                 f16, bf16, f32 and f64)"
+            ),
+            ConvertErrorKind::NonNumericBuffer(element) => {
+                write!(f, "a buffer's elements must be numbers, not {element}")
+            }
+            ConvertErrorKind::UnknownRank => f.write_str("a buffer needs a known rank"),
+            ConvertErrorKind::ExtentTooLarge(extent) => write!(
+                f,
+                "extent {extent} does not fit the raw signature's 32 bits"
+            ),
+            ConvertErrorKind::NotFlat(ty) => write!(
+                f,
+                "{ty} is not a buffer, scalar or reference; the raw signature has only flat \
+                 items (a SIP signature describes structures)"
+            ),
+            ConvertErrorKind::NoTensorType(element) => {
+                write!(f, "arrays of {element} have no MLIR tensor type")
+            }
+            ConvertErrorKind::NoMlirType(Type::Unknown) => {
+                f.write_str("an unknown type has no MLIR type")
+            }
+            ConvertErrorKind::NoMlirType(ty) => write!(f, "{ty} has no MLIR type"),
+            ConvertErrorKind::NoVmType(Type::Unknown) => {
+                f.write_str("an unknown type has no VM type")
+            }
+            ConvertErrorKind::NoVmType(ty) => write!(f, "{ty} has no VM type"),
+            ConvertErrorKind::NoModelType { declared } => write!(
+                f,
+                "the type {declared} has no counterpart in the signature model"
+            ),
+            ConvertErrorKind::ElementType { declared, error } => write!(
+                f,
+                "cannot read the element type of {declared}: {}",
+                error.message
+            ),
+            ConvertErrorKind::RawIndexOutOfRange { index, items } => write!(
+                f,
+                "raw index {index} is outside the raw signature's {items} items"
+            ),
+            ConvertErrorKind::NegativeRawIndex(index) => {
+                write!(f, "raw index {index} is negative")
+            }
+            ConvertErrorKind::SequenceKeyOutOfRange { key, limit } => {
+                write!(f, "sequence key {key} is outside 0..{limit}")
+            }
+            ConvertErrorKind::NegativeSequenceKey(key) => {
+                write!(f, "a sequence key must not be negative (got {key})")
+            }
+            ConvertErrorKind::DuplicateSequenceKey(key) => {
+                write!(f, "sequence key {key} appears twice")
+            }
+            ConvertErrorKind::DuplicateDictKey(key) => write!(f, "dict key {key:?} appears twice"),
+            ConvertErrorKind::PathTooLong { keys, limit } => {
+                write!(f, "the path has {keys} keys; at most {limit} are allowed")
+            }
+            ConvertErrorKind::PathThroughLeaf { raw_index } => write!(
+                f,
+                "the path continues past this leaf (raw index {raw_index}); a leaf has no \
+                 children"
+            ),
+            ConvertErrorKind::DictKeyInSequence(name) => write!(
+                f,
+                "this level is a sequence (integer keys), so the dict key {name:?} cannot be \
+                 used here"
+            ),
+            ConvertErrorKind::SequenceKeyInDict(index) => write!(
+                f,
+                "this level is a dict (string keys), so the sequence key {index} cannot be used \
+                 here"
+            ),
+            ConvertErrorKind::LeafTaken { raw_index } => {
+                write!(f, "this leaf already holds raw index {raw_index}")
+            }
+            ConvertErrorKind::PathEndsOnStructure => {
+                f.write_str("the path ends on a sequence or dict, not on a leaf")
+            }
+        }
     }
 }
 

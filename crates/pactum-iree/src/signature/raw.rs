@@ -28,7 +28,9 @@
 use std::fmt;
 
 use super::lexer::{self, Component, Lexer, SignatureWriter};
-use super::{ConvertError, NdArray, ParseError, ScalarType, Signature, Signedness, Type};
+use super::{
+    ConvertError, ConvertErrorKind, NdArray, ParseError, ScalarType, Signature, Signedness, Type,
+};
 
 /// The format name in [`ParseError`]s from this module.
 pub const FORMAT: &str = "raw signature";
@@ -234,31 +236,21 @@ impl RawItem {
     /// The raw item for a model type; `path` names it in errors. See
     /// [`RawSignature::from_signature`] for what maps.
     pub fn from_type(ty: &Type, path: &str) -> Result<RawItem, ConvertError> {
-        let fail = |message: String| Err(ConvertError::new(TARGET, path, message));
+        let fail = |kind: ConvertErrorKind| Err(ConvertError::new(TARGET, path, kind));
         let scalar_code = |scalar: ScalarType| {
             RawScalarType::from_scalar_type(scalar).ok_or_else(|| {
-                ConvertError::new(
-                    TARGET,
-                    path,
-                    format!(
-                        "{scalar} has no raw type code (codes exist for 8/16/32/64-bit \
-                         integers, i1, f16, bf16, f32 and f64)"
-                    ),
-                )
+                ConvertError::new(TARGET, path, ConvertErrorKind::NoScalarCode(scalar))
             })
         };
         match ty {
             Type::Scalar(scalar) => Ok(RawItem::Scalar(scalar_code(*scalar)?)),
             Type::NdArray(array) => {
                 let Some(element) = array.scalar_element() else {
-                    return fail(format!(
-                        "a buffer's elements must be numbers, not {}",
-                        array.element
-                    ));
+                    return fail(ConvertErrorKind::NonNumericBuffer((*array.element).clone()));
                 };
                 let element = scalar_code(element)?;
                 let Some(extents) = &array.dims else {
-                    return fail("a buffer needs a known rank".to_string());
+                    return fail(ConvertErrorKind::UnknownRank);
                 };
                 let mut dims = Vec::with_capacity(extents.len());
                 for extent in extents {
@@ -267,9 +259,7 @@ impl RawItem {
                         Some(extent) => match i32::try_from(*extent) {
                             Ok(extent) => extent,
                             Err(_) => {
-                                return fail(format!(
-                                    "extent {extent} does not fit the raw signature's 32 bits"
-                                ));
+                                return fail(ConvertErrorKind::ExtentTooLarge(*extent));
                             }
                         },
                     });
@@ -278,13 +268,8 @@ impl RawItem {
             }
             Type::Opaque => Ok(RawItem::RefObject),
             Type::Unknown => Ok(RawItem::Unrecognized),
-            Type::Named(..) => fail(format!(
-                "{ty}: only a top-level argument can be named, and the raw signature drops names"
-            )),
-            other => fail(format!(
-                "{other} is not a buffer, scalar or reference; the raw signature has only flat \
-                 items (a SIP signature describes structures)"
-            )),
+            Type::Named(..) => fail(ConvertErrorKind::NameDropped(ty.clone())),
+            other => fail(ConvertErrorKind::NotFlat(other.clone())),
         }
     }
 

@@ -32,10 +32,13 @@ use std::fmt;
 
 use super::lexer::{self, Lexer, SignatureWriter};
 use super::raw::{RawItem, RawSignature};
-use super::{ConvertError, ParseError, Signature, Type};
+use super::{ConvertError, ConvertErrorKind, ParseError, Signature, Type};
 
 /// The format name in [`ParseError`]s from this module.
 pub const FORMAT: &str = "SIP signature";
+
+/// The target name in [`ConvertError`]s from [`SipSignature::to_signature`].
+const MODEL: &str = "the signature model";
 
 /// The target name in [`ConvertError`]s from [`SipMangler`].
 pub const TARGET: &str = "a SIP signature";
@@ -632,12 +635,9 @@ fn root_of<'s>(
         [] => Ok(None),
         [root] => Ok(Some(root)),
         roots => Err(ConvertError::new(
-            "the signature model",
+            MODEL,
             path,
-            format!(
-                "the SIP structure has {} root values; the model has one structure per side",
-                roots.len()
-            ),
+            ConvertErrorKind::SeveralRoots { count: roots.len() },
         )),
     }
 }
@@ -652,9 +652,12 @@ fn node_type(
 ) -> Result<Type, ConvertError> {
     if !matches!(node, SipNode::Leaf(_)) && depth >= MAX_NESTING_DEPTH {
         return Err(ConvertError::new(
-            "the signature model",
+            MODEL,
             path,
-            format!("structures nest deeper than {MAX_NESTING_DEPTH} levels"),
+            ConvertErrorKind::TooDeep {
+                what: "structures",
+                limit: MAX_NESTING_DEPTH,
+            },
         ));
     }
     match node {
@@ -679,12 +682,12 @@ fn leaf_type(index: i32, items: Option<&[RawItem]>, path: &str) -> Result<Type, 
         .map(RawItem::to_type)
         .ok_or_else(|| {
             ConvertError::new(
-                "the signature model",
+                MODEL,
                 path,
-                format!(
-                    "raw index {index} is outside the raw signature's {} items",
-                    items.len()
-                ),
+                ConvertErrorKind::RawIndexOutOfRange {
+                    index,
+                    items: items.len(),
+                },
             )
         })
 }
@@ -696,8 +699,7 @@ fn sequence_slots(
     path: &str,
     depth: usize,
 ) -> Result<Vec<Type>, ConvertError> {
-    let fail =
-        |path: String, message: String| ConvertError::new("the signature model", path, message);
+    let fail = |path: String, kind: ConvertErrorKind| ConvertError::new(MODEL, path, kind);
     let mut slots: Vec<Option<Type>> = Vec::new();
     for (key, child) in children {
         let child_path = format!("{path}[{key}]");
@@ -707,7 +709,10 @@ fn sequence_slots(
             .ok_or_else(|| {
                 fail(
                     child_path.clone(),
-                    format!("sequence key {key} is outside 0..{MAX_SEQUENCE_SLOTS}"),
+                    ConvertErrorKind::SequenceKeyOutOfRange {
+                        key: *key,
+                        limit: MAX_SEQUENCE_SLOTS,
+                    },
                 )
             })?;
         if slots.len() <= slot {
@@ -716,7 +721,7 @@ fn sequence_slots(
         if slots[slot].is_some() {
             return Err(fail(
                 child_path,
-                format!("sequence key {key} appears twice"),
+                ConvertErrorKind::DuplicateSequenceKey(*key),
             ));
         }
         slots[slot] = Some(node_type(child, items, &child_path, depth)?);
@@ -739,9 +744,9 @@ fn dict_entries(
         let child_path = format!("{path}[{key:?}]");
         if entries.iter().any(|(seen, _)| seen == key) {
             return Err(ConvertError::new(
-                "the signature model",
+                MODEL,
                 child_path,
-                format!("dict key {key:?} appears twice"),
+                ConvertErrorKind::DuplicateDictKey(key.clone()),
             ));
         }
         entries.push((key.clone(), node_type(child, items, &child_path, depth)?));
@@ -851,30 +856,30 @@ fn assign(
     path: &[SipKey],
     side: &str,
 ) -> Result<(), ConvertError> {
-    let fail = |depth: usize, message: String| {
+    let fail = |depth: usize, kind: ConvertErrorKind| {
         Err(ConvertError::new(
             TARGET,
             path_text(side, &path[..depth]),
-            message,
+            kind,
         ))
     };
     if raw_index < 0 {
-        return fail(path.len(), format!("raw index {raw_index} is negative"));
+        return fail(path.len(), ConvertErrorKind::NegativeRawIndex(raw_index));
     }
     if path.len() > MAX_NESTING_DEPTH {
         return fail(
             0,
-            format!(
-                "the path has {} keys; at most {MAX_NESTING_DEPTH} are allowed",
-                path.len()
-            ),
+            ConvertErrorKind::PathTooLong {
+                keys: path.len(),
+                limit: MAX_NESTING_DEPTH,
+            },
         );
     }
-    if let Some(depth) = path
-        .iter()
-        .position(|key| matches!(key, SipKey::Index(i) if *i < 0))
-    {
-        return fail(depth + 1, "a sequence key must not be negative".to_string());
+    if let Some((depth, key)) = path.iter().enumerate().find_map(|(depth, key)| match key {
+        SipKey::Index(i) if *i < 0 => Some((depth, *i)),
+        _ => None,
+    }) {
+        return fail(depth + 1, ConvertErrorKind::NegativeSequenceKey(key));
     }
     let Some(mut node) = root.as_mut() else {
         *root = Some(MangleNode::branch(path, raw_index));
@@ -886,10 +891,9 @@ fn assign(
             (MangleNode::Leaf(existing), _) => {
                 return fail(
                     depth,
-                    format!(
-                        "the path continues past this leaf (raw index {existing}); a leaf has no \
-                         children"
-                    ),
+                    ConvertErrorKind::PathThroughLeaf {
+                        raw_index: *existing,
+                    },
                 );
             }
             (MangleNode::Sequence(children), SipKey::Index(index)) => {
@@ -911,34 +915,23 @@ fn assign(
                 }
             }
             (MangleNode::Sequence(_), SipKey::Name(name)) => {
-                return fail(
-                    depth,
-                    format!(
-                        "this level is a sequence (integer keys), so the dict key {name:?} \
-                         cannot be used here"
-                    ),
-                );
+                return fail(depth, ConvertErrorKind::DictKeyInSequence(name.clone()));
             }
             (MangleNode::Dict(_), SipKey::Index(index)) => {
-                return fail(
-                    depth,
-                    format!(
-                        "this level is a dict (string keys), so the sequence key {index} cannot \
-                         be used here"
-                    ),
-                );
+                return fail(depth, ConvertErrorKind::SequenceKeyInDict(*index));
             }
         }
     }
     match node {
         MangleNode::Leaf(existing) => fail(
             path.len(),
-            format!("this leaf already holds raw index {existing}"),
+            ConvertErrorKind::LeafTaken {
+                raw_index: *existing,
+            },
         ),
-        MangleNode::Sequence(_) | MangleNode::Dict(_) => fail(
-            path.len(),
-            "the path ends on a sequence or dict, not on a leaf".to_string(),
-        ),
+        MangleNode::Sequence(_) | MangleNode::Dict(_) => {
+            fail(path.len(), ConvertErrorKind::PathEndsOnStructure)
+        }
     }
 }
 
@@ -1039,38 +1032,82 @@ mod tests {
             results: SipStructure::new(deep),
         };
         let error = deep.to_signature(None).unwrap_err();
-        assert!(error.message.contains("deeper than"), "{error}");
+        assert_eq!(
+            error.kind,
+            ConvertErrorKind::TooDeep {
+                what: "structures",
+                limit: MAX_NESTING_DEPTH
+            },
+            "{error}"
+        );
     }
 
     #[test]
     fn mangler_rules() {
         let mut mangler = SipMangler::new();
         mangler.set_input(0, &[0.into(), 1.into()]).unwrap();
-        let reject = |mangler: &mut SipMangler, index, path: &[SipKey], message: &str| {
+        let reject = |mangler: &mut SipMangler,
+                      index,
+                      path: &[SipKey],
+                      kind: ConvertErrorKind,
+                      message: &str| {
             let error = mangler.set_input(index, path).unwrap_err();
-            assert!(error.message.contains(message), "{error}");
+            assert_eq!(error.kind, kind, "{error}");
+            assert!(error.to_string().contains(message), "{error}");
         };
-        reject(&mut mangler, 1, &[0.into()], "ends on a sequence or dict");
-        reject(&mut mangler, 1, &["a".into()], "this level is a sequence");
+        reject(
+            &mut mangler,
+            1,
+            &[0.into()],
+            ConvertErrorKind::PathEndsOnStructure,
+            "ends on a sequence or dict",
+        );
+        reject(
+            &mut mangler,
+            1,
+            &["a".into()],
+            ConvertErrorKind::DictKeyInSequence("a".into()),
+            "this level is a sequence",
+        );
         reject(
             &mut mangler,
             1,
             &[0.into(), 1.into()],
+            ConvertErrorKind::LeafTaken { raw_index: 0 },
             "already holds raw index 0",
         );
         reject(
             &mut mangler,
             1,
             &[0.into(), 1.into(), 2.into()],
+            ConvertErrorKind::PathThroughLeaf { raw_index: 0 },
             "continues past this leaf",
         );
-        reject(&mut mangler, -1, &[3.into()], "negative");
-        reject(&mut mangler, 1, &[(-3).into()], "negative");
+        reject(
+            &mut mangler,
+            -1,
+            &[3.into()],
+            ConvertErrorKind::NegativeRawIndex(-1),
+            "negative",
+        );
+        reject(
+            &mut mangler,
+            1,
+            &[(-3).into()],
+            ConvertErrorKind::NegativeSequenceKey(-3),
+            "negative",
+        );
         mangler.set_input(1, &[4.into()]).unwrap();
         mangler.set_input(2, &[0.into(), 0.into()]).unwrap();
         assert_eq!(mangler.finish().inputs.to_string(), "S18!k0S9!k0_2k1_0k4_1");
         let deep: Vec<SipKey> = (0..=MAX_NESTING_DEPTH as i32).map(SipKey::Index).collect();
-        assert!(SipMangler::new().set_input(0, &deep).is_err());
+        assert_eq!(
+            SipMangler::new().set_input(0, &deep).unwrap_err().kind,
+            ConvertErrorKind::PathTooLong {
+                keys: MAX_NESTING_DEPTH + 1,
+                limit: MAX_NESTING_DEPTH
+            }
+        );
     }
 
     #[test]

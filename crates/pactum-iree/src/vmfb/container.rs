@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use super::VmfbError;
+use super::{VmfbError, VmfbErrorKind};
 
 /// The two containers IREE writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -62,18 +62,14 @@ pub(crate) fn locate(file: &[u8]) -> Result<ContainerLayout, VmfbError> {
         if file.len() < ZIP_LOCAL_HEADER_SIZE {
             return Err(VmfbError::at(
                 file.len(),
-                "the ZIP local file header is truncated",
+                VmfbErrorKind::ZipHeaderTruncated {
+                    file_len: file.len(),
+                },
             ));
         }
         let method = u16_at(file, 8).unwrap_or(0);
         if method != 0 {
-            return Err(VmfbError::new(
-                "zip",
-                format!(
-                    "the FlatBuffer entry is compressed (method {method}); IREE needs it stored"
-                ),
-                Some(8),
-            ));
+            return Err(VmfbError::at(8, VmfbErrorKind::CompressedEntry { method }));
         }
         let name_len = usize::from(u16_at(file, 26).unwrap_or(0));
         let extra_len = usize::from(u16_at(file, 28).unwrap_or(0));
@@ -85,33 +81,30 @@ pub(crate) fn locate(file: &[u8]) -> Result<ContainerLayout, VmfbError> {
     if file.len() < start.saturating_add(16) {
         return Err(VmfbError::at(
             start.min(file.len()),
-            format!(
-                "too short for a size-prefixed FlatBuffer ({} bytes)",
-                file.len()
-            ),
+            VmfbErrorKind::TooShort {
+                file_len: file.len(),
+            },
         ));
     }
-    let size = u32_at(file, start).unwrap_or(0) as usize;
+    let size = u32_at(file, start).unwrap_or(0);
     let end = start
         .checked_add(4)
-        .and_then(|s| s.checked_add(size))
+        .and_then(|s| s.checked_add(size as usize))
         .filter(|&end| end <= file.len())
         .ok_or_else(|| {
             VmfbError::at(
                 start,
-                format!(
-                    "the size prefix says {size} bytes, past the end of the file ({} bytes)",
-                    file.len()
-                ),
+                VmfbErrorKind::SizePrefixPastEnd {
+                    size,
+                    file_len: file.len(),
+                },
             )
         })?;
-    if &file[start + 8..start + 12] != b"IREE" {
+    let identifier: [u8; 4] = file[start + 8..start + 12].try_into().unwrap_or([0; 4]);
+    if &identifier != b"IREE" {
         return Err(VmfbError::at(
             start + 8,
-            format!(
-                "not an IREE bytecode module: the file identifier is {:?}, expected \"IREE\"",
-                String::from_utf8_lossy(&file[start + 8..start + 12])
-            ),
+            VmfbErrorKind::NotAVmfb { identifier },
         ));
     }
     Ok(ContainerLayout {

@@ -7,6 +7,10 @@
 //! read-only data is only touched when asked for. [`ModuleDef`] is the owned form, which
 //! [`write`](ModuleDef::write) serializes in either container.
 //!
+//! A file that cannot be read is a [`VmfbError`]: a [`VmfbErrorKind`] to match on (the file, the
+//! container, the FlatBuffer's structure, or IREE's own module checks), the [`FieldPath`] of
+//! the field (`exported_functions[3].local_name`) and the byte offset in the file.
+//!
 //! ```no_run
 //! use pactum_iree::vmfb::VmfbFile;
 //!
@@ -19,9 +23,8 @@
 //! # Ok::<(), pactum_iree::vmfb::VmfbError>(())
 //! ```
 
-use std::fmt;
-
 mod container;
+mod error;
 mod model;
 mod reader;
 mod schema;
@@ -29,6 +32,7 @@ mod views;
 mod writer;
 
 pub use container::{Container, ContainerLayout};
+pub use error::{FieldPath, FieldStep, IoFailure, IoOperation, NameOf, VmfbError, VmfbErrorKind};
 pub use model::{
     AttrDef, DebugDatabaseDef, DependencyDef, ExportDef, FunctionSignatureDef, ImportDef,
     LocationDef, ModuleDef, ModuleStateDef, RodataDef, SourceMapDef,
@@ -41,55 +45,3 @@ pub use views::{
 
 /// The bytecode version IREE 3.13 writes and accepts: major 17, minor 0.
 pub const BYTECODE_VERSION: u32 = 17 << 16;
-
-/// A `.vmfb` that cannot be read: what is wrong, where (a field path such as
-/// `exported_functions[3].local_name`), and at which byte of the file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VmfbError {
-    /// The path of the field in the module, empty for the container itself.
-    pub path: String,
-    /// What is wrong.
-    pub message: String,
-    /// The byte offset in the file, when one applies.
-    pub offset: Option<u64>,
-}
-
-impl VmfbError {
-    pub(crate) fn new(
-        path: impl Into<String>,
-        message: impl Into<String>,
-        offset: Option<u64>,
-    ) -> VmfbError {
-        VmfbError {
-            path: path.into(),
-            message: message.into(),
-            offset,
-        }
-    }
-
-    pub(crate) fn at(offset: usize, message: impl Into<String>) -> VmfbError {
-        VmfbError::new("", message, Some(offset as u64))
-    }
-}
-
-/// `exported_functions[3].local_name: string runs past the end of the buffer at 0x1f40`.
-impl fmt::Display for VmfbError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !self.path.is_empty() {
-            write!(f, "{}: ", self.path)?;
-        }
-        f.write_str(&self.message)?;
-        if let Some(offset) = self.offset {
-            write!(f, " at {offset:#x}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for VmfbError {}
-
-impl From<VmfbError> for pactum::Error {
-    fn from(error: VmfbError) -> pactum::Error {
-        pactum::Error::new(pactum::ErrorKind::VALUE_ERROR, error.to_string())
-    }
-}

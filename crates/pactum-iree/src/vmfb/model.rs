@@ -1,11 +1,11 @@
 //! The owned form of a module: built programmatically or copied from a [`BytecodeModule`],
 //! edited, and written back with [`ModuleDef::write`].
 
-use super::VmfbError;
 use super::views::{
     BytecodeModule, FeatureBits, FunctionDescriptor, FunctionSignature, Location, ModuleState,
     RodataStorage, SourceLocation,
 };
+use super::{FieldPath, VmfbError};
 
 /// A key/value attribute.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -201,9 +201,13 @@ impl ModuleDef {
         let mut rodata = Vec::new();
         for (i, segment) in module.rodata_segments().enumerate() {
             let data = module.rodata(i).ok_or_else(|| {
+                let (offset, length) = match segment.storage {
+                    RodataStorage::External { offset, length } => (offset, length),
+                    RodataStorage::Embedded(bytes) => (0, bytes.len() as u64),
+                };
                 VmfbError::new(
-                    format!("rodata_segments[{i}]"),
-                    "external data is outside the file",
+                    module.external_data_out_of_file(offset, length),
+                    FieldPath::root().field("rodata_segments").index(i),
                     None,
                 )
             })?;

@@ -119,11 +119,6 @@ impl<'a> Table<'a> {
             len: self.buffer.u32(pos) as usize,
         })
     }
-
-    /// The file-relative position of the table (for messages).
-    pub(crate) fn position(self) -> usize {
-        self.pos
-    }
 }
 
 impl<'a> VectorAt<'a> {

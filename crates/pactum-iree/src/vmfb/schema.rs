@@ -12,7 +12,7 @@ use flatbuffers::{
     Vector, Verifiable, Verifier, VerifierOptions,
 };
 
-use super::VmfbError;
+use super::{FieldPath, VmfbError, VmfbErrorKind};
 
 /// The vtable offset of field id `id`.
 const fn slot(id: u16) -> u16 {
@@ -419,16 +419,23 @@ table!(BytecodeModuleDefV, |t| t
     )?);
 
 /// An unknown union tag: reported as an unaligned read would be, with its position, since the
-/// crate has no variant for it; [`to_vmfb_error`] recognises the type name.
+/// crate has no variant for it; [`to_vmfb_error`] decodes it with [`parse_unknown_union_tag`].
 fn unknown_union_tag(union: &'static str, tag: u8, pos: usize) -> InvalidFlatbuffer {
     InvalidFlatbuffer::Unaligned {
         position: pos,
-        unaligned_type: Cow::Owned(format!("{UNKNOWN_TAG}{union} tag {tag}")),
+        unaligned_type: Cow::Owned(format!("{UNKNOWN_TAG}{union}{TAG}{tag}")),
         error_trace: Default::default(),
     }
 }
 
 const UNKNOWN_TAG: &str = "\u{0}unknown ";
+const TAG: &str = " tag ";
+
+/// The union and the tag of an error made by [`unknown_union_tag`].
+fn parse_unknown_union_tag(unaligned_type: &str) -> Option<(&str, u8)> {
+    let (union, tag) = unaligned_type.strip_prefix(UNKNOWN_TAG)?.rsplit_once(TAG)?;
+    Some((union, tag.parse().ok()?))
+}
 
 /// Verifies the size-prefixed FlatBuffer `buffer` (which starts at byte `base` of the file).
 pub(crate) fn verify(buffer: &[u8], base: usize) -> std::result::Result<(), VmfbError> {
@@ -445,7 +452,7 @@ pub(crate) fn verify(buffer: &[u8], base: usize) -> std::result::Result<(), Vmfb
         .map_err(|error| to_vmfb_error(&error, base, buffer.len()))
 }
 
-/// Renders the crate's error as a path into the module and a file offset.
+/// The crate's error as a kind, a path into the module and a file offset.
 fn to_vmfb_error(error: &InvalidFlatbuffer, base: usize, len: usize) -> VmfbError {
     let trace = match error {
         InvalidFlatbuffer::MissingRequiredField { error_trace, .. }
@@ -457,7 +464,7 @@ fn to_vmfb_error(error: &InvalidFlatbuffer, base: usize, len: usize) -> VmfbErro
         | InvalidFlatbuffer::SignedOffsetOutOfBounds { error_trace, .. } => error_trace.as_ref(),
         _ => &[],
     };
-    let mut path = String::new();
+    let mut path = FieldPath::root();
     let mut innermost = None;
     for detail in trace.iter().rev() {
         match detail {
@@ -465,21 +472,15 @@ fn to_vmfb_error(error: &InvalidFlatbuffer, base: usize, len: usize) -> VmfbErro
                 field_name,
                 position,
             } => {
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(field_name);
+                path = path.field(field_name.clone());
                 innermost = Some(*position);
             }
             ErrorTraceDetail::VectorElement { index, position } => {
-                path.push_str(&format!("[{index}]"));
+                path = path.index(*index);
                 innermost = Some(*position);
             }
             ErrorTraceDetail::UnionVariant { variant, position } => {
-                if !path.is_empty() {
-                    path.push('.');
-                }
-                path.push_str(variant);
+                path = path.variant(variant.clone());
                 innermost = Some(*position);
             }
         }
@@ -494,57 +495,61 @@ fn to_vmfb_error(error: &InvalidFlatbuffer, base: usize, len: usize) -> VmfbErro
         };
         Some((base + pos) as u64)
     };
-    let (message, offset) = match error {
+    let (kind, offset) = match error {
         InvalidFlatbuffer::MissingRequiredField { required, .. } => (
-            format!("missing required field `{required}`"),
+            VmfbErrorKind::MissingRequiredField {
+                field: required.to_string(),
+            },
             innermost.and_then(file),
         ),
         InvalidFlatbuffer::InconsistentUnion {
             field, field_type, ..
         } => (
-            format!("union `{field}` and its type `{field_type}` must be present together"),
+            VmfbErrorKind::InconsistentUnion {
+                field: field.to_string(),
+                type_field: field_type.to_string(),
+            },
             innermost.and_then(file),
         ),
-        InvalidFlatbuffer::Utf8Error { range, error, .. } => {
-            (format!("string is not UTF-8 ({error})"), file(range.start))
-        }
-        InvalidFlatbuffer::MissingNullTerminator { range, .. } => (
-            "string lacks its NUL terminator".to_owned(),
-            file(range.end),
+        InvalidFlatbuffer::Utf8Error { range, error, .. } => (
+            VmfbErrorKind::InvalidUtf8 { error: *error },
+            file(range.start),
         ),
+        InvalidFlatbuffer::MissingNullTerminator { range, .. } => {
+            (VmfbErrorKind::MissingNulTerminator, file(range.end))
+        }
         InvalidFlatbuffer::Unaligned {
             position,
             unaligned_type,
             ..
-        } => match unaligned_type.strip_prefix(UNKNOWN_TAG) {
-            Some(what) => (format!("{what} is not a known variant"), file(*position)),
-            None => (format!("misaligned {unaligned_type}"), file(*position)),
-        },
+        } => (
+            match parse_unknown_union_tag(unaligned_type) {
+                Some((union, tag)) => VmfbErrorKind::UnknownUnionTag {
+                    union: union.to_owned(),
+                    tag,
+                },
+                None => VmfbErrorKind::Misaligned {
+                    type_name: unaligned_type.to_string(),
+                },
+            },
+            file(*position),
+        ),
         InvalidFlatbuffer::RangeOutOfBounds { range, .. } => (
-            format!(
-                "data at {:#x}..{:#x} runs past the end of the buffer (which ends at {:#x})",
-                base + range.start,
-                base.saturating_add(range.end),
-                base + len
-            ),
+            VmfbErrorKind::OutOfBounds {
+                range: (base + range.start) as u64..base.saturating_add(range.end) as u64,
+                buffer_end: (base + len) as u64,
+            },
             file(range.start),
         ),
         InvalidFlatbuffer::SignedOffsetOutOfBounds {
             soffset, position, ..
         } => (
-            format!("vtable offset {soffset} points outside the buffer"),
+            VmfbErrorKind::VtableOutOfBounds { soffset: *soffset },
             file(*position),
         ),
-        InvalidFlatbuffer::TooManyTables => {
-            ("more tables than the buffer can hold".to_owned(), None)
-        }
-        InvalidFlatbuffer::ApparentSizeTooLarge => (
-            "shared data makes the module's apparent size too large".to_owned(),
-            None,
-        ),
-        InvalidFlatbuffer::DepthLimitReached => {
-            ("tables nest deeper than the schema allows".to_owned(), None)
-        }
+        InvalidFlatbuffer::TooManyTables => (VmfbErrorKind::TooManyTables, None),
+        InvalidFlatbuffer::ApparentSizeTooLarge => (VmfbErrorKind::ApparentSizeTooLarge, None),
+        InvalidFlatbuffer::DepthLimitReached => (VmfbErrorKind::TooDeep, None),
     };
-    VmfbError::new(path, message, offset)
+    VmfbError::new(kind, path, offset)
 }

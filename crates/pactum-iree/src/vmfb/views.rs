@@ -3,10 +3,10 @@
 use std::fmt;
 use std::path::Path;
 
-use super::VmfbError;
 use super::container::{self, Container, ContainerLayout};
 use super::reader::{Buffer, Table, VectorAt};
 use super::schema::{self, *};
+use super::{FieldPath, IoFailure, IoOperation, NameOf, VmfbError, VmfbErrorKind};
 use crate::function_abi::{AttributeError, FunctionAbi};
 use crate::signature::ParseError;
 use crate::signature::cconv::CallingConvention;
@@ -34,13 +34,21 @@ impl VmfbFile {
     /// segments only when their bytes are.
     pub fn open(path: impl AsRef<Path>) -> Result<VmfbFile, VmfbError> {
         let path = path.as_ref();
-        let file = std::fs::File::open(path).map_err(|e| {
-            VmfbError::new("", format!("cannot open {}: {e}", path.display()), None)
-        })?;
-        let len = file
-            .metadata()
-            .map_err(|e| VmfbError::new("", format!("cannot stat {}: {e}", path.display()), None))?
-            .len();
+        let io = |operation| {
+            move |error| {
+                VmfbError::new(
+                    VmfbErrorKind::Io(IoFailure {
+                        operation,
+                        file: path.to_owned(),
+                        error: std::sync::Arc::new(error),
+                    }),
+                    FieldPath::root(),
+                    None,
+                )
+            }
+        };
+        let file = std::fs::File::open(path).map_err(io(IoOperation::Open))?;
+        let len = file.metadata().map_err(io(IoOperation::Stat))?.len();
         if len == 0 {
             // An empty mapping is an error on Linux; an empty file is simply too short.
             return Ok(VmfbFile {
@@ -50,8 +58,7 @@ impl VmfbFile {
         // SAFETY: the mapping is read-only and private. Another process truncating the file
         // while we hold it can still fault the process (as with any mapped file); pactum never
         // writes through it.
-        let map = unsafe { memmap2::Mmap::map(&file) }
-            .map_err(|e| VmfbError::new("", format!("cannot map {}: {e}", path.display()), None))?;
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io(IoOperation::Map))?;
         Ok(VmfbFile {
             bytes: Bytes::Mapped(map),
         })
@@ -660,40 +667,36 @@ impl<'a> BytecodeModule<'a> {
 
     /// The checks of IREE's own module verifier that go beyond FlatBuffer structure.
     fn check(&self) -> Result<(), VmfbError> {
-        let fail = |path: String, message: String, table: Option<Table<'_>>| {
-            Err(VmfbError::new(
-                path,
-                message,
-                table.map(|t| (self.flatbuffer_start + t.position()) as u64),
-            ))
-        };
+        let fail = |path: FieldPath, kind: VmfbErrorKind| Err(VmfbError::new(kind, path, None));
+        let empty = |of| VmfbErrorKind::EmptyName { of };
+        let root = FieldPath::root;
         if self.name().is_empty() {
-            return fail("name".into(), "the module name is empty".into(), None);
+            return fail(root().field("name"), empty(NameOf::Module));
         }
         for (i, name) in self.types().enumerate() {
             if name.is_empty() {
                 return fail(
-                    format!("types[{i}].full_name"),
-                    "empty type name".into(),
-                    None,
+                    root().field("types").index(i).field("full_name"),
+                    empty(NameOf::Type),
                 );
             }
         }
         for (i, dependency) in self.dependencies().enumerate() {
             if dependency.name.is_empty() {
                 return fail(
-                    format!("dependencies[{i}].name"),
-                    "empty module name".into(),
-                    None,
+                    root().field("dependencies").index(i).field("name"),
+                    empty(NameOf::Dependency),
                 );
             }
         }
         for (i, import) in self.imports().enumerate() {
             if import.full_name.is_empty() {
                 return fail(
-                    format!("imported_functions[{i}].full_name"),
-                    "empty import name".into(),
-                    None,
+                    root()
+                        .field("imported_functions")
+                        .index(i)
+                        .field("full_name"),
+                    empty(NameOf::Import),
                 );
             }
         }
@@ -704,29 +707,25 @@ impl<'a> BytecodeModule<'a> {
             .map_or(0, VectorAt::len);
         if signatures != descriptors {
             return fail(
-                "function_signatures".into(),
-                format!(
-                    "{signatures} signatures for {descriptors} function descriptors (they must be 1:1)"
-                ),
-                None,
+                root().field("function_signatures"),
+                VmfbErrorKind::SignatureCountMismatch {
+                    signatures,
+                    descriptors,
+                },
             );
         }
         for (i, export) in self.exports().enumerate() {
+            let at = || root().field("exported_functions").index(i);
             if export.local_name.is_empty() {
-                return fail(
-                    format!("exported_functions[{i}].local_name"),
-                    "empty export name".into(),
-                    None,
-                );
+                return fail(at().field("local_name"), empty(NameOf::Export));
             }
             if export.internal_ordinal < 0 || export.internal_ordinal as usize >= descriptors {
                 return fail(
-                    format!("exported_functions[{i}].internal_ordinal"),
-                    format!(
-                        "ordinal {} is out of range ({descriptors} functions)",
-                        export.internal_ordinal
-                    ),
-                    None,
+                    at().field("internal_ordinal"),
+                    VmfbErrorKind::OrdinalOutOfRange {
+                        ordinal: export.internal_ordinal,
+                        functions: descriptors,
+                    },
                 );
             }
         }
@@ -735,13 +734,8 @@ impl<'a> BytecodeModule<'a> {
                 && self.external_range(offset, length).is_none()
             {
                 return fail(
-                    format!("rodata_segments[{i}]"),
-                    format!(
-                        "external data {offset:#x}+{length:#x} from the rodata base {:#x} runs past the end of the file ({:#x})",
-                        self.rodata_base,
-                        self.file.len()
-                    ),
-                    None,
+                    root().field("rodata_segments").index(i),
+                    self.external_data_out_of_file(offset, length),
                 );
             }
         }
@@ -754,16 +748,27 @@ impl<'a> BytecodeModule<'a> {
                 .is_some_and(|end| end <= data);
             if !in_range || d.bytecode_length <= 0 {
                 return fail(
-                    format!("function_descriptors[{i}]"),
-                    format!(
-                        "bytecode {}+{} is outside bytecode_data ({data} bytes)",
-                        d.bytecode_offset, d.bytecode_length
-                    ),
-                    None,
+                    root().field("function_descriptors").index(i),
+                    VmfbErrorKind::BytecodeOutOfRange {
+                        offset: d.bytecode_offset,
+                        length: d.bytecode_length,
+                        data_len: data,
+                    },
                 );
             }
         }
         Ok(())
+    }
+
+    /// The error for an external segment at `offset`, `length` bytes long, that the file does
+    /// not hold.
+    pub(crate) fn external_data_out_of_file(&self, offset: u64, length: u64) -> VmfbErrorKind {
+        VmfbErrorKind::ExternalDataOutOfFile {
+            offset,
+            length,
+            rodata_base: self.rodata_base,
+            file_len: self.file.len() as u64,
+        }
     }
 }
 
