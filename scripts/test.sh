@@ -38,6 +38,10 @@ if [ "${PACTUM_SKIP_LINT:-0}" != 1 ]; then
   cargo fmt --all -- --check
   say "cargo clippy -D warnings"
   cargo clippy --workspace --all-targets --quiet -- -D warnings
+  say "no import rings inside any crate (scripts/import_rings.py)"
+  for src in crates/*/src examples/*/src; do
+    python3 scripts/import_rings.py "$src" >/dev/null || python3 scripts/import_rings.py "$src"
+  done
 fi
 
 say "cargo test"
