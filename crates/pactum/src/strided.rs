@@ -15,8 +15,9 @@ use crate::tensor::Tensor;
 /// The extents of a DLTensor (empty for rank 0 or a NULL shape).
 ///
 /// # Safety
-/// A non-NULL `tensor.shape` must point to `tensor.ndim` extents that outlive `'a`.
-pub unsafe fn extents<'a>(tensor: &'a DLTensor) -> &'a [i64] {
+/// A non-NULL `tensor.shape` must point to `tensor.ndim` extents that outlive the borrow of
+/// `tensor`.
+pub unsafe fn extents(tensor: &DLTensor) -> &[i64] {
     if tensor.ndim <= 0 || tensor.shape.is_null() {
         return &[];
     }
