@@ -28,6 +28,7 @@
 //! ```
 
 pub mod any;
+mod boundary;
 pub mod containers;
 pub mod dtype;
 pub mod error;
@@ -61,3 +62,6 @@ pub use pactum_macros::export;
 
 /// The raw ABI layer this crate is built on.
 pub use pactum_sys as sys;
+
+#[cfg(feature = "fault-injection")]
+pub use boundary::fault_injection;

@@ -153,11 +153,3 @@ fn host_type_index_is_registered(type_index: i32) -> bool {
     *known = Some(refreshed);
     found
 }
-
-/// A payload destructor panicked inside an object deleter, where nothing can be reported to
-/// a caller: say so on stderr and carry on (the memory is still released).
-pub(crate) fn report_panic_in_deleter() {
-    eprintln!(
-        "pactum: a destructor panicked while an FFI object was being released; the panic was contained"
-    );
-}

@@ -9,8 +9,9 @@ use pactum_sys::tvm_ffi::{
     TVMFFIObjectHandle, TVMFFITypeIndex, field_flags,
 };
 
-use super::{arg_bytes, arg_ref, byte_array_bytes, guard_status, out_ptr};
+use super::{arg_bytes, arg_ref, byte_array_bytes, out_ptr};
 use crate::any::AnyView;
+use crate::boundary::{self, EntryKind::CApi};
 use crate::error::{Error, ErrorKind};
 use crate::function::Function;
 use crate::object::{ObjectRef, ObjectRefType, header};
@@ -31,7 +32,7 @@ pub unsafe extern "C" fn TVMFFIFunctionCreate(
     deleter: Option<unsafe extern "C" fn(*mut c_void)>,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let out = out_ptr(out, "out")?;
         let safe_call: SafeCall = safe_call
             .ok_or_else(|| Error::new(ErrorKind::VALUE_ERROR, "argument `safe_call` is NULL"))?;
@@ -61,25 +62,31 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
     num_args: i32,
     result: *mut TVMFFIAny,
 ) -> c_int {
-    if func.is_null() {
-        return null_function();
-    }
-    // SAFETY: the caller passes a live Function object, whose cell follows the header. Every
-    // Function object has a non-NULL `safe_call` (the ABI requires it; the official runtime
-    // jumps through it unchecked too), so this is a single checked-NULL tail call.
-    unsafe {
-        let cell = &*func
-            .cast::<TVMFFIObject>()
-            .add(1)
-            .cast::<TVMFFIFunctionCell>();
-        (cell.safe_call.unwrap_unchecked())(func, args, num_args, result)
-    }
+    // Nothing in the body can unwind (both calls are to C functions), so the boundary compiles
+    // away and the call stays a tail call.
+    boundary::value(CApi, -1, || {
+        if func.is_null() {
+            return Ok(null_function());
+        }
+        // SAFETY: the caller passes a live Function object, whose cell follows the header.
+        // Every Function object has a non-NULL `safe_call` (the ABI requires it; the official
+        // runtime jumps through it unchecked too), so this is a single checked-NULL tail call.
+        Ok(unsafe {
+            let cell = &*func
+                .cast::<TVMFFIObject>()
+                .add(1)
+                .cast::<TVMFFIFunctionCell>();
+            (cell.safe_call.unwrap_unchecked())(func, args, num_args, result)
+        })
+    })
 }
 
+/// `TVMFFIFunctionCall` with a NULL function: a C function of its own, so the hot path above
+/// makes no call that could unwind.
 #[cold]
 #[inline(never)]
 extern "C" fn null_function() -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         Err(Error::new(
             ErrorKind::VALUE_ERROR,
             "argument `func` is NULL",
@@ -174,7 +181,7 @@ pub unsafe extern "C" fn TVMFFIFunctionGetGlobal(
     name: *const TVMFFIByteArray,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let name = arg_bytes(name, "name")?;
         let out = out_ptr(out, "out")?;
         let function = read_registry().get(name).and_then(|e| e.function.clone());
@@ -210,7 +217,7 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobal(
     f: TVMFFIObjectHandle,
     allow_override: c_int,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let name = arg_bytes(name, "name")?;
         let function = core::ptr::NonNull::new(f.cast::<TVMFFIObject>()).map(|p| {
             // SAFETY: the caller passes a live object; we take our own reference. Like the
@@ -241,7 +248,7 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobalFromMethodInfo(
     method_info: *const TVMFFIMethodInfo,
     allow_override: c_int,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid record.
         let info = unsafe { arg_ref(method_info, "method_info")? };
         // SAFETY: the record's strings are valid for the call.
@@ -294,7 +301,7 @@ pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
     any_view: *const TVMFFIAny,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid view.
         let view = unsafe { *arg_ref(any_view, "any_view")? };
         let out = out_ptr(out, "out")?;

@@ -23,8 +23,7 @@ pub(crate) type SafeCallFn = unsafe extern "C" fn(
     *mut pactum_sys::tvm_ffi::TVMFFIAny,
 ) -> core::ffi::c_int;
 
-use core::ffi::{c_char, c_int};
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use core::ffi::c_char;
 
 use pactum_sys::TVMFFICApi;
 use pactum_sys::tvm_ffi::TVMFFIByteArray;
@@ -50,36 +49,6 @@ pactum_sys::tvm_ffi_c_api!(provider_table);
 /// Whether a type index is registered in the built-in type table.
 pub(crate) fn type_index_is_registered(type_index: i32) -> bool {
     types::is_registered(type_index)
-}
-
-/// Runs the body of a status-returning C function: 0, or -1 with the error raised (a panic
-/// becomes a `RustPanic` error).
-#[inline]
-pub(crate) fn guard_status(body: impl FnOnce() -> Result<()>) -> c_int {
-    crate::function::guard(body)
-}
-
-/// Runs the body of a C function that returns a value and has no status: on error the error
-/// is raised and `fallback` returned.
-#[inline]
-pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> Result<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(value)) => value,
-        Ok(Err(error)) => {
-            error.set_raised();
-            fallback
-        }
-        Err(payload) => {
-            Error::from_panic(payload).set_raised();
-            fallback
-        }
-    }
-}
-
-/// Runs the body of a C function with no result at all: errors are raised.
-#[inline]
-pub(crate) fn guard_void(body: impl FnOnce() -> Result<()>) {
-    guard_value((), body)
 }
 
 fn null_argument(name: &str) -> Error {

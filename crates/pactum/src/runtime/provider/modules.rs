@@ -18,9 +18,10 @@ use super::globals::{
     packed, typed,
 };
 use crate::any::Any;
+use crate::boundary::{self, EntryKind};
 use crate::containers::Array;
 use crate::error::{Error, ErrorKind, Result};
-use crate::function::{Function, guard};
+use crate::function::Function;
 use crate::module::Module;
 use crate::object::{ObjectBox, ObjectRef, ObjectRefType, header, new_object_box};
 
@@ -167,16 +168,16 @@ unsafe extern "C" fn symbol_safe_call(
     num_args: i32,
     result: *mut TVMFFIAny,
 ) -> c_int {
-    // SAFETY: installed only in ObjectBox<SymbolFunction> objects, alive during the call.
-    let symbol = unsafe { ObjectBox::cell(handle.cast::<ObjectBox<SymbolFunction>>()).symbol };
-    let slot = match crate::function::ResultSlot::prepare(result) {
-        Ok(slot) => slot,
-        Err(error) => return guard(|| Err(error)),
+    let call = |handle: *mut c_void, args, num_args, result| {
+        // SAFETY: installed only in ObjectBox<SymbolFunction> objects, alive during the call.
+        let symbol = unsafe { ObjectBox::cell(handle.cast::<ObjectBox<SymbolFunction>>()).symbol };
+        // SAFETY: the library exports the symbol with the safe-call convention; modules' entry
+        // points receive a NULL handle.
+        Ok(unsafe { symbol(core::ptr::null_mut(), args, num_args, result) })
     };
-    // SAFETY: the library exports the symbol with the safe-call convention; modules' entry
-    // points receive a NULL handle.
-    let rc = unsafe { symbol(core::ptr::null_mut(), args, num_args, result) };
-    slot.finish(if rc == 0 { 0 } else { -1 })
+    let call_args = (handle, args, num_args, result);
+    // SAFETY: the convention passes a valid result slot.
+    unsafe { boundary::safe_call(EntryKind::Callback, call_args, call) }
 }
 
 fn wrap_symbol(module: &Module, symbol: *mut c_void) -> Function {

@@ -1,0 +1,369 @@
+//! The FFI boundary: the one place where a C caller enters Rust code.
+//!
+//! Every `extern "C"` function of this crate runs its body through one of the shapes below:
+//! the 50 C API functions of the built-in provider, the `__tvm_ffi_<name>` symbols (and the
+//! metadata and doc getters) that `#[pactum::export]` generates, through
+//! [`export::__private`](crate::export::__private), the callbacks pactum hands to C code (the
+//! `safe_call` of every function pactum makes, allocator, hash and backtrace hooks), and
+//! deleters. Each shape catches panics, so none unwinds into C and none aborts the process:
+//!
+//! | shape | on `Err(error)` | on a panic |
+//! |---|---|---|
+//! | [`status`] | raises `error`, returns -1 | raises a `RustPanic` error, returns -1 |
+//! | [`status_unraised`] | returns -1; the error slot is untouched | the same |
+//! | [`value`] (and [`void`]) | raises `error`, returns the fallback | raises `RustPanic`, returns the fallback |
+//! | [`safe_call`] | as [`status`]; the result slot is restored | the same |
+//! | [`deleter`], [`object_deleter`] | (none) | reported on stderr; an object's memory is still freed |
+//!
+//! A `RustPanic` error carries the panic message. Raising the error cannot unwind either: if
+//! that panics too (a panic payload whose destructor panics), the entry point still returns
+//! its failure value, without an error.
+//!
+//! With the `fault-injection` feature (tests only), [`fault_injection`] makes the next entry of
+//! a kind panic before its body runs, inside the boundary, to show that such a panic is caught
+//! too. Without it, entering costs nothing: a body that cannot unwind compiles to a plain call.
+
+use core::ffi::{c_int, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use pactum_sys::tvm_ffi::{
+    TVMFFI_OBJECT_DELETER_FLAG_STRONG, TVMFFI_OBJECT_DELETER_FLAG_WEAK, TVMFFIAny, TVMFFITypeIndex,
+};
+
+use crate::any::Any;
+use crate::error::{Error, ErrorKind, Result};
+
+/// The kinds of entry points, for [`fault_injection`] (and for reading call sites).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntryKind {
+    /// One of the 50 C API functions of the built-in provider (`TVMFFIObjectIncRef`, ...).
+    CApi,
+    /// An exported `__tvm_ffi_<name>` symbol of `#[pactum::export]`, or its metadata or doc
+    /// getter.
+    Export,
+    /// A function pointer pactum hands to C code to call back: the `safe_call` of the functions
+    /// pactum makes (around closures, C callbacks and library symbols), the object allocator,
+    /// BigInt hash hooks, an error's `update_backtrace`, a DLPack allocator's error setter.
+    Callback,
+    /// A deleter: of objects, of exported DLPack tensors, of container buffers, of allocator
+    /// memory.
+    Deleter,
+}
+
+/// A caught panic's payload.
+type Payload = Box<dyn core::any::Any + Send>;
+
+/// Runs `body` inside `catch_unwind`, after the fault-injection check (which panics inside).
+///
+/// Unwind safety: after a caught panic nothing the body touched is used again, except what
+/// the shapes restore (the result slot) and locks, which pactum recovers from poisoning
+/// everywhere.
+#[inline(always)]
+fn enter<R>(kind: EntryKind, body: impl FnOnce() -> R) -> std::thread::Result<R> {
+    catch_unwind(AssertUnwindSafe(move || {
+        #[cfg(feature = "fault-injection")]
+        fault_injection::check(kind);
+        #[cfg(not(feature = "fault-injection"))]
+        let _ = kind;
+        body()
+    }))
+}
+
+/// Runs failure handling, which must not unwind either. A panic there (from dropping a panic
+/// payload whose destructor panics) is dropped, and its payload forgotten: dropping it might
+/// panic again.
+#[cold]
+fn contain(handling: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(handling)) {
+        core::mem::forget(payload);
+    }
+}
+
+/// Raises `error` in the calling thread's error slot.
+#[cold]
+#[inline(never)]
+fn raise(error: Error) {
+    contain(|| error.set_raised());
+}
+
+/// Raises a caught panic as a `RustPanic` error carrying the panic message.
+#[cold]
+#[inline(never)]
+fn raise_panic(payload: Payload) {
+    contain(|| Error::from_panic(payload).set_raised());
+}
+
+/// A C function returning a status: 0 on success; -1 after raising the error (or the caught
+/// panic, as a `RustPanic` error).
+#[inline(always)]
+pub(crate) fn status(kind: EntryKind, body: impl FnOnce() -> Result<()>) -> c_int {
+    match enter(kind, body) {
+        Ok(Ok(())) => 0,
+        Ok(Err(error)) => {
+            raise(error);
+            -1
+        }
+        Err(payload) => {
+            raise_panic(payload);
+            -1
+        }
+    }
+}
+
+/// A C function returning a status that must leave the error slot alone (the functions that
+/// make error objects): 0 on success, -1 on an error or a panic, neither of which is raised.
+#[inline(always)]
+pub(crate) fn status_unraised(kind: EntryKind, body: impl FnOnce() -> Result<()>) -> c_int {
+    match enter(kind, body) {
+        Ok(Ok(())) => 0,
+        Ok(Err(error)) => {
+            contain(|| drop(error));
+            -1
+        }
+        Err(payload) => {
+            contain(|| drop(payload));
+            -1
+        }
+    }
+}
+
+/// A C function returning a value (or a status code it passes through from a callee): on an
+/// error or a panic, the error is raised and `fallback` returned.
+#[inline(always)]
+pub(crate) fn value<T>(kind: EntryKind, fallback: T, body: impl FnOnce() -> Result<T>) -> T {
+    match enter(kind, body) {
+        Ok(Ok(value)) => value,
+        Ok(Err(error)) => {
+            raise(error);
+            fallback
+        }
+        Err(payload) => {
+            raise_panic(payload);
+            fallback
+        }
+    }
+}
+
+/// A C function with no result: an error or a panic is raised.
+#[inline(always)]
+pub(crate) fn void(kind: EntryKind, body: impl FnOnce() -> Result<()>) {
+    value(kind, (), body)
+}
+
+/// A packed function's `safe_call` (`TVMFFISafeCallType`), with its result slot: `body` runs
+/// on the call's arguments with None in `result`, and returns 0 after writing the result
+/// there, or the nonzero code of a callee that raised its own error. The entry point returns
+/// 0, or -1 after a nonzero code, an error or a panic (the last two raised as in [`status`]).
+///
+/// C callers preset the slot to None as the convention asks. C++ code built from the official
+/// headers calls functions that have no `cpp_call` (every function pactum makes) through
+/// `safe_call` with a slot that may still hold an owned value from an earlier call
+/// (`Function::CallPacked` reusing an `Any`). So the previous value is moved aside, released
+/// once the call succeeds, and put back if it fails. A NULL `result` is a `ValueError`.
+///
+/// The arguments travel separately from `body` (which normally captures nothing), so the
+/// common case, a slot holding no object, passes them on in registers.
+///
+/// # Safety
+/// `result` must be NULL or a valid result slot for the duration of the call.
+#[inline(always)]
+pub(crate) unsafe fn safe_call<F>(
+    kind: EntryKind,
+    (handle, args, num_args, result): SafeCallArgs,
+    body: F,
+) -> c_int
+where
+    F: FnOnce(*mut c_void, *const TVMFFIAny, i32, *mut TVMFFIAny) -> Result<c_int>,
+{
+    // SAFETY: the caller passes a valid result slot, or NULL (not read).
+    let holds_object = result.is_null()
+        || unsafe { (*result).type_index } >= TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0;
+    if holds_object {
+        // SAFETY: forwarded from the caller.
+        return unsafe { safe_call_moving_previous(handle, args, num_args, result, kind, body) };
+    }
+    safe_call_code(enter(kind, move || body(handle, args, num_args, result)))
+}
+
+/// The arguments of a `TVMFFISafeCallType` call: handle, arguments, count, result slot.
+pub(crate) type SafeCallArgs = (*mut c_void, *const TVMFFIAny, i32, *mut TVMFFIAny);
+
+/// [`safe_call`] with a slot that holds an object (or is NULL, reported): kept out of line,
+/// so the common case keeps no state across the call. The arguments come in the order of the
+/// C call, so they stay in their registers.
+///
+/// # Safety
+/// As for [`safe_call`].
+#[cold]
+#[inline(never)]
+unsafe fn safe_call_moving_previous<F>(
+    handle: *mut c_void,
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+    kind: EntryKind,
+    body: F,
+) -> c_int
+where
+    F: FnOnce(*mut c_void, *const TVMFFIAny, i32, *mut TVMFFIAny) -> Result<c_int>,
+{
+    let mut previous: Option<Any> = None;
+    let outcome = enter(kind, || {
+        // SAFETY: the caller passes a valid result slot, or NULL (reported).
+        let Some(slot) = (unsafe { result.as_mut() }) else {
+            return Err(Error::new(ErrorKind::VALUE_ERROR, "result pointer is NULL"));
+        };
+        if slot.type_index >= TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0 {
+            previous = Some(take_previous(slot));
+        }
+        body(handle, args, num_args, result)
+    });
+    let rc = safe_call_code(outcome);
+    if let Some(previous) = previous {
+        // SAFETY: `previous` was taken out of the valid slot `result`.
+        unsafe { settle_previous(result, previous, rc) };
+    }
+    rc
+}
+
+/// The status a `safe_call` returns for the body's outcome.
+#[inline(always)]
+fn safe_call_code(outcome: std::thread::Result<Result<c_int>>) -> c_int {
+    match outcome {
+        Ok(Ok(0)) => 0,
+        Ok(Ok(_)) => -1,
+        Ok(Err(error)) => {
+            raise(error);
+            -1
+        }
+        Err(payload) => {
+            raise_panic(payload);
+            -1
+        }
+    }
+}
+
+/// Moves an owned object out of a result slot, leaving None.
+fn take_previous(slot: &mut TVMFFIAny) -> Any {
+    // SAFETY: an object in the slot is an owned value (the only kind C++ leaves there); we take
+    // it over and leave None behind.
+    unsafe { Any::from_raw(core::mem::replace(slot, TVMFFIAny::NONE)) }
+}
+
+/// Releases the value moved out of the slot after success, or restores it after failure.
+///
+/// # Safety
+/// `result` must be the valid slot `previous` was taken from.
+unsafe fn settle_previous(result: *mut TVMFFIAny, previous: Any, rc: c_int) {
+    if rc == 0 {
+        contain(|| drop(previous));
+    } else {
+        // SAFETY: the slot is valid (from the caller); a failed callee leaves no owned value
+        // in it.
+        unsafe { result.write(previous.into_raw()) };
+    }
+}
+
+/// A deleter that has no error slot to report through (a DLPack deleter, a buffer's
+/// `data_deleter`): a panic is reported on stderr and the process carries on.
+#[inline(always)]
+pub(crate) fn deleter(body: impl FnOnce()) {
+    if let Err(payload) = enter(EntryKind::Deleter, body) {
+        contained_in_deleter(payload);
+    }
+}
+
+/// An object deleter (`TVMFFIObjectDeleter`) called with `flags`: `release` drops the contents
+/// on the strong flag, then `free` returns the memory on the weak flag. A panic in either is
+/// reported on stderr; the memory is freed even when `release` panicked.
+#[inline(always)]
+pub(crate) fn object_deleter(flags: c_int, release: impl FnOnce(), free: impl FnOnce()) {
+    deleter(|| {
+        if flags & TVMFFI_OBJECT_DELETER_FLAG_STRONG != 0 {
+            release();
+        }
+    });
+    if flags & TVMFFI_OBJECT_DELETER_FLAG_WEAK != 0 {
+        if let Err(payload) = catch_unwind(AssertUnwindSafe(free)) {
+            contained_in_deleter(payload);
+        }
+    }
+}
+
+/// A panic inside a deleter, where nothing can be reported to a caller: say so on stderr and
+/// carry on.
+#[cold]
+#[inline(never)]
+fn contained_in_deleter(payload: Payload) {
+    contain(move || {
+        drop(payload);
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "pactum: a panic while an FFI object or buffer was being released was contained"
+        );
+    });
+    #[cfg(feature = "fault-injection")]
+    fault_injection::count_deleter_panic();
+}
+
+#[cfg(feature = "fault-injection")]
+pub mod fault_injection {
+    //! Fault injection at the FFI boundary, for tests (the `fault-injection` cargo feature, off
+    //! by default; enable it only from test code, such as a dev-dependency).
+    //!
+    //! [`panic_at_next_entry`] arms the calling thread: the next entry point of that kind the
+    //! thread enters panics inside the boundary, before its body runs, and the boundary reports
+    //! the panic as it reports any other (a `RustPanic` error, a failure value, or a line on
+    //! stderr for deleters). The flag is cleared when it fires.
+
+    use core::cell::Cell;
+
+    pub use super::EntryKind;
+
+    thread_local! {
+        static ARMED: Cell<Option<EntryKind>> = const { Cell::new(None) };
+        static DELETER_PANICS: Cell<usize> = const { Cell::new(0) };
+    }
+
+    /// The message of injected panics.
+    pub const MESSAGE: &str = "pactum fault injection: a panic at the FFI boundary";
+
+    /// Makes the next entry point of `kind` this thread enters panic.
+    pub fn panic_at_next_entry(kind: EntryKind) {
+        ARMED.set(Some(kind));
+    }
+
+    /// The kind this thread is armed for, until the panic fires.
+    pub fn armed() -> Option<EntryKind> {
+        ARMED.get()
+    }
+
+    /// Clears this thread's flag without firing.
+    pub fn disarm() {
+        ARMED.set(None);
+    }
+
+    /// How many panics deleters have contained on this thread.
+    pub fn deleter_panics() -> usize {
+        DELETER_PANICS.get()
+    }
+
+    #[inline(always)]
+    pub(super) fn check(kind: EntryKind) {
+        if ARMED.get() == Some(kind) {
+            fire();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fire() {
+        ARMED.set(None);
+        std::panic::panic_any(MESSAGE);
+    }
+
+    pub(super) fn count_deleter_panic() {
+        DELETER_PANICS.set(DELETER_PANICS.get() + 1);
+    }
+}
