@@ -15,7 +15,12 @@
 //! See `docs/ARCHITECTURE.md`.
 
 mod forwarder;
-pub mod provider;
+mod provider;
+
+/// The built-in provider's 50 C functions, for `pactum-capi` to export as `libtvm_ffi.so`; not
+/// a stable API (use [`api`]).
+#[doc(hidden)]
+pub use provider::c_api as provider_c_api;
 
 use std::sync::OnceLock;
 

@@ -3,7 +3,8 @@
 //! where the official runtime crashes or exits on bad input, these report an error).
 //!
 //! The functions are `extern "C"` with the exact C signatures; [`PROVIDER_API`] lists them and
-//! the `pactum-capi` crate exports them under their C names as `libtvm_ffi.so`.
+//! the `pactum-capi` crate exports them under their C names as `libtvm_ffi.so`, through
+//! [`c_api`]. Nothing else here is public: the provider's internals are not pactum's API.
 
 mod env;
 mod errors;
@@ -13,7 +14,7 @@ mod modules;
 mod objects;
 mod tensors;
 mod types;
-pub(crate) mod values;
+mod values;
 
 /// `TVMFFISafeCallType` without the `Option`.
 pub(crate) type SafeCallFn = unsafe extern "C" fn(
@@ -30,18 +31,49 @@ use pactum_sys::tvm_ffi::TVMFFIByteArray;
 
 use crate::error::{Error, ErrorKind, Result};
 
-pub use env::*;
-pub use errors::*;
-pub use functions::*;
-pub use objects::*;
-pub use tensors::*;
-pub use types::*;
-pub use values::*;
+/// The 50 C functions under their C names, for `pactum-capi` to export (re-exported, hidden,
+/// as `pactum::runtime::provider_c_api`); not a stable API.
+pub mod c_api {
+    pub use super::env::{
+        TVMFFIEnvCheckSignals, TVMFFIEnvGetDLPackManagedTensorAllocator, TVMFFIEnvGetStream,
+        TVMFFIEnvModLookupFromImports, TVMFFIEnvModRegisterContextSymbol,
+        TVMFFIEnvModRegisterSystemLibSymbol, TVMFFIEnvRegisterCAPI,
+        TVMFFIEnvSetDLPackManagedTensorAllocator, TVMFFIEnvSetStream, TVMFFIEnvTensorAlloc,
+        TVMFFIHandleDeinitOnce, TVMFFIHandleInitOnce,
+    };
+    pub use super::errors::{
+        TVMFFIBacktrace, TVMFFIErrorCreate, TVMFFIErrorCreateWithCauseAndExtraContext,
+        TVMFFIErrorMoveFromRaised, TVMFFIErrorSetRaised, TVMFFIErrorSetRaisedFromCStr,
+        TVMFFIErrorSetRaisedFromCStrParts,
+    };
+    pub use super::functions::{
+        TVMFFIAnyViewToOwnedAny, TVMFFIFunctionCall, TVMFFIFunctionCreate, TVMFFIFunctionGetGlobal,
+        TVMFFIFunctionSetGlobal, TVMFFIFunctionSetGlobalFromMethodInfo,
+    };
+    pub use super::objects::{
+        TVMFFIGetCustomAllocator, TVMFFIGetVersion, TVMFFIObjectCreateOpaque, TVMFFIObjectDecRef,
+        TVMFFIObjectIncRef, TVMFFISetCustomAllocator,
+    };
+    pub use super::tensors::{
+        TVMFFITensorCreateUnsafeView, TVMFFITensorFromDLPack, TVMFFITensorFromDLPackVersioned,
+        TVMFFITensorToDLPack, TVMFFITensorToDLPackVersioned,
+    };
+    pub use super::types::{
+        TVMFFIGetTypeAttrColumn, TVMFFIGetTypeInfo, TVMFFITypeGetOrAllocIndex,
+        TVMFFITypeKeyToIndex, TVMFFITypeRegisterAttr, TVMFFITypeRegisterField,
+        TVMFFITypeRegisterMetadata, TVMFFITypeRegisterMethod,
+    };
+    pub use super::values::{
+        TVMFFIBigIntFromByteArray, TVMFFIBigIntGetContentByteArray, TVMFFIBytesFromByteArray,
+        TVMFFIDataTypeFromString, TVMFFIDataTypeToString, TVMFFIStringFromByteArray,
+    };
+}
 
 macro_rules! provider_table {
     ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
-        /// The built-in provider as a function table.
-        pub static PROVIDER_API: TVMFFICApi = TVMFFICApi { $($name),* };
+        /// The built-in provider as a function table (built from [`c_api`], so the two list
+        /// the same functions).
+        pub(crate) static PROVIDER_API: TVMFFICApi = TVMFFICApi { $($name: c_api::$name),* };
     };
 }
 pactum_sys::tvm_ffi_c_api!(provider_table);
