@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use pactum_sys::dlpack::{DLManagedTensorVersioned, DLPackManagedTensorAllocator, DLTensor};
 use pactum_sys::tvm_ffi::{TVMFFIObjectHandle, TVMFFIStreamHandle};
 
-use super::{c_str_bytes, out_ptr};
+use super::args::{c_str_bytes, out_ptr};
 use crate::boundary::{self, EntryKind::CApi, EntryKind::Callback};
 use crate::error::{Error, ErrorKind};
 use crate::object::ObjectRefType;

@@ -5,7 +5,7 @@ use core::ffi::{c_char, c_int};
 
 use pactum_sys::tvm_ffi::{TVMFFIByteArray, TVMFFIObject, TVMFFIObjectHandle};
 
-use super::{arg_bytes, c_str_bytes, out_ptr};
+use super::args::{arg_bytes, c_str_bytes, out_ptr};
 use crate::boundary::{self, EntryKind::CApi};
 use crate::error::{Error, Result};
 use crate::object::{ObjectRef, header};
@@ -135,7 +135,7 @@ pub unsafe extern "C" fn TVMFFIErrorSetRaisedFromCStrParts(
         let kind = unsafe { c_str_bytes(kind, "kind")? };
         let mut message = Vec::new();
         if num_parts > 0 {
-            super::out_ptr(message_parts.cast_mut(), "message_parts")?;
+            out_ptr(message_parts.cast_mut(), "message_parts")?;
             for i in 0..num_parts as usize {
                 // SAFETY: the caller passes `num_parts` entries, each NULL or NUL-terminated.
                 let part = unsafe { *message_parts.add(i) };

@@ -9,7 +9,7 @@ use pactum_sys::tvm_ffi::{
     TVMFFITypeIndex, TVMFFIVersion,
 };
 
-use super::out_ptr;
+use super::args::out_ptr;
 use crate::boundary::{self, EntryKind::CApi, EntryKind::Callback};
 use crate::error::{Error, ErrorKind};
 use crate::object::{header, new_object_box};

@@ -5,7 +5,7 @@ use core::ffi::c_int;
 use pactum_sys::dlpack::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use pactum_sys::tvm_ffi::{TVMFFIObject, TVMFFIObjectHandle};
 
-use super::{arg_ref, out_ptr};
+use super::args::{arg_ref, out_ptr};
 use crate::boundary::{self, EntryKind::CApi};
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::{ObjectRef, ObjectRefType};

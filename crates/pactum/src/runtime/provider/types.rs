@@ -15,7 +15,7 @@ use pactum_sys::tvm_ffi::{
     field_flags,
 };
 
-use super::{byte_array_bytes, permanent_bytes};
+use super::args::{arg_bytes, arg_ref, byte_array_bytes, out_ptr, permanent_bytes};
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::CApi, EntryKind::Callback};
 use crate::error::{Error, ErrorKind, Result};
@@ -444,8 +444,8 @@ pub unsafe extern "C" fn TVMFFITypeKeyToIndex(
     out_tindex: *mut i32,
 ) -> c_int {
     boundary::status(CApi, || {
-        let key = super::arg_bytes(type_key, "type_key")?;
-        let out = super::out_ptr(out_tindex, "out_tindex")?;
+        let key = arg_bytes(type_key, "type_key")?;
+        let out = out_ptr(out_tindex, "out_tindex")?;
         match table().by_key.get(key) {
             Some(&index) => {
                 // SAFETY: checked non-null out pointer.
@@ -479,7 +479,7 @@ pub unsafe extern "C" fn TVMFFITypeGetOrAllocIndex(
     parent_type_index: i32,
 ) -> i32 {
     boundary::value(CApi, -1, || {
-        let key = super::arg_bytes(type_key, "type_key")?;
+        let key = arg_bytes(type_key, "type_key")?;
         let mut table = table();
         if parent_type_index == -2 {
             return Ok(table.by_key.get(key).copied().unwrap_or(-2));
@@ -546,7 +546,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterField(
 ) -> c_int {
     boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid record.
-        let info = unsafe { super::arg_ref(info, "info")? };
+        let info = unsafe { arg_ref(info, "info")? };
         let table = table();
         let entry = table
             .entry(type_index)
@@ -613,7 +613,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterMethod(
 ) -> c_int {
     boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid record.
-        let info = unsafe { super::arg_ref(info, "info")? };
+        let info = unsafe { arg_ref(info, "info")? };
         let table = table();
         let entry = table
             .entry(type_index)
@@ -650,7 +650,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterMetadata(
 ) -> c_int {
     boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid record.
-        let metadata = unsafe { super::arg_ref(metadata, "metadata")? };
+        let metadata = unsafe { arg_ref(metadata, "metadata")? };
         table().set_metadata(type_index, metadata)
     })
 }
@@ -667,9 +667,9 @@ pub unsafe extern "C" fn TVMFFITypeRegisterAttr(
     attr_value: *const TVMFFIAny,
 ) -> c_int {
     boundary::status(CApi, || {
-        let name = super::arg_bytes(attr_name, "attr_name")?;
+        let name = arg_bytes(attr_name, "attr_name")?;
         // SAFETY: checked non-null; the caller passes a valid view.
-        let value = unsafe { AnyView::from_raw(*super::arg_ref(attr_value, "attr_value")?) };
+        let value = unsafe { AnyView::from_raw(*arg_ref(attr_value, "attr_value")?) };
         let owned = if type_index > 0 {
             value.to_any()?
         } else {
@@ -689,7 +689,7 @@ pub unsafe extern "C" fn TVMFFIGetTypeAttrColumn(
     attr_name: *const TVMFFIByteArray,
 ) -> *const TVMFFITypeAttrColumn {
     boundary::value(CApi, core::ptr::null(), || {
-        let name = super::arg_bytes(attr_name, "attr_name")?;
+        let name = arg_bytes(attr_name, "attr_name")?;
         let table = table();
         let column = table.columns.get(name);
         // Columns are leaked boxes: their addresses are permanent.
@@ -739,7 +739,7 @@ fn big_int_hooks() -> (Any, Any) {
 
 #[cfg(test)]
 mod tests {
-    use super::type_key_hash;
+    use crate::runtime::provider::types::type_key_hash;
 
     #[test]
     fn type_key_hash_matches_libstdcxx() {

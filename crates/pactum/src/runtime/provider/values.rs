@@ -9,7 +9,7 @@ use pactum_sys::tvm_ffi::{
     TVMFFIAny, TVMFFIAnyValue, TVMFFIByteArray, TVMFFIObject, TVMFFITypeIndex,
 };
 
-use super::{arg_bytes, arg_ref, out_ptr};
+use super::args::{arg_bytes, arg_ref, out_ptr};
 use crate::boundary::{self, EntryKind::CApi};
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind};
