@@ -30,8 +30,8 @@ use pactum_sys::tvm_ffi::{
     TVMFFI_OBJECT_DELETER_FLAG_STRONG, TVMFFI_OBJECT_DELETER_FLAG_WEAK, TVMFFIAny, TVMFFITypeIndex,
 };
 
-use crate::any::Any;
 use crate::error::{Error, ErrorKind, Result};
+use crate::object::header;
 
 /// The kinds of entry points, for [`fault_injection`] (and for reading call sites).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -207,7 +207,7 @@ unsafe fn safe_call_moving_previous<F>(
 where
     F: FnOnce(*mut c_void, *const TVMFFIAny, i32, *mut TVMFFIAny) -> Result<c_int>,
 {
-    let mut previous: Option<Any> = None;
+    let mut previous: Option<TVMFFIAny> = None;
     let outcome = enter(kind, || {
         // SAFETY: the caller passes a valid result slot, or NULL (reported).
         let Some(slot) = (unsafe { result.as_mut() }) else {
@@ -243,24 +243,24 @@ fn safe_call_code(outcome: std::thread::Result<Result<c_int>>) -> c_int {
     }
 }
 
-/// Moves an owned object out of a result slot, leaving None.
-fn take_previous(slot: &mut TVMFFIAny) -> Any {
-    // SAFETY: an object in the slot is an owned value (the only kind C++ leaves there); we take
-    // it over and leave None behind.
-    unsafe { Any::from_raw(core::mem::replace(slot, TVMFFIAny::NONE)) }
+/// Moves the owned object out of a result slot, leaving None.
+fn take_previous(slot: &mut TVMFFIAny) -> TVMFFIAny {
+    core::mem::replace(slot, TVMFFIAny::NONE)
 }
 
-/// Releases the value moved out of the slot after success, or restores it after failure.
+/// Releases the object moved out of the slot after success, or puts it back after failure.
 ///
 /// # Safety
-/// `result` must be the valid slot `previous` was taken from.
-unsafe fn settle_previous(result: *mut TVMFFIAny, previous: Any, rc: c_int) {
+/// `result` must be the valid slot `previous` (an owned object) was taken from.
+unsafe fn settle_previous(result: *mut TVMFFIAny, previous: TVMFFIAny, rc: c_int) {
     if rc == 0 {
-        contain(|| drop(previous));
+        // SAFETY: an object in the slot is an owned value (the only kind C++ leaves there),
+        // whose reference we took over; deleters contain their own panics.
+        contain(|| unsafe { header::dec_ref(previous.value.v_obj) });
     } else {
         // SAFETY: the slot is valid (from the caller); a failed callee leaves no owned value
         // in it.
-        unsafe { result.write(previous.into_raw()) };
+        unsafe { result.write(previous) };
     }
 }
 
