@@ -79,18 +79,22 @@ fn contain(handling: impl FnOnce()) {
     }
 }
 
-/// Raises `error` in the calling thread's error slot.
+/// Raises `error` in the calling thread's error slot and returns `fallback` (returning it
+/// from here lets the entry point return the call's result directly).
 #[cold]
 #[inline(never)]
-fn raise(error: Error) {
+fn failed<T>(error: Error, fallback: T) -> T {
     contain(|| error.set_raised());
+    fallback
 }
 
-/// Raises a caught panic as a `RustPanic` error carrying the panic message.
+/// Raises a caught panic as a `RustPanic` error carrying the panic message, and returns
+/// `fallback`.
 #[cold]
 #[inline(never)]
-fn raise_panic(payload: Payload) {
+fn panicked<T>(payload: Payload, fallback: T) -> T {
     contain(|| Error::from_panic(payload).set_raised());
+    fallback
 }
 
 /// A C function returning a status: 0 on success; -1 after raising the error (or the caught
@@ -99,14 +103,8 @@ fn raise_panic(payload: Payload) {
 pub(crate) fn status(kind: EntryKind, body: impl FnOnce() -> Result<()>) -> c_int {
     match enter(kind, body) {
         Ok(Ok(())) => 0,
-        Ok(Err(error)) => {
-            raise(error);
-            -1
-        }
-        Err(payload) => {
-            raise_panic(payload);
-            -1
-        }
+        Ok(Err(error)) => failed(error, -1),
+        Err(payload) => panicked(payload, -1),
     }
 }
 
@@ -133,14 +131,8 @@ pub(crate) fn status_unraised(kind: EntryKind, body: impl FnOnce() -> Result<()>
 pub(crate) fn value<T>(kind: EntryKind, fallback: T, body: impl FnOnce() -> Result<T>) -> T {
     match enter(kind, body) {
         Ok(Ok(value)) => value,
-        Ok(Err(error)) => {
-            raise(error);
-            fallback
-        }
-        Err(payload) => {
-            raise_panic(payload);
-            fallback
-        }
+        Ok(Err(error)) => failed(error, fallback),
+        Err(payload) => panicked(payload, fallback),
     }
 }
 
@@ -232,14 +224,8 @@ fn safe_call_code(outcome: std::thread::Result<Result<c_int>>) -> c_int {
     match outcome {
         Ok(Ok(0)) => 0,
         Ok(Ok(_)) => -1,
-        Ok(Err(error)) => {
-            raise(error);
-            -1
-        }
-        Err(payload) => {
-            raise_panic(payload);
-            -1
-        }
+        Ok(Err(error)) => failed(error, -1),
+        Err(payload) => panicked(payload, -1),
     }
 }
 
