@@ -12,7 +12,7 @@ BIN="$(ls -t target/release/deps/packed_call-* | grep -v '\.d$' | head -1)"
 OUT="$(mktemp)"
 trap 'rm -f "$OUT"' EXIT
 valgrind --tool=callgrind --callgrind-out-file="$OUT" "$BIN" --bench --sample-count 1 --sample-size "$CALLS" >/dev/null 2>&1
-callgrind_annotate --inclusive=yes "$OUT" 2>/dev/null | python3 -c '
+callgrind_annotate --inclusive=yes --threshold=100 "$OUT" 2>/dev/null | python3 -c '
 import re, sys
 calls = int(sys.argv[1])
 counts = {}

@@ -185,22 +185,34 @@ class Crate:
         for file, text in self.text.items():
             children = set(MOD_DECL.findall(text))
             refs = []
+            # `use crate::a::b;` of a module makes `b::Item` name an item of `a/b`: an import of
+            # that item, not of the module's own file.
+            aliases = {}
             for m in USE.finditer(text):
                 # `pub use child::X` in a module is its facade over what it owns, not an import.
                 public = re.search(r"\bpub(?:\([^)]*\))?\s+$", text[max(0, m.start() - 16) : m.start()])
                 for path in expand_use(m.group(1)):
                     if public and (path[0] in children or (path[0] == "self" and len(path) > 1 and path[1] in children)):
                         continue
-                    if path and path[0] in ("crate", "super", "self"):
-                        refs.append(path)
-                    elif path and path[0] in children:
-                        refs.append(["self"] + path)
+                    if path and path[0] in children:
+                        path = ["self"] + path
+                    if not path or path[0] not in ("crate", "super", "self"):
+                        continue
+                    if len(path) > 1 and path[-1] == "self":
+                        path = path[:-1]
+                    target = self.absolute(file, path)
+                    if target and self.file_of(target) is not None:
+                        aliases[target[-1]] = target
+                        continue
+                    refs.append(path)
             for m in INLINE.finditer(USE.sub("", text)):
                 refs.append([s.strip() for s in m.group(1).split("::")])
             without_uses = USE.sub("", text)
             for m in RELATIVE.finditer(without_uses):
                 path = [s.strip() for s in m.group(1).split("::")]
-                if path[0] in children:
+                if path[0] in aliases:
+                    refs.append(["crate"] + aliases[path[0]] + path[1:])
+                elif path[0] in children:
                     refs.append(["self"] + path)
             for path in refs:
                 target = self.resolve(self.absolute(file, path))

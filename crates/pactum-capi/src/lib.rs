@@ -14,7 +14,7 @@
 
 use core::ffi::{c_char, c_int, c_void};
 
-use pactum::runtime::provider;
+use pactum::runtime::provider_c_api as provider;
 use pactum_sys::dlpack::{
     DLDataType, DLManagedTensor, DLManagedTensorVersioned, DLPackManagedTensorAllocator, DLTensor,
 };

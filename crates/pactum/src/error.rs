@@ -11,6 +11,7 @@ use pactum_sys::tvm_ffi::{
     TVMFFIObjectHandle, TVMFFITypeIndex,
 };
 
+use crate::boundary;
 use crate::object::{ObjectBox, ObjectRef, header, new_object_box, object_ref_type};
 use crate::runtime;
 
@@ -145,25 +146,30 @@ unsafe extern "C" fn update_backtrace(
     backtrace: *const TVMFFIByteArray,
     mode: i32,
 ) {
-    if handle.is_null() || backtrace.is_null() {
-        return;
-    }
-    let payload = handle.cast::<ObjectBox<ErrorPayload>>();
-    // SAFETY: this function is only installed in objects laid out as ObjectBox<ErrorPayload>;
-    // the caller holds a reference. Like the official runtime, updates are not synchronised
-    // with concurrent readers of the same error.
-    unsafe {
-        let new_part = crate::raw::byte_array_slice(backtrace);
-        let payload = ObjectBox::cell(payload);
-        let storage = &mut *payload.backtrace.get();
-        let updated: Box<[u8]> = if mode == TVMFFI_BACKTRACE_UPDATE_MODE_APPEND {
-            [&storage[..], new_part].concat().into()
-        } else {
-            new_part.into()
-        };
-        *storage = updated;
-        (*payload.cell.get()).backtrace = byte_array(storage);
-    }
+    boundary::callback(
+        || {
+            if handle.is_null() || backtrace.is_null() {
+                return;
+            }
+            let payload = handle.cast::<ObjectBox<ErrorPayload>>();
+            // SAFETY: this function is only installed in objects laid out as
+            // ObjectBox<ErrorPayload>; the caller holds a reference. Like the official runtime,
+            // updates are not synchronised with concurrent readers of the same error.
+            unsafe {
+                let new_part = crate::raw::byte_array_slice(backtrace);
+                let payload = ObjectBox::cell(payload);
+                let storage = &mut *payload.backtrace.get();
+                let updated: Box<[u8]> = if mode == TVMFFI_BACKTRACE_UPDATE_MODE_APPEND {
+                    [&storage[..], new_part].concat().into()
+                } else {
+                    new_part.into()
+                };
+                *storage = updated;
+                (*payload.cell.get()).backtrace = byte_array(storage);
+            }
+        },
+        |payload| Error::from_panic(payload).set_raised(),
+    );
 }
 
 /// A reference-counted error object (`ffi.Error`), made here or by any other runtime.

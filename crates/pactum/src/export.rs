@@ -19,8 +19,8 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use crate::any::{Any, AnyView, FromAnyView};
+use crate::boundary::{self, EntryKind};
 use crate::error::{Error, ErrorKind, Result};
-use crate::function::{ResultSlot, guard};
 use crate::tensor_view::{ElementSpec, TensorView, TensorViewMut, argument_span};
 
 /// The type an exported parameter or result has in signatures and metadata.
@@ -218,8 +218,9 @@ pub mod __private {
 
     use super::*;
 
-    /// The body of an exported `__tvm_ffi_<name>` symbol: panics and errors are caught, the
-    /// result slot is handled like every pactum function's.
+    /// The body of an exported `__tvm_ffi_<name>` symbol: it runs through pactum's FFI
+    /// boundary, so panics and errors are caught and the result slot is handled like every
+    /// pactum function's.
     ///
     /// # Safety
     /// The `TVMFFISafeCallType` contract: `args` holds `num_args` valid values for the call,
@@ -231,57 +232,19 @@ pub mod __private {
         result: *mut TVMFFIAny,
         body: impl for<'a> FnOnce(&'a [AnyView<'a>]) -> Result<Any>,
     ) -> core::ffi::c_int {
-        let occupied = result.is_null() || {
-            // SAFETY: the caller passes a valid result slot; NULL was ruled out just above.
-            let preset = unsafe { (*result).type_index };
-            preset >= pactum_sys::tvm_ffi::TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0
-        };
-        if occupied {
-            // SAFETY: forwarded from the caller.
-            return unsafe { entry_with_occupied_slot(args, num_args, result, body) };
-        }
-        // SAFETY: forwarded from the caller; the slot holds no object.
-        unsafe { run(args, num_args, result, body) }
-    }
-
-    /// The rare case of a result slot that still holds an object (or is NULL).
-    #[cold]
-    #[inline(never)]
-    unsafe fn entry_with_occupied_slot(
-        args: *const TVMFFIAny,
-        num_args: i32,
-        result: *mut TVMFFIAny,
-        body: impl for<'a> FnOnce(&'a [AnyView<'a>]) -> Result<Any>,
-    ) -> core::ffi::c_int {
-        let slot = match ResultSlot::prepare(result) {
-            Ok(slot) => slot,
-            Err(error) => return guard(|| Err(error)),
-        };
-        // SAFETY: forwarded from the caller; `prepare` left None in the slot.
-        slot.finish(unsafe { run(args, num_args, result, body) })
-    }
-
-    /// Runs the body and writes its result into a slot that holds no object.
-    ///
-    /// # Safety
-    /// As for [`entry`], with `result` non-NULL and holding no object.
-    #[inline(always)]
-    unsafe fn run(
-        args: *const TVMFFIAny,
-        num_args: i32,
-        result: *mut TVMFFIAny,
-        body: impl for<'a> FnOnce(&'a [AnyView<'a>]) -> Result<Any>,
-    ) -> core::ffi::c_int {
-        guard(|| {
+        let call = move |_, args, num_args: i32, result: *mut TVMFFIAny| {
             // SAFETY: forwarded from the caller.
             let args =
                 unsafe { AnyView::slice_from_raw(args, usize::try_from(num_args).unwrap_or(0)) };
             let value = body(args)?;
-            // SAFETY: the slot holds no object, so overwriting leaks nothing; the caller now
-            // owns `value`.
+            // SAFETY: the boundary left None in the slot, so overwriting leaks nothing; the
+            // caller now owns `value`.
             unsafe { result.write(value.into_raw()) };
-            Ok(())
-        })
+            Ok(0)
+        };
+        let call_args = (core::ptr::null_mut(), args, num_args, result);
+        // SAFETY: forwarded from the caller.
+        unsafe { boundary::safe_call(EntryKind::Export, call_args, call) }
     }
 
     /// Checks the argument count (`expected` is a literal from the macro, so the compiler can
@@ -410,15 +373,13 @@ pub mod __private {
     /// # Safety
     /// `result` must be a valid result slot.
     pub unsafe fn string_getter(result: *mut TVMFFIAny, text: &str) -> core::ffi::c_int {
-        let slot = match ResultSlot::prepare(result) {
-            Ok(slot) => slot,
-            Err(error) => return guard(|| Err(error)),
-        };
-        let rc = guard(|| {
-            // SAFETY: the prepared slot holds None; the caller owns the string.
+        let call = |_, _, _, result: *mut TVMFFIAny| {
+            // SAFETY: the boundary left None in the slot; the caller owns the string.
             unsafe { result.write(Any::from(text).into_raw()) };
-            Ok(())
-        });
-        slot.finish(rc)
+            Ok(0)
+        };
+        let call_args = (core::ptr::null_mut(), core::ptr::null(), 0, result);
+        // SAFETY: forwarded from the caller.
+        unsafe { boundary::safe_call(EntryKind::Export, call_args, call) }
     }
 }

@@ -26,8 +26,13 @@
 //! assert_eq!(result.cast::<Tensor>()?.to_vec::<f32>()?, vec![0.5, 1.0, 1.5]);
 //! # Ok::<(), pactum::Error>(())
 //! ```
+//!
+//! Cargo features: `fault-injection` (off by default, for tests only) adds
+//! `pactum::fault_injection`, which makes the next FFI entry point of a given kind panic inside
+//! pactum's FFI boundary, to check that such panics become errors.
 
 pub mod any;
+mod boundary;
 pub mod containers;
 pub mod dtype;
 pub mod error;
@@ -62,3 +67,6 @@ pub use pactum_macros::export;
 
 /// The raw ABI layer this crate is built on.
 pub use pactum_sys as sys;
+
+#[cfg(feature = "fault-injection")]
+pub use boundary::fault_injection;

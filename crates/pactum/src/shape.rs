@@ -8,7 +8,7 @@ use core::ops::Deref;
 
 use pactum_sys::tvm_ffi::{TVMFFIObject, TVMFFIShapeCell, TVMFFITypeIndex};
 
-use crate::object::{ObjectRef, alloc_raw_object, free_raw_object, frees_memory};
+use crate::object::{ObjectRef, alloc_raw_object, free_raw_object};
 
 const SHAPE_HEADER: usize =
     core::mem::size_of::<TVMFFIObject>() + core::mem::size_of::<TVMFFIShapeCell>();
@@ -22,13 +22,17 @@ fn shape_layout(len: usize) -> Layout {
 }
 
 unsafe extern "C" fn shape_deleter(obj: *mut c_void, flags: c_int) {
-    if frees_memory(flags) {
-        let obj = obj.cast::<TVMFFIObject>();
-        // SAFETY: the cell after the header records the extent count we allocated for.
-        let len = unsafe { (*obj.add(1).cast::<TVMFFIShapeCell>()).size };
-        // SAFETY: allocated by Shape::new with this layout; the weak flag comes once.
-        unsafe { free_raw_object(obj, shape_layout(len)) }
-    }
+    crate::boundary::object_deleter(
+        flags,
+        || {},
+        || {
+            let obj = obj.cast::<TVMFFIObject>();
+            // SAFETY: the cell after the header records the extent count we allocated for.
+            let len = unsafe { (*obj.add(1).cast::<TVMFFIShapeCell>()).size };
+            // SAFETY: allocated by Shape::new with this layout; the weak flag comes once.
+            unsafe { free_raw_object(obj, shape_layout(len)) }
+        },
+    )
 }
 
 /// An immutable shape (`ffi.Shape`).

@@ -659,25 +659,30 @@ impl Tensor {
 }
 
 unsafe extern "C" fn delete_exported(managed: *mut DLManagedTensor) {
-    if managed.is_null() {
-        return;
-    }
-    // SAFETY: made by Box::new in to_dlpack; manager_ctx holds one strong reference.
-    unsafe {
-        let managed = Box::from_raw(managed);
-        crate::object::header::dec_ref(managed.manager_ctx.cast());
-    }
+    crate::boundary::deleter(|| {
+        if managed.is_null() {
+            return;
+        }
+        // SAFETY: made by Box::new in to_dlpack; manager_ctx holds one strong reference.
+        unsafe {
+            let managed = Box::from_raw(managed);
+            crate::object::header::dec_ref(managed.manager_ctx.cast());
+        }
+    })
 }
 
 unsafe extern "C" fn delete_exported_versioned(managed: *mut DLManagedTensorVersioned) {
-    if managed.is_null() {
-        return;
-    }
-    // SAFETY: made by Box::new in to_dlpack_versioned; manager_ctx holds one strong reference.
-    unsafe {
-        let managed = Box::from_raw(managed);
-        crate::object::header::dec_ref(managed.manager_ctx.cast());
-    }
+    crate::boundary::deleter(|| {
+        if managed.is_null() {
+            return;
+        }
+        // SAFETY: made by Box::new in to_dlpack_versioned; manager_ctx holds one strong
+        // reference.
+        unsafe {
+            let managed = Box::from_raw(managed);
+            crate::object::header::dec_ref(managed.manager_ctx.cast());
+        }
+    })
 }
 
 impl fmt::Debug for Tensor {

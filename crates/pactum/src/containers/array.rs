@@ -9,8 +9,9 @@ use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIObject, TVMFFISeqCell, TVMFFITypeInde
 
 use super::seq;
 use crate::any::{Any, AnyView, FromAny};
+use crate::boundary;
 use crate::error::{Error, ErrorKind, Result};
-use crate::object::{ObjectRef, alloc_raw_object, free_raw_object, frees_memory};
+use crate::object::{ObjectRef, alloc_raw_object, free_raw_object};
 
 const ARRAY_HEADER: usize =
     core::mem::size_of::<TVMFFIObject>() + core::mem::size_of::<TVMFFISeqCell>();
@@ -28,7 +29,7 @@ unsafe extern "C" fn array_deleter(obj: *mut c_void, flags: c_int) {
         .cast::<TVMFFIObject>()
         .wrapping_add(1)
         .cast::<TVMFFISeqCell>();
-    if flags & pactum_sys::tvm_ffi::TVMFFI_OBJECT_DELETER_FLAG_STRONG != 0 {
+    let release = || {
         // SAFETY: the strong count reached zero; C++ may have moved the elements out (size 0)
         // or mutated them in place, so follow the cell as it is now.
         unsafe {
@@ -38,15 +39,16 @@ unsafe extern "C" fn array_deleter(obj: *mut c_void, flags: c_int) {
                 deleter((*cell).data);
             }
         }
-    }
-    if frees_memory(flags) {
+    };
+    let free = || {
         // SAFETY: C++ never changes an Array's capacity in place, so it still describes our
         // allocation; the weak flag comes once.
         unsafe {
             let capacity = (*cell).capacity as usize;
             free_raw_object(obj.cast(), array_layout(capacity));
         }
-    }
+    };
+    boundary::object_deleter(flags, release, free);
 }
 
 /// A sequence of values (`ffi.Array`).

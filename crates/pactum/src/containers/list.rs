@@ -10,15 +10,14 @@
 use core::ffi::{c_int, c_void};
 use core::fmt;
 
-use pactum_sys::tvm_ffi::{
-    TVMFFI_OBJECT_DELETER_FLAG_STRONG, TVMFFIAny, TVMFFIObject, TVMFFISeqCell, TVMFFITypeIndex,
-};
+use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIObject, TVMFFISeqCell, TVMFFITypeIndex};
 
 use super::seq;
 use crate::any::Any;
+use crate::boundary;
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::object_lock;
-use crate::object::{ObjectRef, alloc_raw_object, free_raw_object, frees_memory};
+use crate::object::{ObjectRef, alloc_raw_object, free_raw_object};
 
 const LIST_LAYOUT: core::alloc::Layout = match core::alloc::Layout::from_size_align(56, 8) {
     Ok(layout) => layout,
@@ -28,16 +27,18 @@ const LIST_LAYOUT: core::alloc::Layout = match core::alloc::Layout::from_size_al
 /// The deleter of buffers from `malloc` (processes with no C++ runtime in the global scope).
 pub(crate) unsafe extern "C" fn free_buffer(data: *mut c_void) {
     // SAFETY: installed only next to buffers `alloc_elements` got from malloc.
-    unsafe { libc::free(data) }
+    boundary::deleter(|| unsafe { libc::free(data) })
 }
 
 /// The deleter of buffers from C++'s `operator new`: `::operator delete`, as C++'s own
 /// `ListObj::RawDataDeleter`.
 unsafe extern "C" fn delete_buffer(data: *mut c_void) {
-    let cxx = cxx_allocator().expect("installed only where the C++ allocator was found");
-    // SAFETY: installed only next to buffers from `cxx.new` (or from the C++ header's
-    // `ListObj::Reserve`, which calls the same global `::operator new`).
-    unsafe { (cxx.delete)(data) }
+    boundary::deleter(|| {
+        let cxx = cxx_allocator().expect("installed only where the C++ allocator was found");
+        // SAFETY: installed only next to buffers from `cxx.new` (or from the C++ header's
+        // `ListObj::Reserve`, which calls the same global `::operator new`).
+        unsafe { (cxx.delete)(data) }
+    })
 }
 
 /// C++'s global `operator new(size_t, const std::nothrow_t&)` and `operator delete(void*)`.
@@ -97,7 +98,7 @@ unsafe extern "C" fn list_deleter(obj: *mut c_void, flags: c_int) {
         .cast::<TVMFFIObject>()
         .wrapping_add(1)
         .cast::<TVMFFISeqCell>();
-    if flags & TVMFFI_OBJECT_DELETER_FLAG_STRONG != 0 {
+    let release = || {
         // SAFETY: the strong count reached zero; follow the cell as C++ may have left it.
         unsafe {
             seq::drop_elements((*cell).data.cast::<TVMFFIAny>(), (*cell).size);
@@ -107,11 +108,10 @@ unsafe extern "C" fn list_deleter(obj: *mut c_void, flags: c_int) {
             }
             (*cell).data = core::ptr::null_mut();
         }
-    }
-    if frees_memory(flags) {
-        // SAFETY: allocated by List::with_capacity with LIST_LAYOUT; the weak flag comes once.
-        unsafe { free_raw_object(obj.cast(), LIST_LAYOUT) }
-    }
+    };
+    // SAFETY: allocated by List::with_capacity with LIST_LAYOUT; the weak flag comes once.
+    let free = || unsafe { free_raw_object(obj.cast(), LIST_LAYOUT) };
+    boundary::object_deleter(flags, release, free);
 }
 
 /// A mutable, shared sequence of values (`ffi.List`).

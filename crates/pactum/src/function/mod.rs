@@ -7,10 +7,8 @@
 
 pub mod kwargs;
 pub mod schema;
-mod trampoline;
 mod typed;
 
-pub(crate) use trampoline::guard;
 pub(crate) use typed::encode_by_view;
 pub use typed::{ArgEncode, ArgList, IntoReturn, IntoTypedFunction, TypedFunction};
 
@@ -22,6 +20,7 @@ use pactum_sys::tvm_ffi::{
 };
 
 use crate::any::{Any, AnyView};
+use crate::boundary::{self, EntryKind};
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::{ObjectBox, ObjectRef, new_object_box};
 use crate::runtime;
@@ -50,11 +49,7 @@ unsafe extern "C" fn closure_safe_call<F>(
 where
     F: Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
 {
-    let slot = match ResultSlot::prepare(result) {
-        Ok(slot) => slot,
-        Err(error) => return guard(|| Err(error)),
-    };
-    let rc = guard(|| {
+    let body = |handle: *mut c_void, args, num_args: i32, result: *mut TVMFFIAny| {
         let payload = handle.cast::<ObjectBox<ClosurePayload<F>>>();
         // SAFETY: this safe_call is only installed in objects laid out as
         // ObjectBox<ClosurePayload<F>>, and the caller keeps the function alive during the call.
@@ -62,56 +57,14 @@ where
         // SAFETY: the convention passes `num_args` valid borrowed values.
         let args = unsafe { AnyView::slice_from_raw(args, usize::try_from(num_args).unwrap_or(0)) };
         let value = closure(args)?;
-        // SAFETY: `ResultSlot::prepare` left None in the slot, so overwriting it leaks
-        // nothing; the caller now owns `value`.
+        // SAFETY: the boundary left None in the slot, so overwriting it leaks nothing; the
+        // caller now owns `value`.
         unsafe { result.write(value.into_raw()) };
-        Ok(())
-    });
-    slot.finish(rc)
-}
-
-/// A call's result slot, prepared for a callee that expects it to hold no object.
-///
-/// C callers preset the slot to None as the convention asks. C++ code built from the official
-/// headers calls functions that have no `cpp_call` (every function pactum makes) through
-/// `safe_call` with a slot that may still hold an owned value from an earlier call
-/// (`Function::CallPacked` reusing an `Any`). So the previous value is moved aside, released
-/// once the call succeeds, and put back if it fails.
-pub(crate) struct ResultSlot {
-    slot: *mut TVMFFIAny,
-    previous: Option<Any>,
-}
-
-impl ResultSlot {
-    /// Takes any owned object out of `slot`, leaving None.
-    #[inline(always)]
-    pub(crate) fn prepare(slot: *mut TVMFFIAny) -> Result<ResultSlot> {
-        // SAFETY: the caller passes a valid result slot, or NULL (reported).
-        let Some(current) = (unsafe { slot.as_mut() }) else {
-            return Err(Error::new(ErrorKind::VALUE_ERROR, "result pointer is NULL"));
-        };
-        let previous = (current.type_index >= TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0).then(|| {
-            // SAFETY: an object in the slot is an owned value (the only kind C++ leaves there);
-            // we take it over and leave None behind.
-            unsafe { Any::from_raw(core::mem::replace(current, TVMFFIAny::NONE)) }
-        });
-        Ok(ResultSlot { slot, previous })
-    }
-
-    /// Releases the previous value after success, or restores it after failure.
-    #[inline(always)]
-    pub(crate) fn finish(self, rc: c_int) -> c_int {
-        if let Some(previous) = self.previous {
-            if rc == 0 {
-                drop(previous);
-            } else {
-                // SAFETY: the slot is valid (checked in `prepare`); a failed callee leaves no
-                // owned value in it.
-                unsafe { self.slot.write(previous.into_raw()) };
-            }
-        }
-        rc
-    }
+        Ok(0)
+    };
+    let call_args = (handle, args, num_args, result);
+    // SAFETY: the convention passes a valid result slot.
+    unsafe { boundary::safe_call(EntryKind::Callback, call_args, body) }
 }
 
 /// Payload of functions wrapping a raw C callback with its own `self` and deleter.
@@ -138,13 +91,15 @@ unsafe extern "C" fn foreign_callback_safe_call(
     num_args: i32,
     result: *mut TVMFFIAny,
 ) -> c_int {
-    let payload = handle.cast::<ObjectBox<ForeignCallbackPayload>>();
-    // SAFETY: installed only in ObjectBox<ForeignCallbackPayload> objects, kept alive by the
-    // caller; the callback follows the same convention, with its own `self`.
-    unsafe {
-        let payload = ObjectBox::cell(payload);
-        (payload.callback)(payload.self_, args, num_args, result)
-    }
+    boundary::value(EntryKind::Callback, -1, || {
+        let payload = handle.cast::<ObjectBox<ForeignCallbackPayload>>();
+        // SAFETY: installed only in ObjectBox<ForeignCallbackPayload> objects, kept alive by
+        // the caller; the callback follows the same convention, with its own `self`.
+        Ok(unsafe {
+            let payload = ObjectBox::cell(payload);
+            (payload.callback)(payload.self_, args, num_args, result)
+        })
+    })
 }
 
 impl Function {

@@ -9,10 +9,9 @@ use core::ffi::{c_int, c_void};
 use core::mem::ManuallyDrop;
 use core::ptr::NonNull;
 
-use pactum_sys::tvm_ffi::{
-    TVMFFI_FRESH_REF_COUNT, TVMFFI_OBJECT_DELETER_FLAG_STRONG, TVMFFI_OBJECT_DELETER_FLAG_WEAK,
-    TVMFFIObject, TVMFFIObjectDeleter,
-};
+use pactum_sys::tvm_ffi::{TVMFFI_FRESH_REF_COUNT, TVMFFIObject, TVMFFIObjectDeleter};
+
+use crate::boundary;
 
 /// A header followed by a Rust payload: the shape of most objects pactum makes.
 #[repr(C)]
@@ -57,22 +56,15 @@ pub(crate) fn new_object_box<C>(type_index: i32, cell: C) -> NonNull<ObjectBox<C
 /// Deleter of [`ObjectBox`]: drops the payload on the strong flag, frees on the weak flag.
 pub(crate) unsafe extern "C" fn box_deleter<C>(obj: *mut c_void, flags: c_int) {
     let obj = obj.cast::<ObjectBox<C>>();
-    if flags & TVMFFI_OBJECT_DELETER_FLAG_STRONG != 0 {
-        // A panic in a payload destructor must not unwind into C.
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            // SAFETY: the strong count reached zero: nobody else reads the payload, and it is
-            // dropped exactly once because the protocol passes the strong flag once.
-            unsafe { ManuallyDrop::drop(&mut (*obj).cell) }
-        }));
-        if result.is_err() {
-            crate::runtime::report_panic_in_deleter();
-        }
-    }
-    if flags & TVMFFI_OBJECT_DELETER_FLAG_WEAK != 0 {
+    boundary::object_deleter(
+        flags,
+        // SAFETY: the strong count reached zero: nobody else reads the payload, and it is
+        // dropped exactly once because the protocol passes the strong flag once.
+        || unsafe { ManuallyDrop::drop(&mut (*obj).cell) },
         // SAFETY: made by Box::new in new_object_box with this exact type; the weak flag comes
         // once, after the strong flag.
-        drop(unsafe { Box::from_raw(obj.cast::<ManuallyDrop<ObjectBox<C>>>()) });
-    }
+        || drop(unsafe { Box::from_raw(obj.cast::<ManuallyDrop<ObjectBox<C>>>()) }),
+    );
 }
 
 /// Allocates `layout` for a variable-size object and writes its header; the caller fills the
@@ -100,10 +92,4 @@ pub(crate) fn alloc_raw_object(
 pub(crate) unsafe fn free_raw_object(obj: *mut TVMFFIObject, layout: Layout) {
     // SAFETY: forwarded from the caller.
     unsafe { std::alloc::dealloc(obj.cast(), layout) }
-}
-
-/// Whether a deleter call with `flags` must free the memory.
-#[inline]
-pub(crate) fn frees_memory(flags: c_int) -> bool {
-    flags & TVMFFI_OBJECT_DELETER_FLAG_WEAK != 0
 }

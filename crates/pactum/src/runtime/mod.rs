@@ -14,7 +14,12 @@
 //!
 //! See `docs/ARCHITECTURE.md`.
 
-pub mod provider;
+mod provider;
+
+/// The built-in provider's 50 C functions, for `pactum-capi` to export as `libtvm_ffi.so`; not
+/// a stable API (use [`api`]).
+#[doc(hidden)]
+pub use provider::c_api as provider_c_api;
 
 use std::sync::OnceLock;
 
@@ -130,12 +135,4 @@ fn library_path(address: *const core::ffi::c_void) -> Option<std::string::String
             .to_string_lossy()
             .into_owned(),
     )
-}
-
-/// A payload destructor panicked inside an object deleter, where nothing can be reported to
-/// a caller: say so on stderr and carry on (the memory is still released).
-pub(crate) fn report_panic_in_deleter() {
-    eprintln!(
-        "pactum: a destructor panicked while an FFI object was being released; the panic was contained"
-    );
 }

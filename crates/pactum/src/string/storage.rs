@@ -9,7 +9,7 @@ use pactum_sys::tvm_ffi::{
     TVMFFIAny, TVMFFIAnyValue, TVMFFIByteArray, TVMFFIObject, TVMFFITypeIndex,
 };
 
-use crate::object::{alloc_raw_object, free_raw_object, frees_memory};
+use crate::object::{alloc_raw_object, free_raw_object};
 
 /// Longest string stored inline.
 pub const SMALL_STRING_MAX_LEN: usize = 7;
@@ -24,13 +24,17 @@ fn heap_layout(len: usize) -> Layout {
 }
 
 unsafe extern "C" fn heap_bytes_deleter(obj: *mut c_void, flags: c_int) {
-    if frees_memory(flags) {
-        let obj = obj.cast::<TVMFFIObject>();
-        // SAFETY: the byte array right after the header records the length we allocated for.
-        let len = unsafe { (*obj.add(1).cast::<TVMFFIByteArray>()).size };
-        // SAFETY: allocated by `new_value` with this layout; the weak flag comes once.
-        unsafe { free_raw_object(obj, heap_layout(len)) }
-    }
+    crate::boundary::object_deleter(
+        flags,
+        || {},
+        || {
+            let obj = obj.cast::<TVMFFIObject>();
+            // SAFETY: the byte array right after the header records the length we allocated for.
+            let len = unsafe { (*obj.add(1).cast::<TVMFFIByteArray>()).size };
+            // SAFETY: allocated by `new_raw` with this layout; the weak flag comes once.
+            unsafe { free_raw_object(obj, heap_layout(len)) }
+        },
+    )
 }
 
 /// An owned value of `small_index` (inline) or `heap_index` (object) holding `bytes`; the

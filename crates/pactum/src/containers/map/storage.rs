@@ -8,14 +8,14 @@ use core::ffi::{c_int, c_void};
 use core::ptr::{NonNull, addr_of_mut};
 
 use pactum_sys::tvm_ffi::{
-    TVMFFI_MAP_SMALL_TAG, TVMFFI_OBJECT_DELETER_FLAG_STRONG, TVMFFIAny, TVMFFIMapCell,
-    TVMFFIObject, TVMFFITypeIndex,
+    TVMFFI_MAP_SMALL_TAG, TVMFFIAny, TVMFFIMapCell, TVMFFIObject, TVMFFITypeIndex,
 };
 
 use crate::any::Any;
 use crate::containers::hash::{any_equal, any_hash};
 
-use crate::object::{ObjectRef, alloc_raw_object, free_raw_object, frees_memory};
+use crate::boundary;
+use crate::object::{ObjectRef, alloc_raw_object, free_raw_object};
 
 // ---------------------------------------------------------------------------------------------
 // Layout constants.
@@ -222,7 +222,7 @@ const _: () = assert!(core::mem::size_of::<Item>() == ITEM_BYTES);
 /// The `data_deleter` of every buffer we allocate.
 unsafe extern "C" fn free_map_data(data: *mut c_void) {
     // SAFETY: our map buffers come from `malloc_bytes`; free accepts NULL.
-    unsafe { libc::free(data) }
+    boundary::deleter(|| unsafe { libc::free(data) })
 }
 
 /// `malloc(bytes)`, aborting on failure like the global allocator.
@@ -1088,7 +1088,7 @@ pub(super) unsafe fn clear_entries(obj: *mut MapObject, garbage: &mut Vec<Any>) 
 /// have left them (always through the stored `data_deleter`), then frees the object.
 unsafe extern "C" fn map_deleter(obj: *mut c_void, flags: c_int) {
     let obj = obj.cast::<MapObject>();
-    if flags & TVMFFI_OBJECT_DELETER_FLAG_STRONG != 0 {
+    let release = || {
         // SAFETY: the strong count reached zero, so nobody else reaches the storage; it is
         // released once because the protocol passes the strong flag once.
         unsafe {
@@ -1110,11 +1110,10 @@ unsafe extern "C" fn map_deleter(obj: *mut c_void, flags: c_int) {
             (*obj).cell.data = core::ptr::null_mut();
             (*obj).cell.data_deleter = None;
         }
-    }
-    if frees_memory(flags) {
-        // SAFETY: allocated by `new_map_object` with OBJECT_LAYOUT; the weak flag comes once.
-        unsafe { free_raw_object(obj.cast(), OBJECT_LAYOUT) }
-    }
+    };
+    // SAFETY: allocated by `new_map_object` with OBJECT_LAYOUT; the weak flag comes once.
+    let free = || unsafe { free_raw_object(obj.cast(), OBJECT_LAYOUT) };
+    boundary::object_deleter(flags, release, free);
 }
 
 /// A new empty small-form map object of `type_index` with room for `capacity` (2..=4) pairs.

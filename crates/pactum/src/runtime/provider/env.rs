@@ -10,7 +10,8 @@ use std::sync::Mutex;
 use pactum_sys::dlpack::{DLManagedTensorVersioned, DLPackManagedTensorAllocator, DLTensor};
 use pactum_sys::tvm_ffi::{TVMFFIObjectHandle, TVMFFIStreamHandle};
 
-use super::{c_str_bytes, guard_status, out_ptr};
+use super::args::{c_str_bytes, out_ptr};
+use crate::boundary::{self, EntryKind::CApi, EntryKind::Callback};
 use crate::error::{Error, ErrorKind};
 use crate::object::ObjectRefType;
 use crate::tensor::Tensor;
@@ -34,7 +35,7 @@ pub unsafe extern "C" fn TVMFFIEnvSetStream(
     stream: TVMFFIStreamHandle,
     opt_out_original_stream: *mut TVMFFIStreamHandle,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         if device_type < 0 || device_id < 0 {
             return Err(Error::new(
                 ErrorKind::VALUE_ERROR,
@@ -67,11 +68,13 @@ pub unsafe extern "C" fn TVMFFIEnvGetStream(
     device_type: i32,
     device_id: i32,
 ) -> TVMFFIStreamHandle {
-    STREAMS.with(|s| {
-        s.borrow()
-            .get(&(device_type, device_id))
-            .copied()
-            .unwrap_or(0) as TVMFFIStreamHandle
+    boundary::value(CApi, core::ptr::null_mut(), || {
+        Ok(STREAMS.with(|s| {
+            s.borrow()
+                .get(&(device_type, device_id))
+                .copied()
+                .unwrap_or(0) as TVMFFIStreamHandle
+        }))
     })
 }
 
@@ -87,15 +90,17 @@ pub unsafe extern "C" fn TVMFFIEnvSetDLPackManagedTensorAllocator(
     write_to_global_context: c_int,
     opt_out_original_allocator: *mut DLPackManagedTensorAllocator,
 ) -> c_int {
-    let old = TLS_ALLOCATOR.with(|a| a.replace(allocator));
-    if !opt_out_original_allocator.is_null() {
-        // SAFETY: checked non-null out pointer.
-        unsafe { *opt_out_original_allocator = old };
-    }
-    if write_to_global_context != 0 {
-        GLOBAL_ALLOCATOR.store(allocator.map_or(0, |f| f as usize), Ordering::Release);
-    }
-    0
+    boundary::status(CApi, || {
+        let old = TLS_ALLOCATOR.with(|a| a.replace(allocator));
+        if !opt_out_original_allocator.is_null() {
+            // SAFETY: checked non-null out pointer.
+            unsafe { *opt_out_original_allocator = old };
+        }
+        if write_to_global_context != 0 {
+            GLOBAL_ALLOCATOR.store(allocator.map_or(0, |f| f as usize), Ordering::Release);
+        }
+        Ok(())
+    })
 }
 
 #[allow(non_snake_case)]
@@ -106,6 +111,11 @@ pub unsafe extern "C" fn TVMFFIEnvSetDLPackManagedTensorAllocator(
 /// documented there); NULL arguments the official runtime would crash on are reported.
 pub unsafe extern "C" fn TVMFFIEnvGetDLPackManagedTensorAllocator() -> DLPackManagedTensorAllocator
 {
+    boundary::value(CApi, None, || Ok(dlpack_allocator()))
+}
+
+/// This thread's DLPack allocator, else the global one.
+fn dlpack_allocator() -> DLPackManagedTensorAllocator {
     if let Some(local) = TLS_ALLOCATOR.with(|a| *a.borrow()) {
         return Some(local);
     }
@@ -116,13 +126,16 @@ pub unsafe extern "C" fn TVMFFIEnvGetDLPackManagedTensorAllocator() -> DLPackMan
     })
 }
 
+/// The `SetError` callback handed to DLPack allocators.
 unsafe extern "C" fn allocator_set_error(
     _ctx: *mut c_void,
     kind: *const c_char,
     message: *const c_char,
 ) {
-    // SAFETY: forwards the allocator's NUL-terminated strings.
-    unsafe { super::TVMFFIErrorSetRaisedFromCStr(kind, message) }
+    boundary::void(Callback, || {
+        // SAFETY: the allocator passes NUL-terminated strings (NULL is reported, not read).
+        unsafe { super::errors::raise_from_c_strs(kind, message) }
+    })
 }
 
 #[allow(non_snake_case)]
@@ -135,37 +148,33 @@ pub unsafe extern "C" fn TVMFFIEnvTensorAlloc(
     prototype: *mut DLTensor,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    // SAFETY: no arguments.
-    let Some(allocator) = (unsafe { TVMFFIEnvGetDLPackManagedTensorAllocator() }) else {
-        return guard_status(|| {
-            Err(Error::new(
+    boundary::value(CApi, -1, || {
+        let Some(allocator) = dlpack_allocator() else {
+            return Err(Error::new(
                 ErrorKind::RUNTIME_ERROR,
                 "TVMFFIEnvTensorAlloc: allocator is nullptr, likely because TVMFFIEnvSetDLPackManagedTensorAllocator has not been called.",
-            ))
-        });
-    };
-    if out.is_null() || prototype.is_null() {
-        return guard_status(|| {
-            Err(Error::new(
+            ));
+        };
+        if out.is_null() || prototype.is_null() {
+            return Err(Error::new(
                 ErrorKind::VALUE_ERROR,
                 "argument `prototype` or `out` is NULL",
-            ))
-        });
-    }
-    let mut managed: *mut DLManagedTensorVersioned = core::ptr::null_mut();
-    // SAFETY: the allocator contract: prototype in, a managed tensor out, errors via SetError.
-    let rc = unsafe {
-        allocator(
-            prototype,
-            &mut managed,
-            core::ptr::null_mut(),
-            Some(allocator_set_error),
-        )
-    };
-    if rc != 0 {
-        return rc;
-    }
-    guard_status(|| {
+            ));
+        }
+        let mut managed: *mut DLManagedTensorVersioned = core::ptr::null_mut();
+        // SAFETY: the allocator contract: prototype in, a managed tensor out, errors via
+        // SetError.
+        let rc = unsafe {
+            allocator(
+                prototype,
+                &mut managed,
+                core::ptr::null_mut(),
+                Some(allocator_set_error),
+            )
+        };
+        if rc != 0 {
+            return Ok(rc);
+        }
         if managed.is_null() {
             return Err(Error::new(
                 ErrorKind::RUNTIME_ERROR,
@@ -176,7 +185,7 @@ pub unsafe extern "C" fn TVMFFIEnvTensorAlloc(
         let tensor = unsafe { Tensor::from_dlpack_versioned_unchecked(managed) };
         // SAFETY: checked out pointer.
         unsafe { *out = tensor.into_object_ref().into_raw().cast() };
-        Ok(())
+        Ok(0)
     })
 }
 
@@ -192,33 +201,33 @@ static GIL_RELEASE: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
 /// The C contract of `TVMFFIEnvCheckSignals` in the official headers (pointer arguments valid as
 /// documented there); NULL arguments the official runtime would crash on are reported.
 pub unsafe extern "C" fn TVMFFIEnvCheckSignals() -> c_int {
-    let check = CHECK_SIGNALS.load(Ordering::Acquire);
-    if check.is_null() {
-        return 0;
-    }
-    let (ensure, release) = (
-        GIL_ENSURE.load(Ordering::Acquire),
-        GIL_RELEASE.load(Ordering::Acquire),
-    );
-    if ensure.is_null() || release.is_null() {
-        Error::new(
-            ErrorKind::RUNTIME_ERROR,
-            "PyErr_CheckSignals is registered without the GIL functions",
-        )
-        .set_raised();
-        return -1;
-    }
-    // SAFETY: the frontend registered these CPython functions with these signatures.
-    unsafe {
-        // The GIL state is passed back untouched, as a pointer-sized value.
-        let ensure: unsafe extern "C" fn() -> *mut c_void = core::mem::transmute(ensure);
-        let release: unsafe extern "C" fn(*mut c_void) = core::mem::transmute(release);
-        let check: unsafe extern "C" fn() -> c_int = core::mem::transmute(check);
-        let state = ensure();
-        let failed = check() != 0;
-        release(state);
-        if failed { -1 } else { 0 }
-    }
+    boundary::value(CApi, -1, || {
+        let check = CHECK_SIGNALS.load(Ordering::Acquire);
+        if check.is_null() {
+            return Ok(0);
+        }
+        let (ensure, release) = (
+            GIL_ENSURE.load(Ordering::Acquire),
+            GIL_RELEASE.load(Ordering::Acquire),
+        );
+        if ensure.is_null() || release.is_null() {
+            return Err(Error::new(
+                ErrorKind::RUNTIME_ERROR,
+                "PyErr_CheckSignals is registered without the GIL functions",
+            ));
+        }
+        // SAFETY: the frontend registered these CPython functions with these signatures.
+        Ok(unsafe {
+            // The GIL state is passed back untouched, as a pointer-sized value.
+            let ensure: unsafe extern "C" fn() -> *mut c_void = core::mem::transmute(ensure);
+            let release: unsafe extern "C" fn(*mut c_void) = core::mem::transmute(release);
+            let check: unsafe extern "C" fn() -> c_int = core::mem::transmute(check);
+            let state = ensure();
+            let failed = check() != 0;
+            release(state);
+            if failed { -1 } else { 0 }
+        })
+    })
 }
 
 #[allow(non_snake_case)]
@@ -229,7 +238,7 @@ pub unsafe extern "C" fn TVMFFIEnvCheckSignals() -> c_int {
 /// The C contract of `TVMFFIEnvRegisterCAPI` in the official headers (pointer arguments valid as
 /// documented there); NULL arguments the official runtime would crash on are reported.
 pub unsafe extern "C" fn TVMFFIEnvRegisterCAPI(name: *const c_char, symbol: *mut c_void) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         // SAFETY: the caller passes a NUL-terminated name.
         let name = unsafe { c_str_bytes(name, "name")? };
         let slot = match name {
@@ -261,49 +270,36 @@ pub unsafe extern "C" fn TVMFFIHandleInitOnce(
     handle_addr: *mut *mut c_void,
     init_func: Option<unsafe extern "C" fn(*mut *mut c_void) -> c_int>,
 ) -> c_int {
-    if handle_addr.is_null() {
-        return guard_status(|| {
-            Err(Error::new(
-                ErrorKind::VALUE_ERROR,
-                "argument `handle_addr` is NULL",
-            ))
-        });
-    }
-    // SAFETY: the caller's handle slot, accessed atomically by every party.
-    let slot = unsafe { AtomicPtr::from_ptr(handle_addr) };
-    if !slot.load(Ordering::Acquire).is_null() {
-        return 0;
-    }
-    let _lock = INIT_ONCE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if !slot.load(Ordering::Acquire).is_null() {
-        return 0;
-    }
-    let Some(init) = init_func else {
-        return guard_status(|| {
-            Err(Error::new(
-                ErrorKind::VALUE_ERROR,
-                "argument `init_func` is NULL",
-            ))
-        });
-    };
-    let mut result: *mut c_void = core::ptr::null_mut();
-    // SAFETY: the caller's initialiser, with a valid out pointer.
-    let rc = unsafe { init(&mut result) };
-    if rc != 0 {
-        return rc;
-    }
-    if result.is_null() {
-        return guard_status(|| {
-            Err(Error::new(
+    boundary::value(CApi, -1, || {
+        let handle_addr = out_ptr(handle_addr, "handle_addr")?;
+        // SAFETY: the caller's handle slot, accessed atomically by every party.
+        let slot = unsafe { AtomicPtr::from_ptr(handle_addr) };
+        if !slot.load(Ordering::Acquire).is_null() {
+            return Ok(0);
+        }
+        let _lock = INIT_ONCE
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !slot.load(Ordering::Acquire).is_null() {
+            return Ok(0);
+        }
+        let init = init_func
+            .ok_or_else(|| Error::new(ErrorKind::VALUE_ERROR, "argument `init_func` is NULL"))?;
+        let mut result: *mut c_void = core::ptr::null_mut();
+        // SAFETY: the caller's initialiser, with a valid out pointer.
+        let rc = unsafe { init(&mut result) };
+        if rc != 0 {
+            return Ok(rc);
+        }
+        if result.is_null() {
+            return Err(Error::new(
                 ErrorKind::RUNTIME_ERROR,
                 "init_func must return a non-NULL handle",
-            ))
-        });
-    }
-    slot.store(result, Ordering::Release);
-    0
+            ));
+        }
+        slot.store(result, Ordering::Release);
+        Ok(0)
+    })
 }
 
 #[allow(non_snake_case)]
@@ -316,22 +312,17 @@ pub unsafe extern "C" fn TVMFFIHandleDeinitOnce(
     handle_addr: *mut *mut c_void,
     deinit_func: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
 ) -> c_int {
-    if handle_addr.is_null() {
-        return guard_status(|| {
-            Err(Error::new(
-                ErrorKind::VALUE_ERROR,
-                "argument `handle_addr` is NULL",
-            ))
-        });
-    }
-    // SAFETY: the caller's handle slot, accessed atomically by every party.
-    let old =
-        unsafe { AtomicPtr::from_ptr(handle_addr) }.swap(core::ptr::null_mut(), Ordering::AcqRel);
-    match (old.is_null(), deinit_func) {
-        // SAFETY: the caller's finaliser for its own handle.
-        (false, Some(deinit)) => unsafe { deinit(old) },
-        _ => 0,
-    }
+    boundary::value(CApi, -1, || {
+        let handle_addr = out_ptr(handle_addr, "handle_addr")?;
+        // SAFETY: the caller's handle slot, accessed atomically by every party.
+        let old = unsafe { AtomicPtr::from_ptr(handle_addr) }
+            .swap(core::ptr::null_mut(), Ordering::AcqRel);
+        Ok(match (old.is_null(), deinit_func) {
+            // SAFETY: the caller's finaliser for its own handle.
+            (false, Some(deinit)) => unsafe { deinit(old) },
+            _ => 0,
+        })
+    })
 }
 
 #[allow(non_snake_case)]
@@ -346,7 +337,7 @@ pub unsafe extern "C" fn TVMFFIEnvModLookupFromImports(
     func_name: *const c_char,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let out = out_ptr(out, "out")?;
         // SAFETY: the caller passes a NUL-terminated name.
         let name = unsafe { c_str_bytes(func_name, "func_name")? };
@@ -370,7 +361,7 @@ pub unsafe extern "C" fn TVMFFIEnvModRegisterContextSymbol(
     name: *const c_char,
     symbol: *mut c_void,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         // SAFETY: the caller passes a NUL-terminated name.
         let name = unsafe { c_str_bytes(name, "name")? };
         super::modules::register_context_symbol(name, symbol);
@@ -388,7 +379,7 @@ pub unsafe extern "C" fn TVMFFIEnvModRegisterSystemLibSymbol(
     name: *const c_char,
     symbol: *mut c_void,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         // SAFETY: the caller passes a NUL-terminated name.
         let name = unsafe { c_str_bytes(name, "name")? };
         super::modules::register_system_lib_symbol(name, symbol);

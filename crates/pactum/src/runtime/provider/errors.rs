@@ -5,7 +5,8 @@ use core::ffi::{c_char, c_int};
 
 use pactum_sys::tvm_ffi::{TVMFFIByteArray, TVMFFIObject, TVMFFIObjectHandle};
 
-use super::{arg_bytes, c_str_bytes, guard_void, out_ptr};
+use super::args::{arg_bytes, c_str_bytes, out_ptr};
+use crate::boundary::{self, EntryKind::CApi};
 use crate::error::{Error, Result};
 use crate::object::{ObjectRef, header};
 
@@ -49,12 +50,15 @@ fn replace_raised(new: *mut TVMFFIObject) {
 /// The C contract of `TVMFFIErrorSetRaised` in the official headers (pointer arguments valid as
 /// documented there); NULL arguments the official runtime would crash on are reported.
 pub unsafe extern "C" fn TVMFFIErrorSetRaised(error: TVMFFIObjectHandle) {
-    let error = error.cast::<TVMFFIObject>();
-    if !error.is_null() {
-        // SAFETY: the caller passes a live error object.
-        unsafe { header::inc_ref(error) };
-    }
-    replace_raised(error);
+    boundary::void(CApi, || {
+        let error = error.cast::<TVMFFIObject>();
+        if !error.is_null() {
+            // SAFETY: the caller passes a live error object.
+            unsafe { header::inc_ref(error) };
+        }
+        replace_raised(error);
+        Ok(())
+    })
 }
 
 #[allow(non_snake_case)]
@@ -64,13 +68,16 @@ pub unsafe extern "C" fn TVMFFIErrorSetRaised(error: TVMFFIObjectHandle) {
 /// The C contract of `TVMFFIErrorMoveFromRaised` in the official headers (pointer arguments valid as
 /// documented there); NULL arguments the official runtime would crash on are reported.
 pub unsafe extern "C" fn TVMFFIErrorMoveFromRaised(result: *mut TVMFFIObjectHandle) {
-    if result.is_null() {
-        return;
-    }
-    RAISED_CLEANUP.with(|_| {});
-    let taken = RAISED.with(|slot| slot.replace(core::ptr::null_mut()));
-    // SAFETY: checked non-null out pointer.
-    unsafe { *result = taken.cast() };
+    boundary::void(CApi, || {
+        if result.is_null() {
+            return Ok(());
+        }
+        RAISED_CLEANUP.with(|_| {});
+        let taken = RAISED.with(|slot| slot.replace(core::ptr::null_mut()));
+        // SAFETY: checked non-null out pointer.
+        unsafe { *result = taken.cast() };
+        Ok(())
+    })
 }
 
 fn raise(error: Error) {
@@ -90,19 +97,25 @@ impl Error {
 /// The C contract of `TVMFFIErrorSetRaisedFromCStr` in the official headers (pointer arguments valid as
 /// documented there); NULL arguments the official runtime would crash on are reported.
 pub unsafe extern "C" fn TVMFFIErrorSetRaisedFromCStr(kind: *const c_char, message: *const c_char) {
-    guard_void(|| {
-        // SAFETY: the caller passes NUL-terminated strings (NULL is reported, not read).
-        let (kind, message) =
-            unsafe { (c_str_bytes(kind, "kind")?, c_str_bytes(message, "message")?) };
-        raise(Error::with_parts(
-            kind,
-            message,
-            &current_backtrace(),
-            None,
-            None,
-        ));
-        Ok(())
-    })
+    // SAFETY: the caller passes NUL-terminated strings or NULL.
+    boundary::void(CApi, || unsafe { raise_from_c_strs(kind, message) })
+}
+
+/// Raises an error of `kind` with `message` and the caller's native backtrace.
+///
+/// # Safety
+/// `kind` and `message` must be NULL (reported, not read) or NUL-terminated.
+pub(crate) unsafe fn raise_from_c_strs(kind: *const c_char, message: *const c_char) -> Result<()> {
+    // SAFETY: forwarded from the caller.
+    let (kind, message) = unsafe { (c_str_bytes(kind, "kind")?, c_str_bytes(message, "message")?) };
+    raise(Error::with_parts(
+        kind,
+        message,
+        &current_backtrace(),
+        None,
+        None,
+    ));
+    Ok(())
 }
 
 #[allow(non_snake_case)]
@@ -117,12 +130,12 @@ pub unsafe extern "C" fn TVMFFIErrorSetRaisedFromCStrParts(
     message_parts: *const *const c_char,
     num_parts: i32,
 ) {
-    guard_void(|| {
+    boundary::void(CApi, || {
         // SAFETY: the caller passes a NUL-terminated kind.
         let kind = unsafe { c_str_bytes(kind, "kind")? };
         let mut message = Vec::new();
         if num_parts > 0 {
-            super::out_ptr(message_parts.cast_mut(), "message_parts")?;
+            out_ptr(message_parts.cast_mut(), "message_parts")?;
             for i in 0..num_parts as usize {
                 // SAFETY: the caller passes `num_parts` entries, each NULL or NUL-terminated.
                 let part = unsafe { *message_parts.add(i) };
@@ -258,7 +271,7 @@ pub unsafe extern "C" fn TVMFFIErrorCreate(
     backtrace: *const TVMFFIByteArray,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    match std::panic::catch_unwind(|| {
+    boundary::status_unraised(CApi, || {
         create_error(
             kind,
             message,
@@ -267,10 +280,7 @@ pub unsafe extern "C" fn TVMFFIErrorCreate(
             core::ptr::null_mut(),
             out,
         )
-    }) {
-        Ok(Ok(())) => 0,
-        _ => -1,
-    }
+    })
 }
 
 #[allow(non_snake_case)]
@@ -287,17 +297,26 @@ pub unsafe extern "C" fn TVMFFIErrorCreateWithCauseAndExtraContext(
     extra_context: TVMFFIObjectHandle,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    match std::panic::catch_unwind(|| {
+    boundary::status_unraised(CApi, || {
         create_error(kind, message, backtrace, cause_chain, extra_context, out)
-    }) {
-        Ok(Ok(())) => 0,
-        _ => -1,
-    }
+    })
 }
+
+/// What `TVMFFIBacktrace` returns when it fails: an empty backtrace.
+static EMPTY_BACKTRACE: EmptyBacktrace = EmptyBacktrace(TVMFFIByteArray {
+    data: core::ptr::null(),
+    size: 0,
+});
+
+struct EmptyBacktrace(TVMFFIByteArray);
+
+// SAFETY: an immutable empty byte array (a NULL pointer that is never written through).
+unsafe impl Sync for EmptyBacktrace {}
 
 #[allow(non_snake_case)]
 /// `TVMFFIBacktrace`: a thread-local buffer overwritten by the next call: the given frame
-/// (`  File "<file>", line <n>, in <func>`), then the native frames of the caller.
+/// (`  File "<file>", line <n>, in <func>`), then the native frames of the caller. Should
+/// that fail, an empty backtrace (and the error is raised).
 ///
 /// # Safety
 /// The C contract of `TVMFFIBacktrace` in the official headers (pointer arguments valid as
@@ -308,30 +327,32 @@ pub unsafe extern "C" fn TVMFFIBacktrace(
     func: *const c_char,
     _cross_ffi_boundary: c_int,
 ) -> *const TVMFFIByteArray {
-    BACKTRACE.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        let (text, view) = &mut *cell;
-        let mut given = None;
-        if !filename.is_null() && !func.is_null() {
-            // SAFETY: the caller passes NUL-terminated strings.
-            let (file, func) = unsafe {
-                (
-                    core::ffi::CStr::from_ptr(filename),
-                    core::ffi::CStr::from_ptr(func),
-                )
+    boundary::value(CApi, &EMPTY_BACKTRACE.0, || {
+        Ok(BACKTRACE.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let (text, view) = &mut *cell;
+            let mut given = None;
+            if !filename.is_null() && !func.is_null() {
+                // SAFETY: the caller passes NUL-terminated strings.
+                let (file, func) = unsafe {
+                    (
+                        core::ffi::CStr::from_ptr(filename),
+                        core::ffi::CStr::from_ptr(func),
+                    )
+                };
+                let mut line = b"  File \"".to_vec();
+                line.extend_from_slice(file.to_bytes());
+                line.extend_from_slice(format!("\", line {lineno}, in ").as_bytes());
+                line.extend_from_slice(func.to_bytes());
+                line.push(b'\n');
+                given = Some(line);
+            }
+            *text = native_backtrace(given.as_deref());
+            *view = TVMFFIByteArray {
+                data: text.as_ptr().cast(),
+                size: text.len(),
             };
-            let mut line = b"  File \"".to_vec();
-            line.extend_from_slice(file.to_bytes());
-            line.extend_from_slice(format!("\", line {lineno}, in ").as_bytes());
-            line.extend_from_slice(func.to_bytes());
-            line.push(b'\n');
-            given = Some(line);
-        }
-        *text = native_backtrace(given.as_deref());
-        *view = TVMFFIByteArray {
-            data: text.as_ptr().cast(),
-            size: text.len(),
-        };
-        view as *const TVMFFIByteArray
+            view as *const TVMFFIByteArray
+        }))
     })
 }

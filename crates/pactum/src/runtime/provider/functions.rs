@@ -1,21 +1,25 @@
-//! Function creation and calls, the global function registry, and `AnyViewToOwnedAny`.
+//! Function creation and calls, `AnyViewToOwnedAny`, and the global function registry's C
+//! functions and own `ffi.*` globals. The top of the provider: the registry is filled here
+//! with every built-in global (`builtin_globals`), so this file names the files that make
+//! them, and none of them names it.
 
 use core::ffi::{c_int, c_void};
-use std::collections::HashMap;
-use std::sync::{OnceLock, RwLock};
+use std::sync::RwLock;
 
 use pactum_sys::tvm_ffi::{
     TVMFFIAny, TVMFFIByteArray, TVMFFIFunctionCell, TVMFFIMethodInfo, TVMFFIObject,
     TVMFFIObjectHandle, TVMFFITypeIndex, field_flags,
 };
 
-use super::{arg_bytes, arg_ref, byte_array_bytes, guard_status, out_ptr};
-use crate::any::AnyView;
+use super::args::{SafeCallFn, arg_bytes, arg_ref, byte_array_bytes, out_ptr};
+use super::builtin::{BOOL, FUNCTION, STR, VOID_PTR, index_error, typed};
+use super::registry::{self, BuiltinGlobal, Registry};
+use super::{module_globals, value_globals};
+use crate::any::{Any, AnyView};
+use crate::boundary::{self, EntryKind::CApi};
 use crate::error::{Error, ErrorKind};
 use crate::function::Function;
 use crate::object::{ObjectRef, ObjectRefType, header};
-
-type SafeCall = unsafe extern "C" fn(*mut c_void, *const TVMFFIAny, i32, *mut TVMFFIAny) -> c_int;
 
 #[allow(non_snake_case)]
 /// `TVMFFIFunctionCreate`: with `self_` and `deleter` both NULL, `safe_call` is stored directly
@@ -31,9 +35,9 @@ pub unsafe extern "C" fn TVMFFIFunctionCreate(
     deleter: Option<unsafe extern "C" fn(*mut c_void)>,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let out = out_ptr(out, "out")?;
-        let safe_call: SafeCall = safe_call
+        let safe_call: SafeCallFn = safe_call
             .ok_or_else(|| Error::new(ErrorKind::VALUE_ERROR, "argument `safe_call` is NULL"))?;
         let function = if self_.is_null() && deleter.is_none() {
             // SAFETY: the C caller vouches for the callback's convention and thread safety.
@@ -61,25 +65,31 @@ pub unsafe extern "C" fn TVMFFIFunctionCall(
     num_args: i32,
     result: *mut TVMFFIAny,
 ) -> c_int {
-    if func.is_null() {
-        return null_function();
-    }
-    // SAFETY: the caller passes a live Function object, whose cell follows the header. Every
-    // Function object has a non-NULL `safe_call` (the ABI requires it; the official runtime
-    // jumps through it unchecked too), so this is a single checked-NULL tail call.
-    unsafe {
-        let cell = &*func
-            .cast::<TVMFFIObject>()
-            .add(1)
-            .cast::<TVMFFIFunctionCell>();
-        (cell.safe_call.unwrap_unchecked())(func, args, num_args, result)
-    }
+    // Nothing in the body can unwind (both calls are to C functions), so the boundary compiles
+    // away and the call stays a tail call.
+    boundary::value(CApi, -1, || {
+        if func.is_null() {
+            return Ok(null_function());
+        }
+        // SAFETY: the caller passes a live Function object, whose cell follows the header.
+        // Every Function object has a non-NULL `safe_call` (the ABI requires it; the official
+        // runtime jumps through it unchecked too), so this is a single checked-NULL tail call.
+        Ok(unsafe {
+            let cell = &*func
+                .cast::<TVMFFIObject>()
+                .add(1)
+                .cast::<TVMFFIFunctionCell>();
+            (cell.safe_call.unwrap_unchecked())(func, args, num_args, result)
+        })
+    })
 }
 
+/// `TVMFFIFunctionCall` with a NULL function: a C function of its own, so the hot path above
+/// makes no call that could unwind.
 #[cold]
 #[inline(never)]
 extern "C" fn null_function() -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         Err(Error::new(
             ErrorKind::VALUE_ERROR,
             "argument `func` is NULL",
@@ -87,78 +97,18 @@ extern "C" fn null_function() -> c_int {
     })
 }
 
-/// A registry entry.
-pub(crate) struct GlobalEntry {
-    pub(crate) function: Option<Function>,
-    pub(crate) metadata: Box<[u8]>,
-    #[allow(dead_code)]
-    pub(crate) flags: i64,
-    order: u64,
+/// The registry, holding the built-in globals from its first use.
+fn registry() -> &'static RwLock<Registry> {
+    registry::get_or_init(builtin_globals)
 }
 
-#[derive(Default)]
-pub(crate) struct Registry {
-    entries: HashMap<Box<[u8]>, GlobalEntry>,
-    next_order: u64,
-}
-
-impl Registry {
-    fn insert(&mut self, name: &[u8], function: Option<Function>, metadata: &[u8], flags: i64) {
-        let order = self.next_order;
-        self.next_order += 1;
-        self.entries.insert(
-            name.into(),
-            GlobalEntry {
-                function,
-                metadata: metadata.into(),
-                flags,
-                order,
-            },
-        );
-    }
-
-    /// Names in registration order.
-    pub(crate) fn names(&self) -> Vec<Box<[u8]>> {
-        let mut names: Vec<(&Box<[u8]>, u64)> =
-            self.entries.iter().map(|(k, v)| (k, v.order)).collect();
-        names.sort_by_key(|(_, order)| *order);
-        names.into_iter().map(|(k, _)| k.clone()).collect()
-    }
-
-    pub(crate) fn get(&self, name: &[u8]) -> Option<&GlobalEntry> {
-        self.entries.get(name)
-    }
-
-    pub(crate) fn remove(&mut self, name: &[u8]) -> Option<GlobalEntry> {
-        self.entries.remove(name)
-    }
-}
-
-static REGISTRY: OnceLock<RwLock<Registry>> = OnceLock::new();
-
-/// The registry, with pactum's `ffi.*` globals registered on first use.
-pub(crate) fn registry() -> &'static RwLock<Registry> {
-    REGISTRY.get_or_init(|| {
-        let mut registry = Registry::default();
-        for global in super::globals::builtin_globals() {
-            registry.insert(
-                global.name.as_bytes(),
-                Some(global.function),
-                global.metadata.as_bytes(),
-                field_flags::IS_STATIC_METHOD,
-            );
-        }
-        RwLock::new(registry)
-    })
-}
-
-pub(crate) fn read_registry() -> std::sync::RwLockReadGuard<'static, Registry> {
+fn read_registry() -> std::sync::RwLockReadGuard<'static, Registry> {
     registry()
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-pub(crate) fn write_registry() -> std::sync::RwLockWriteGuard<'static, Registry> {
+fn write_registry() -> std::sync::RwLockWriteGuard<'static, Registry> {
     registry()
         .write()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -174,7 +124,7 @@ pub unsafe extern "C" fn TVMFFIFunctionGetGlobal(
     name: *const TVMFFIByteArray,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let name = arg_bytes(name, "name")?;
         let out = out_ptr(out, "out")?;
         let function = read_registry().get(name).and_then(|e| e.function.clone());
@@ -210,7 +160,7 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobal(
     f: TVMFFIObjectHandle,
     allow_override: c_int,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let name = arg_bytes(name, "name")?;
         let function = core::ptr::NonNull::new(f.cast::<TVMFFIObject>()).map(|p| {
             // SAFETY: the caller passes a live object; we take our own reference. Like the
@@ -241,7 +191,7 @@ pub unsafe extern "C" fn TVMFFIFunctionSetGlobalFromMethodInfo(
     method_info: *const TVMFFIMethodInfo,
     allow_override: c_int,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid record.
         let info = unsafe { arg_ref(method_info, "method_info")? };
         // SAFETY: the record's strings are valid for the call.
@@ -294,7 +244,7 @@ pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
     any_view: *const TVMFFIAny,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid view.
         let view = unsafe { *arg_ref(any_view, "any_view")? };
         let out = out_ptr(out, "out")?;
@@ -318,4 +268,87 @@ pub unsafe extern "C" fn TVMFFIAnyViewToOwnedAny(
         unsafe { *out = owned };
         Ok(())
     })
+}
+
+/// Every global pactum's runtime registers at start-up, in registration order.
+fn builtin_globals() -> Vec<BuiltinGlobal> {
+    let mut globals = value_globals::object_globals();
+    globals.extend(registry_globals());
+    globals.extend(value_globals::container_globals());
+    globals.extend(module_globals::module_globals());
+    globals
+}
+
+/// The registry's own globals: removal, listing, metadata, and functions from C pointers.
+fn registry_globals() -> Vec<BuiltinGlobal> {
+    vec![
+        typed("ffi.FunctionRemoveGlobal", &[STR], BOOL, |a| {
+            let name = a.string_bytes(0)?;
+            let removed = write_registry().remove(name);
+            Ok(Any::from(removed.is_some()))
+        }),
+        typed("ffi.FunctionListGlobalNamesFunctor", &[], FUNCTION, |_| {
+            let names = read_registry().names();
+            Ok(Function::from_packed(move |args: &[AnyView<'_>]| {
+                let index = args
+                    .first()
+                    .map(|a| a.get::<i64>())
+                    .transpose()?
+                    .unwrap_or(-1);
+                if index < 0 {
+                    return Ok(Any::from(names.len() as i64));
+                }
+                let name = names
+                    .get(index as usize)
+                    .ok_or_else(|| index_error(index, names.len()))?;
+                Ok(crate::String::value_from_bytes(name))
+            })
+            .into())
+        }),
+        typed("ffi.GetGlobalFuncMetadata", &[STR], STR, |a| {
+            let name = a.string_bytes(0)?;
+            let registry = read_registry();
+            let entry = registry.get(name).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::RUNTIME_ERROR,
+                    format!(
+                        "Global Function is not found: {}",
+                        std::string::String::from_utf8_lossy(name)
+                    ),
+                )
+            })?;
+            Ok(crate::String::value_from_bytes(&entry.metadata))
+        }),
+        typed(
+            "ffi.FunctionFromExternC",
+            &[VOID_PTR, VOID_PTR, VOID_PTR],
+            FUNCTION,
+            |a| {
+                let self_ = a.get::<crate::OpaquePtr>(0)?.0;
+                let safe_call = a.get::<crate::OpaquePtr>(1)?.0;
+                let deleter = a.get::<crate::OpaquePtr>(2)?.0;
+                if safe_call.is_null() {
+                    return Err(Error::new(ErrorKind::VALUE_ERROR, "safe_call is NULL"));
+                }
+                // SAFETY: the caller passes a TVMFFISafeCallType and a `void(void*)` deleter (or
+                // NULL), exactly as for TVMFFIFunctionCreate.
+                let function = unsafe {
+                    let safe_call =
+                        core::mem::transmute::<*mut core::ffi::c_void, SafeCallFn>(safe_call);
+                    let deleter = (!deleter.is_null()).then(|| {
+                        core::mem::transmute::<
+                            *mut core::ffi::c_void,
+                            unsafe extern "C" fn(*mut core::ffi::c_void),
+                        >(deleter)
+                    });
+                    if self_.is_null() && deleter.is_none() {
+                        Function::from_safe_call_direct(safe_call)
+                    } else {
+                        Function::from_safe_call(self_, safe_call, deleter)
+                    }
+                };
+                Ok(function.into())
+            },
+        ),
+    ]
 }

@@ -3,47 +3,77 @@
 //! where the official runtime crashes or exits on bad input, these report an error).
 //!
 //! The functions are `extern "C"` with the exact C signatures; [`PROVIDER_API`] lists them and
-//! the `pactum-capi` crate exports them under their C names as `libtvm_ffi.so`.
+//! the `pactum-capi` crate exports them under their C names as `libtvm_ffi.so`, through
+//! [`c_api`]. Nothing else here is public: the provider's internals are not pactum's API.
 
+// Layers, each using only those above it (`scripts/import_rings.py` finds no ring here):
+// - arguments: `args`;
+// - storage and values, with their C functions: `errors`, `objects`, `values`, `types`,
+//   `tensors`, and the function registry's storage, `registry`;
+// - declaring built-in globals: `builtin`; library modules: `modules`;
+// - the built-in `ffi.*` globals: `value_globals`, `module_globals`;
+// - the C functions that reach the layers below: `functions` (which fills the registry with
+//   every built-in global) and `env`.
+mod args;
+mod builtin;
 mod env;
 mod errors;
 mod forwarder;
 mod functions;
-mod globals;
+mod module_globals;
 mod modules;
 mod objects;
+mod registry;
 mod tensors;
 mod types;
-pub(crate) mod values;
-
-/// `TVMFFISafeCallType` without the `Option`.
-pub(crate) type SafeCallFn = unsafe extern "C" fn(
-    *mut core::ffi::c_void,
-    *const pactum_sys::tvm_ffi::TVMFFIAny,
-    i32,
-    *mut pactum_sys::tvm_ffi::TVMFFIAny,
-) -> core::ffi::c_int;
-
-use core::ffi::{c_char, c_int};
-use std::panic::{AssertUnwindSafe, catch_unwind};
+mod value_globals;
+mod values;
 
 use pactum_sys::TVMFFICApi;
-use pactum_sys::tvm_ffi::TVMFFIByteArray;
 
-use crate::error::{Error, ErrorKind, Result};
-
-pub use env::*;
-pub use errors::*;
-pub use functions::*;
-pub use objects::*;
-pub use tensors::*;
-pub use types::*;
-pub use values::*;
+/// The 50 C functions under their C names, for `pactum-capi` to export (re-exported, hidden,
+/// as `pactum::runtime::provider_c_api`); not a stable API.
+pub mod c_api {
+    pub use super::env::{
+        TVMFFIEnvCheckSignals, TVMFFIEnvGetDLPackManagedTensorAllocator, TVMFFIEnvGetStream,
+        TVMFFIEnvModLookupFromImports, TVMFFIEnvModRegisterContextSymbol,
+        TVMFFIEnvModRegisterSystemLibSymbol, TVMFFIEnvRegisterCAPI,
+        TVMFFIEnvSetDLPackManagedTensorAllocator, TVMFFIEnvSetStream, TVMFFIEnvTensorAlloc,
+        TVMFFIHandleDeinitOnce, TVMFFIHandleInitOnce,
+    };
+    pub use super::errors::{
+        TVMFFIBacktrace, TVMFFIErrorCreate, TVMFFIErrorCreateWithCauseAndExtraContext,
+        TVMFFIErrorMoveFromRaised, TVMFFIErrorSetRaised, TVMFFIErrorSetRaisedFromCStr,
+        TVMFFIErrorSetRaisedFromCStrParts,
+    };
+    pub use super::functions::{
+        TVMFFIAnyViewToOwnedAny, TVMFFIFunctionCall, TVMFFIFunctionCreate, TVMFFIFunctionGetGlobal,
+        TVMFFIFunctionSetGlobal, TVMFFIFunctionSetGlobalFromMethodInfo,
+    };
+    pub use super::objects::{
+        TVMFFIGetCustomAllocator, TVMFFIGetVersion, TVMFFIObjectCreateOpaque, TVMFFIObjectDecRef,
+        TVMFFIObjectIncRef, TVMFFISetCustomAllocator,
+    };
+    pub use super::tensors::{
+        TVMFFITensorCreateUnsafeView, TVMFFITensorFromDLPack, TVMFFITensorFromDLPackVersioned,
+        TVMFFITensorToDLPack, TVMFFITensorToDLPackVersioned,
+    };
+    pub use super::types::{
+        TVMFFIGetTypeAttrColumn, TVMFFIGetTypeInfo, TVMFFITypeGetOrAllocIndex,
+        TVMFFITypeKeyToIndex, TVMFFITypeRegisterAttr, TVMFFITypeRegisterField,
+        TVMFFITypeRegisterMetadata, TVMFFITypeRegisterMethod,
+    };
+    pub use super::values::{
+        TVMFFIBigIntFromByteArray, TVMFFIBigIntGetContentByteArray, TVMFFIBytesFromByteArray,
+        TVMFFIDataTypeFromString, TVMFFIDataTypeToString, TVMFFIStringFromByteArray,
+    };
+}
 
 macro_rules! provider_table {
     ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
-        /// The built-in provider as a function table.
-        pub static PROVIDER_API: TVMFFICApi = TVMFFICApi { $($name),* };
+        /// The built-in provider as a function table (built from [`c_api`], so the two list
+        /// the same functions).
+        pub(crate) static PROVIDER_API: TVMFFICApi = TVMFFICApi { $($name: c_api::$name),* };
     };
 }
 pactum_sys::tvm_ffi_c_api!(provider_table);
@@ -53,123 +83,4 @@ pactum_sys::tvm_ffi_c_api!(provider_table);
 #[unsafe(export_name = crate::runtime::builtin_c_api_symbol!())]
 fn builtin_c_api() -> &'static TVMFFICApi {
     &PROVIDER_API
-}
-
-/// Runs the body of a status-returning C function: 0, or -1 with the error raised (a panic
-/// becomes a `RustPanic` error).
-#[inline]
-pub(crate) fn guard_status(body: impl FnOnce() -> Result<()>) -> c_int {
-    crate::function::guard(body)
-}
-
-/// Runs the body of a C function that returns a value and has no status: on error the error
-/// is raised and `fallback` returned.
-#[inline]
-pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> Result<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(value)) => value,
-        Ok(Err(error)) => {
-            error.set_raised();
-            fallback
-        }
-        Err(payload) => {
-            Error::from_panic(payload).set_raised();
-            fallback
-        }
-    }
-}
-
-/// Runs the body of a C function with no result at all: errors are raised.
-#[inline]
-pub(crate) fn guard_void(body: impl FnOnce() -> Result<()>) {
-    guard_value((), body)
-}
-
-fn null_argument(name: &str) -> Error {
-    Error::new(ErrorKind::VALUE_ERROR, format!("argument `{name}` is NULL"))
-}
-
-/// A required pointer argument as a reference.
-///
-/// # Safety
-/// A non-null `ptr` must point to a valid `T` for the duration of the call.
-pub(crate) unsafe fn arg_ref<'a, T>(ptr: *const T, name: &str) -> Result<&'a T> {
-    // SAFETY: forwarded from the caller.
-    unsafe { ptr.as_ref() }.ok_or_else(|| null_argument(name))
-}
-
-/// A required out pointer.
-pub(crate) fn out_ptr<T>(ptr: *mut T, name: &str) -> Result<*mut T> {
-    if ptr.is_null() {
-        Err(null_argument(name))
-    } else {
-        Ok(ptr)
-    }
-}
-
-/// The bytes of a required `TVMFFIByteArray*` argument (a `{NULL, 0}` array is empty).
-pub(crate) fn arg_bytes<'a>(bytes: *const TVMFFIByteArray, name: &str) -> Result<&'a [u8]> {
-    if bytes.is_null() {
-        return Err(null_argument(name));
-    }
-    // SAFETY: checked non-NULL; the caller passes a valid byte array for the call.
-    let size = unsafe { (*bytes).size };
-    if size > isize::MAX as usize {
-        return Err(Error::new(
-            ErrorKind::VALUE_ERROR,
-            format!("argument `{name}` claims {size} bytes, more than any allocation can hold"),
-        ));
-    }
-    // SAFETY: the caller passes a valid byte array for the duration of the call.
-    Ok(unsafe { byte_array_bytes(&*bytes) })
-}
-
-/// The bytes a byte array describes (empty for NULL data).
-///
-/// # Safety
-/// `bytes` must describe readable memory for the returned lifetime.
-pub(crate) unsafe fn byte_array_bytes<'a>(bytes: &TVMFFIByteArray) -> &'a [u8] {
-    if bytes.data.is_null() || bytes.size == 0 {
-        return &[];
-    }
-    // No allocation exceeds isize::MAX bytes, so such a size is a corrupt array; making a slice
-    // of it would be undefined behaviour. Every caller runs inside a guard, which reports the
-    // panic as an error (arguments are checked with a clearer message in `arg_bytes`).
-    assert!(
-        bytes.size <= isize::MAX as usize,
-        "a TVMFFIByteArray claims {} bytes, more than any allocation can hold",
-        bytes.size
-    );
-    // SAFETY: forwarded from the caller.
-    unsafe { core::slice::from_raw_parts(bytes.data.cast::<u8>(), bytes.size) }
-}
-
-/// The bytes of a C string argument.
-///
-/// # Safety
-/// A non-null `text` must be NUL-terminated and readable for the returned lifetime.
-pub(crate) unsafe fn c_str_bytes<'a>(text: *const c_char, name: &str) -> Result<&'a [u8]> {
-    if text.is_null() {
-        return Err(null_argument(name));
-    }
-    // SAFETY: forwarded from the caller.
-    Ok(unsafe { core::ffi::CStr::from_ptr(text) }.to_bytes())
-}
-
-/// A permanent, NUL-terminated copy (for registration records that live forever).
-pub(crate) fn permanent_bytes(bytes: &[u8]) -> TVMFFIByteArray {
-    if bytes.is_empty() {
-        return TVMFFIByteArray {
-            data: core::ptr::null(),
-            size: 0,
-        };
-    }
-    let mut copy = Vec::with_capacity(bytes.len() + 1);
-    copy.extend_from_slice(bytes);
-    copy.push(0);
-    let leaked: &'static [u8] = Box::leak(copy.into_boxed_slice());
-    TVMFFIByteArray {
-        data: leaked.as_ptr().cast(),
-        size: bytes.len(),
-    }
 }

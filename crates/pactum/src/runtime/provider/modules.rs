@@ -1,4 +1,6 @@
-//! Library modules: `ffi.Module.load_from_file.so` and friends.
+//! Library modules: loading shared libraries and system-library symbols, looking functions
+//! up, imports, and the library context (`module_globals.rs` publishes these as `ffi.*`
+//! globals).
 //!
 //! A module owns the loaded library; functions taken from it keep the module alive. The
 //! library's `__tvm_ffi__library_ctx` receives the module's object address as an opaque
@@ -12,15 +14,12 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIFunctionCell, TVMFFIObject, TVMFFITypeIndex};
 
-use super::SafeCallFn;
-use super::globals::{
-    ARRAY_OF_STR, BOOL, BuiltinGlobal, INT, MODULE, NONE, OPTIONAL_FUNCTION, OPTIONAL_STR, STR,
-    packed, typed,
-};
+use super::args::SafeCallFn;
 use crate::any::Any;
+use crate::boundary::{self, EntryKind};
 use crate::containers::Array;
 use crate::error::{Error, ErrorKind, Result};
-use crate::function::{Function, guard};
+use crate::function::Function;
 use crate::module::Module;
 use crate::object::{ObjectBox, ObjectRef, ObjectRefType, header, new_object_box};
 
@@ -167,16 +166,16 @@ unsafe extern "C" fn symbol_safe_call(
     num_args: i32,
     result: *mut TVMFFIAny,
 ) -> c_int {
-    // SAFETY: installed only in ObjectBox<SymbolFunction> objects, alive during the call.
-    let symbol = unsafe { ObjectBox::cell(handle.cast::<ObjectBox<SymbolFunction>>()).symbol };
-    let slot = match crate::function::ResultSlot::prepare(result) {
-        Ok(slot) => slot,
-        Err(error) => return guard(|| Err(error)),
+    let call = |handle: *mut c_void, args, num_args, result| {
+        // SAFETY: installed only in ObjectBox<SymbolFunction> objects, alive during the call.
+        let symbol = unsafe { ObjectBox::cell(handle.cast::<ObjectBox<SymbolFunction>>()).symbol };
+        // SAFETY: the library exports the symbol with the safe-call convention; modules' entry
+        // points receive a NULL handle.
+        Ok(unsafe { symbol(core::ptr::null_mut(), args, num_args, result) })
     };
-    // SAFETY: the library exports the symbol with the safe-call convention; modules' entry
-    // points receive a NULL handle.
-    let rc = unsafe { symbol(core::ptr::null_mut(), args, num_args, result) };
-    slot.finish(if rc == 0 { 0 } else { -1 })
+    let call_args = (handle, args, num_args, result);
+    // SAFETY: the convention passes a valid result slot.
+    unsafe { boundary::safe_call(EntryKind::Callback, call_args, call) }
 }
 
 fn wrap_symbol(module: &Module, symbol: *mut c_void) -> Function {
@@ -202,7 +201,11 @@ fn imports_of(cell: &ModuleCell) -> Array {
 }
 
 /// `ModuleGetFunction`: this library's symbol, else (when asked) the imports, depth first.
-fn get_function(module: &Module, name: &str, query_imports: bool) -> Result<Option<Function>> {
+pub(crate) fn get_function(
+    module: &Module,
+    name: &str,
+    query_imports: bool,
+) -> Result<Option<Function>> {
     let cell = cell_of(module)?;
     if let Some(symbol) = cell.symbols.function_symbol(name) {
         return Ok(Some(wrap_symbol(module, symbol)));
@@ -219,7 +222,7 @@ fn get_function(module: &Module, name: &str, query_imports: bool) -> Result<Opti
 }
 
 /// Calls `__tvm_ffi__<what>_<name>` (a getter returning a string), searching imports.
-fn get_function_text(
+pub(crate) fn get_function_text(
     module: &Module,
     what: &str,
     name: &str,
@@ -399,7 +402,7 @@ fn prepare_module_loading() -> Result<()> {
     }
 }
 
-fn load_shared_library(path: &str) -> Result<Module> {
+pub(crate) fn load_shared_library(path: &str) -> Result<Module> {
     prepare_module_loading()?;
     // A truncated library would crash the process inside dlopen (SIGBUS).
     if let Some(detail) = crate::module::truncated_library(std::path::Path::new(path)) {
@@ -425,7 +428,7 @@ fn load_shared_library(path: &str) -> Result<Module> {
 }
 
 /// `ModuleImportModule`: refuses cycles.
-fn import_module(module: &Module, other: &Module) -> Result<()> {
+pub(crate) fn import_module(module: &Module, other: &Module) -> Result<()> {
     fn reaches(from: &Module, target: &Module) -> Result<bool> {
         if from.as_object_ref().ptr_eq(target.as_object_ref()) {
             return Ok(true);
@@ -516,168 +519,28 @@ pub(crate) fn lookup_from_imports(
     Ok(raw)
 }
 
-fn module_globals_pins() -> MutexGuard<'static, HashMap<usize, Module>> {
-    static PINS: OnceLock<Mutex<HashMap<usize, Module>>> = OnceLock::new();
-    PINS.get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+/// Fails unless pactum's runtime made `module` (the official runtime's modules have another
+/// layout).
+pub(crate) fn ensure_ours(module: &Module) -> Result<()> {
+    cell_of(module).map(|_| ())
 }
 
-fn system_libs() -> MutexGuard<'static, HashMap<std::string::String, Module>> {
-    static LIBS: OnceLock<Mutex<HashMap<std::string::String, Module>>> = OnceLock::new();
-    LIBS.get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+/// `ModuleClearImports`.
+pub(crate) fn clear_imports(module: &Module) -> Result<()> {
+    let cell = cell_of(module)?;
+    let old = {
+        let _edit = MODULE_EDIT.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: replaced only under MODULE_EDIT, which we hold.
+        core::mem::replace(unsafe { &mut *cell.imports.get() }, Array::new([]))
+    };
+    drop(old);
+    Ok(())
 }
 
-pub(crate) fn module_globals() -> Vec<BuiltinGlobal> {
-    vec![
-        typed("ffi.ModuleLoadFromFile", &[STR], MODULE, |a| {
-            let path = a.get::<crate::String>(0)?;
-            let path = path.as_str();
-            let format = match path.rfind('.') {
-                Some(dot) => &path[dot + 1..],
-                None => {
-                    return Err(Error::new(
-                        ErrorKind::RUNTIME_ERROR,
-                        format!("Failed to get file format from {path}"),
-                    ));
-                }
-            };
-            let format = if matches!(format, "dll" | "dylib" | "dso") {
-                "so"
-            } else {
-                format
-            };
-            let loader_name = format!("ffi.Module.load_from_file.{format}");
-            let loader = Function::get_global(&loader_name).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::RUNTIME_ERROR,
-                    format!(
-                        "Loader for `.{format}` files is not registered, resolved to ({loader_name}) in the global registry.Ensure that you have loaded the correct runtime code, andthat you are on the correct hardware architecture."
-                    ),
-                )
-            })?;
-            loader.call_typed::<_, Any>((path, format))
-        }),
-        typed(
-            "ffi.ModuleImplementsFunction",
-            &[MODULE, STR, BOOL],
-            BOOL,
-            |a| {
-                let found = get_function(
-                    &a.get::<Module>(0)?,
-                    &a.get::<crate::String>(1)?,
-                    a.get::<bool>(2)?,
-                )?;
-                Ok(Any::from(found.is_some()))
-            },
-        ),
-        typed(
-            "ffi.ModuleGetFunctionMetadata",
-            &[MODULE, STR, BOOL],
-            OPTIONAL_STR,
-            |a| {
-                Ok(get_function_text(
-                    &a.get::<Module>(0)?,
-                    "metadata",
-                    &a.get::<crate::String>(1)?,
-                    a.get::<bool>(2)?,
-                )?
-                .into())
-            },
-        ),
-        typed(
-            "ffi.ModuleGetFunctionDoc",
-            &[MODULE, STR, BOOL],
-            OPTIONAL_STR,
-            |a| {
-                Ok(get_function_text(
-                    &a.get::<Module>(0)?,
-                    "doc",
-                    &a.get::<crate::String>(1)?,
-                    a.get::<bool>(2)?,
-                )?
-                .into())
-            },
-        ),
-        typed(
-            "ffi.ModuleGetFunction",
-            &[MODULE, STR, BOOL],
-            OPTIONAL_FUNCTION,
-            |a| {
-                Ok(get_function(
-                    &a.get::<Module>(0)?,
-                    &a.get::<crate::String>(1)?,
-                    a.get::<bool>(2)?,
-                )?
-                .into())
-            },
-        ),
-        typed("ffi.ModuleGetPropertyMask", &[MODULE], INT, |a| {
-            cell_of(&a.get::<Module>(0)?)?;
-            Ok(Any::from(3i64))
-        }),
-        typed("ffi.ModuleInspectSource", &[MODULE, STR], STR, |a| {
-            cell_of(&a.get::<Module>(0)?)?;
-            Ok(Any::from(""))
-        }),
-        typed("ffi.ModuleGetKind", &[MODULE], STR, |a| {
-            cell_of(&a.get::<Module>(0)?)?;
-            Ok(Any::from("library"))
-        }),
-        typed("ffi.ModuleGetWriteFormats", &[MODULE], ARRAY_OF_STR, |a| {
-            cell_of(&a.get::<Module>(0)?)?;
-            Ok(Array::new([]).into())
-        }),
-        typed("ffi.ModuleWriteToFile", &[MODULE, STR, STR], NONE, |a| {
-            cell_of(&a.get::<Module>(0)?)?;
-            Err(Error::new(
-                ErrorKind::RUNTIME_ERROR,
-                "Module[library] does not support WriteToFile",
-            ))
-        }),
-        typed("ffi.ModuleImportModule", &[MODULE, MODULE], NONE, |a| {
-            import_module(&a.get::<Module>(0)?, &a.get::<Module>(1)?)?;
-            Ok(Any::none())
-        }),
-        typed("ffi.ModuleClearImports", &[MODULE], NONE, |a| {
-            let module = a.get::<Module>(0)?;
-            let cell = cell_of(&module)?;
-            let old = {
-                let _edit = MODULE_EDIT.lock().unwrap_or_else(|p| p.into_inner());
-                // SAFETY: replaced only under MODULE_EDIT, which we hold.
-                core::mem::replace(unsafe { &mut *cell.imports.get() }, Array::new([]))
-            };
-            drop(old);
-            Ok(Any::none())
-        }),
-        typed("ffi.ModuleGlobalsAdd", &[MODULE], NONE, |a| {
-            let module = a.get::<Module>(0)?;
-            module_globals_pins().insert(module.as_object_ref().as_raw() as usize, module);
-            Ok(Any::none())
-        }),
-        typed("ffi.ModuleGlobalsRemove", &[MODULE], NONE, |a| {
-            let module = a.get::<Module>(0)?;
-            let removed = module_globals_pins().remove(&(module.as_object_ref().as_raw() as usize));
-            drop(removed);
-            Ok(Any::none())
-        }),
-        packed("ffi.SystemLib", |args| {
-            let prefix = match args.first() {
-                Some(prefix) => prefix.get::<crate::String>()?.as_str().to_owned(),
-                None => std::string::String::new(),
-            };
-            if let Some(module) = system_libs().get(&prefix) {
-                return Ok(module.clone().into());
-            }
-            let module = finish_library_load(Arc::new(Symbols::System {
-                prefix: prefix.clone(),
-            }))?;
-            Ok(system_libs().entry(prefix).or_insert(module).clone().into())
-        }),
-        typed("ffi.Module.load_from_file.so", &[STR, STR], MODULE, |a| {
-            Ok(load_shared_library(&a.get::<crate::String>(0)?)?.into())
-        }),
-    ]
+/// A module over the symbols registered with `TVMFFIEnvModRegisterSystemLibSymbol`, looked up
+/// under `prefix`.
+pub(crate) fn load_system_lib(prefix: &str) -> Result<Module> {
+    finish_library_load(Arc::new(Symbols::System {
+        prefix: prefix.to_owned(),
+    }))
 }

@@ -9,7 +9,8 @@ use pactum_sys::tvm_ffi::{
     TVMFFITypeIndex, TVMFFIVersion,
 };
 
-use super::{guard_status, out_ptr};
+use super::args::out_ptr;
+use crate::boundary::{self, EntryKind::CApi, EntryKind::Callback};
 use crate::error::{Error, ErrorKind};
 use crate::object::{header, new_object_box};
 
@@ -20,14 +21,17 @@ use crate::object::{header, new_object_box};
 /// The C contract of `TVMFFIGetVersion` in the official headers (pointer arguments valid as
 /// documented there); NULL arguments the official runtime would crash on are reported.
 pub unsafe extern "C" fn TVMFFIGetVersion(out_version: *mut TVMFFIVersion) {
-    // SAFETY: the caller passes a valid out pointer or NULL.
-    if let Some(out) = unsafe { out_version.as_mut() } {
-        *out = TVMFFIVersion {
-            major: TVM_FFI_VERSION_MAJOR,
-            minor: TVM_FFI_VERSION_MINOR,
-            patch: TVM_FFI_VERSION_PATCH,
-        };
-    }
+    boundary::void(CApi, || {
+        // SAFETY: the caller passes a valid out pointer or NULL.
+        if let Some(out) = unsafe { out_version.as_mut() } {
+            *out = TVMFFIVersion {
+                major: TVM_FFI_VERSION_MAJOR,
+                minor: TVM_FFI_VERSION_MINOR,
+                patch: TVM_FFI_VERSION_PATCH,
+            };
+        }
+        Ok(())
+    })
 }
 
 #[allow(non_snake_case)]
@@ -38,7 +42,7 @@ pub unsafe extern "C" fn TVMFFIGetVersion(out_version: *mut TVMFFIVersion) {
 /// documented there); NULL arguments the official runtime would crash on are reported.
 #[inline]
 pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: TVMFFIObjectHandle) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let obj = out_ptr(obj.cast::<TVMFFIObject>(), "obj")?;
         // SAFETY: the caller passes a live object.
         unsafe { header::inc_ref(obj) };
@@ -54,13 +58,14 @@ pub unsafe extern "C" fn TVMFFIObjectIncRef(obj: TVMFFIObjectHandle) -> c_int {
 /// documented there); NULL arguments the official runtime would crash on are reported.
 #[inline]
 pub unsafe extern "C" fn TVMFFIObjectDecRef(obj: TVMFFIObjectHandle) -> c_int {
-    if obj.is_null() {
-        return 0;
-    }
-    // SAFETY: the caller gives up one strong reference to a live object. Deleters contain
-    // their own panics.
-    unsafe { header::dec_ref(obj.cast()) };
-    0
+    boundary::status(CApi, || {
+        if !obj.is_null() {
+            // SAFETY: the caller gives up one strong reference to a live object. Deleters
+            // contain their own panics.
+            unsafe { header::dec_ref(obj.cast()) };
+        }
+        Ok(())
+    })
 }
 
 /// An opaque (foreign) object: the handle, then who releases it.
@@ -94,7 +99,7 @@ pub unsafe extern "C" fn TVMFFIObjectCreateOpaque(
     deleter: Option<unsafe extern "C" fn(*mut c_void)>,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let out = out_ptr(out, "out")?;
         if type_index != TVMFFITypeIndex::OPAQUE_PY_OBJECT.0 {
             return Err(Error::new(
@@ -123,42 +128,47 @@ unsafe extern "C" fn builtin_allocate(
     _type_index: i32,
     _context: *mut c_void,
 ) -> *mut c_void {
-    let prefix = alignment.max(16).next_power_of_two();
-    let Some(total) = size.checked_add(prefix) else {
-        return core::ptr::null_mut();
-    };
-    let mut raw: *mut c_void = core::ptr::null_mut();
-    // SAFETY: posix_memalign with a power-of-two alignment that is a multiple of the pointer size.
-    if unsafe { libc::posix_memalign(&mut raw, prefix, total) } != 0 {
-        Error::new(
-            ErrorKind::MEMORY_ERROR,
-            format!("cannot allocate {size} bytes for an object"),
-        )
-        .set_raised();
-        return core::ptr::null_mut();
-    }
-    // SAFETY: the allocation holds `prefix` bytes before the body; both words fit in 16 bytes.
-    unsafe {
-        let body = raw.cast::<u8>().add(prefix);
-        body.sub(16).cast::<usize>().write(prefix);
-        body.sub(8)
-            .cast::<TVMFFIObjectAllocHeader>()
-            .write(TVMFFIObjectAllocHeader {
-                delete_space: Some(builtin_delete_space),
-            });
-        body.cast()
-    }
+    boundary::value(Callback, core::ptr::null_mut(), || {
+        let prefix = alignment.max(16).next_power_of_two();
+        let Some(total) = size.checked_add(prefix) else {
+            return Ok(core::ptr::null_mut());
+        };
+        let mut raw: *mut c_void = core::ptr::null_mut();
+        // SAFETY: posix_memalign with a power-of-two alignment that is a multiple of the
+        // pointer size.
+        if unsafe { libc::posix_memalign(&mut raw, prefix, total) } != 0 {
+            return Err(Error::new(
+                ErrorKind::MEMORY_ERROR,
+                format!("cannot allocate {size} bytes for an object"),
+            ));
+        }
+        // SAFETY: the allocation holds `prefix` bytes before the body; both words fit in 16
+        // bytes.
+        Ok(unsafe {
+            let body = raw.cast::<u8>().add(prefix);
+            body.sub(16).cast::<usize>().write(prefix);
+            body.sub(8)
+                .cast::<TVMFFIObjectAllocHeader>()
+                .write(TVMFFIObjectAllocHeader {
+                    delete_space: Some(builtin_delete_space),
+                });
+            body.cast()
+        })
+    })
 }
 
 unsafe extern "C" fn builtin_delete_space(body: *mut c_void) {
-    if body.is_null() {
-        return;
-    }
-    // SAFETY: `body` came from builtin_allocate, which recorded the prefix size 16 bytes before it.
-    unsafe {
-        let prefix = body.cast::<u8>().sub(16).cast::<usize>().read();
-        libc::free(body.cast::<u8>().sub(prefix).cast());
-    }
+    boundary::deleter(|| {
+        if body.is_null() {
+            return;
+        }
+        // SAFETY: `body` came from builtin_allocate, which recorded the prefix size 16 bytes
+        // before it.
+        unsafe {
+            let prefix = body.cast::<u8>().sub(16).cast::<usize>().read();
+            libc::free(body.cast::<u8>().sub(prefix).cast());
+        }
+    })
 }
 
 struct AllocatorCell(TVMFFICustomAllocator);
@@ -178,12 +188,11 @@ static CURRENT_ALLOCATOR: AtomicPtr<TVMFFICustomAllocator> = AtomicPtr::new(core
 /// The C contract of `TVMFFIGetCustomAllocator` in the official headers (pointer arguments valid as
 /// documented there); NULL arguments the official runtime would crash on are reported.
 pub unsafe extern "C" fn TVMFFIGetCustomAllocator() -> *mut TVMFFICustomAllocator {
-    let current = CURRENT_ALLOCATOR.load(Ordering::Acquire);
-    if current.is_null() {
-        (&BUILTIN_ALLOCATOR.0 as *const TVMFFICustomAllocator).cast_mut()
-    } else {
-        current
-    }
+    let builtin = (&BUILTIN_ALLOCATOR.0 as *const TVMFFICustomAllocator).cast_mut();
+    boundary::value(CApi, builtin, || {
+        let current = CURRENT_ALLOCATOR.load(Ordering::Acquire);
+        Ok(if current.is_null() { builtin } else { current })
+    })
 }
 
 #[allow(non_snake_case)]
@@ -194,6 +203,8 @@ pub unsafe extern "C" fn TVMFFIGetCustomAllocator() -> *mut TVMFFICustomAllocato
 /// The C contract of `TVMFFISetCustomAllocator` in the official headers (pointer arguments valid as
 /// documented there); NULL arguments the official runtime would crash on are reported.
 pub unsafe extern "C" fn TVMFFISetCustomAllocator(allocator: *mut TVMFFICustomAllocator) -> c_int {
-    CURRENT_ALLOCATOR.store(allocator, Ordering::Release);
-    0
+    boundary::status(CApi, || {
+        CURRENT_ALLOCATOR.store(allocator, Ordering::Release);
+        Ok(())
+    })
 }

@@ -5,7 +5,8 @@ use core::ffi::c_int;
 use pactum_sys::dlpack::{DLManagedTensor, DLManagedTensorVersioned, DLTensor};
 use pactum_sys::tvm_ffi::{TVMFFIObject, TVMFFIObjectHandle};
 
-use super::{arg_ref, guard_status, out_ptr};
+use super::args::{arg_ref, out_ptr};
+use crate::boundary::{self, EntryKind::CApi};
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::{ObjectRef, ObjectRefType};
 use crate::tensor::Tensor;
@@ -44,7 +45,7 @@ pub unsafe extern "C" fn TVMFFITensorFromDLPack(
     require_contiguous: i32,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let out = out_ptr(out, "out")?;
         let from = out_ptr(from, "from")?;
         // SAFETY: the caller hands over a valid managed tensor.
@@ -67,7 +68,7 @@ pub unsafe extern "C" fn TVMFFITensorFromDLPackVersioned(
     require_contiguous: i32,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let out = out_ptr(out, "out")?;
         let from = out_ptr(from, "from")?;
         // SAFETY: the caller hands over a valid managed tensor.
@@ -89,7 +90,7 @@ pub unsafe extern "C" fn TVMFFITensorToDLPack(
     from: TVMFFIObjectHandle,
     out: *mut *mut DLManagedTensor,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let out = out_ptr(out, "out")?;
         let tensor = tensor_arg(from)?;
         // SAFETY: checked out pointer.
@@ -108,7 +109,7 @@ pub unsafe extern "C" fn TVMFFITensorToDLPackVersioned(
     from: TVMFFIObjectHandle,
     out: *mut *mut DLManagedTensorVersioned,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let out = out_ptr(out, "out")?;
         let tensor = tensor_arg(from)?;
         // SAFETY: checked out pointer.
@@ -128,7 +129,7 @@ pub unsafe extern "C" fn TVMFFITensorCreateUnsafeView(
     prototype: *const DLTensor,
     out: *mut TVMFFIObjectHandle,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let out = out_ptr(out, "out")?;
         let source = tensor_arg(source)?;
         // SAFETY: checked non-null; the caller passes a valid prototype describing memory

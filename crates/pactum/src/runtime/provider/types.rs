@@ -15,8 +15,9 @@ use pactum_sys::tvm_ffi::{
     field_flags,
 };
 
-use super::{byte_array_bytes, guard_status, permanent_bytes};
+use super::args::{arg_bytes, arg_ref, byte_array_bytes, out_ptr, permanent_bytes};
 use crate::any::{Any, AnyView};
+use crate::boundary::{self, EntryKind::CApi, EntryKind::Callback};
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::types::STATIC_TYPE_KEYS;
 
@@ -437,9 +438,9 @@ pub unsafe extern "C" fn TVMFFITypeKeyToIndex(
     type_key: *const TVMFFIByteArray,
     out_tindex: *mut i32,
 ) -> c_int {
-    guard_status(|| {
-        let key = super::arg_bytes(type_key, "type_key")?;
-        let out = super::out_ptr(out_tindex, "out_tindex")?;
+    boundary::status(CApi, || {
+        let key = arg_bytes(type_key, "type_key")?;
+        let out = out_ptr(out_tindex, "out_tindex")?;
         match table().by_key.get(key) {
             Some(&index) => {
                 // SAFETY: checked non-null out pointer.
@@ -472,8 +473,8 @@ pub unsafe extern "C" fn TVMFFITypeGetOrAllocIndex(
     child_slots_can_overflow: i32,
     parent_type_index: i32,
 ) -> i32 {
-    super::guard_value(-1, || {
-        let key = super::arg_bytes(type_key, "type_key")?;
+    boundary::value(CApi, -1, || {
+        let key = arg_bytes(type_key, "type_key")?;
         let mut table = table();
         if parent_type_index == -2 {
             return Ok(table.by_key.get(key).copied().unwrap_or(-2));
@@ -497,7 +498,7 @@ pub unsafe extern "C" fn TVMFFITypeGetOrAllocIndex(
 /// The C contract of `TVMFFIGetTypeInfo` in the official headers (pointer arguments valid as
 /// documented there); NULL arguments the official runtime would crash on are reported.
 pub unsafe extern "C" fn TVMFFIGetTypeInfo(type_index: i32) -> *const TVMFFITypeInfo {
-    super::guard_value(core::ptr::null(), || {
+    boundary::value(CApi, core::ptr::null(), || {
         let entry = table()
             .entry(type_index)
             .ok_or_else(|| missing_type(type_index))?;
@@ -538,9 +539,9 @@ pub unsafe extern "C" fn TVMFFITypeRegisterField(
     type_index: i32,
     info: *const TVMFFIFieldInfo,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid record.
-        let info = unsafe { super::arg_ref(info, "info")? };
+        let info = unsafe { arg_ref(info, "info")? };
         let table = table();
         let entry = table
             .entry(type_index)
@@ -605,9 +606,9 @@ pub unsafe extern "C" fn TVMFFITypeRegisterMethod(
     type_index: i32,
     info: *const TVMFFIMethodInfo,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid record.
-        let info = unsafe { super::arg_ref(info, "info")? };
+        let info = unsafe { arg_ref(info, "info")? };
         let table = table();
         let entry = table
             .entry(type_index)
@@ -642,9 +643,9 @@ pub unsafe extern "C" fn TVMFFITypeRegisterMetadata(
     type_index: i32,
     metadata: *const TVMFFITypeMetadata,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid record.
-        let metadata = unsafe { super::arg_ref(metadata, "metadata")? };
+        let metadata = unsafe { arg_ref(metadata, "metadata")? };
         table().set_metadata(type_index, metadata)
     })
 }
@@ -660,10 +661,10 @@ pub unsafe extern "C" fn TVMFFITypeRegisterAttr(
     attr_name: *const TVMFFIByteArray,
     attr_value: *const TVMFFIAny,
 ) -> c_int {
-    guard_status(|| {
-        let name = super::arg_bytes(attr_name, "attr_name")?;
+    boundary::status(CApi, || {
+        let name = arg_bytes(attr_name, "attr_name")?;
         // SAFETY: checked non-null; the caller passes a valid view.
-        let value = unsafe { AnyView::from_raw(*super::arg_ref(attr_value, "attr_value")?) };
+        let value = unsafe { AnyView::from_raw(*arg_ref(attr_value, "attr_value")?) };
         let owned = if type_index > 0 {
             value.to_any()?
         } else {
@@ -682,8 +683,8 @@ pub unsafe extern "C" fn TVMFFITypeRegisterAttr(
 pub unsafe extern "C" fn TVMFFIGetTypeAttrColumn(
     attr_name: *const TVMFFIByteArray,
 ) -> *const TVMFFITypeAttrColumn {
-    super::guard_value(core::ptr::null(), || {
-        let name = super::arg_bytes(attr_name, "attr_name")?;
+    boundary::value(CApi, core::ptr::null(), || {
+        let name = arg_bytes(attr_name, "attr_name")?;
         let table = table();
         let column = table.columns.get(name);
         // Columns are leaked boxes: their addresses are permanent.
@@ -697,17 +698,23 @@ pub unsafe extern "C" fn TVMFFIGetTypeAttrColumn(
 /// The BigInt hash and equality hooks the official runtime registers, as OpaquePtr values,
 /// so C++ code hashing BigInt keys agrees with us.
 fn big_int_hooks() -> (Any, Any) {
+    // On a panic the hooks raise it and answer 0 and false.
     unsafe extern "C" fn big_int_hash(value: *const TVMFFIAny) -> TVMFFIAny {
-        // SAFETY: the hash hook is called with a live BigInt value.
-        let words = unsafe { super::values::big_int_words(&*value) };
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-        Any::from(crate::containers::hash::stable_hash_bytes(&bytes) as i64).into_raw()
+        boundary::value(Callback, Any::from(0i64).into_raw(), || {
+            // SAFETY: the hash hook is called with a live BigInt value.
+            let words = unsafe { super::values::big_int_words(&*value) };
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            Ok(Any::from(crate::containers::hash::stable_hash_bytes(&bytes) as i64).into_raw())
+        })
     }
     unsafe extern "C" fn big_int_equal(lhs: *const TVMFFIAny, rhs: *const TVMFFIAny) -> TVMFFIAny {
-        // SAFETY: the equality hook is called with two live BigInt values.
-        let equal =
-            unsafe { super::values::big_int_words(&*lhs) == super::values::big_int_words(&*rhs) };
-        Any::from(equal).into_raw()
+        boundary::value(Callback, Any::from(false).into_raw(), || {
+            // SAFETY: the equality hook is called with two live BigInt values.
+            let equal = unsafe {
+                super::values::big_int_words(&*lhs) == super::values::big_int_words(&*rhs)
+            };
+            Ok(Any::from(equal).into_raw())
+        })
     }
     let pointer = |f: *mut core::ffi::c_void| {
         // SAFETY: an OpaquePtr value owns nothing.
@@ -727,7 +734,7 @@ fn big_int_hooks() -> (Any, Any) {
 
 #[cfg(test)]
 mod tests {
-    use super::type_key_hash;
+    use crate::runtime::provider::types::type_key_hash;
 
     #[test]
     fn type_key_hash_matches_libstdcxx() {

@@ -9,10 +9,11 @@ use pactum_sys::tvm_ffi::{
     TVMFFIAny, TVMFFIAnyValue, TVMFFIByteArray, TVMFFIObject, TVMFFITypeIndex,
 };
 
-use super::{arg_bytes, arg_ref, guard_status, out_ptr};
+use super::args::{arg_bytes, arg_ref, out_ptr};
+use crate::boundary::{self, EntryKind::CApi};
 use crate::dtype::DataType;
 use crate::error::{Error, ErrorKind};
-use crate::object::{alloc_raw_object, free_raw_object, frees_memory};
+use crate::object::{alloc_raw_object, free_raw_object};
 use crate::string::{heap_value, new_value};
 
 #[allow(non_snake_case)]
@@ -25,7 +26,7 @@ pub unsafe extern "C" fn TVMFFIStringFromByteArray(
     input: *const TVMFFIByteArray,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let bytes = arg_bytes(input, "input")?;
         let out = out_ptr(out, "out")?;
         // SAFETY: checked out pointer; the caller receives the owned value.
@@ -46,7 +47,7 @@ pub unsafe extern "C" fn TVMFFIBytesFromByteArray(
     input: *const TVMFFIByteArray,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let bytes = arg_bytes(input, "input")?;
         let out = out_ptr(out, "out")?;
         // SAFETY: checked out pointer; the caller receives the owned value.
@@ -65,12 +66,16 @@ fn big_int_layout(words: usize) -> Layout {
 }
 
 unsafe extern "C" fn big_int_deleter(obj: *mut c_void, flags: c_int) {
-    if frees_memory(flags) {
-        // SAFETY: the word count sits right after the header, as allocated.
-        let words = unsafe { obj.cast::<u8>().add(24).cast::<usize>().read() };
-        // SAFETY: allocated by make_big_int with this layout; the weak flag comes once.
-        unsafe { free_raw_object(obj.cast(), big_int_layout(words)) }
-    }
+    boundary::object_deleter(
+        flags,
+        || {},
+        || {
+            // SAFETY: the word count sits right after the header, as allocated.
+            let words = unsafe { obj.cast::<u8>().add(24).cast::<usize>().read() };
+            // SAFETY: allocated by make_big_int with this layout; the weak flag comes once.
+            unsafe { free_raw_object(obj.cast(), big_int_layout(words)) }
+        },
+    )
 }
 
 /// Normalises little-endian two's-complement words: Int when one word is enough.
@@ -141,7 +146,7 @@ pub unsafe extern "C" fn TVMFFIBigIntFromByteArray(
     input: *const TVMFFIByteArray,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let bytes = arg_bytes(input, "input")?;
         let out = out_ptr(out, "out")?;
         // SAFETY: checked out pointer.
@@ -176,28 +181,30 @@ pub unsafe extern "C" fn TVMFFIBigIntGetContentByteArray(
         data: core::ptr::null(),
         size: 0,
     };
-    // SAFETY: the caller passes a live value or NULL.
-    let Some(value) = (unsafe { value.as_ref() }) else {
-        return empty;
-    };
-    match TVMFFITypeIndex(value.type_index) {
-        TVMFFITypeIndex::INT => TVMFFIByteArray {
-            data: core::ptr::addr_of!(value.value.v_int64).cast(),
-            size: 8,
-        },
-        TVMFFITypeIndex::BIG_INT => {
-            // SAFETY: a BigInt object: count at +24, words at +32.
-            unsafe {
-                let obj = value.value.v_obj.cast::<u8>();
-                let count = obj.add(24).cast::<usize>().read();
-                TVMFFIByteArray {
-                    data: obj.add(BIG_INT_HEADER).cast(),
-                    size: count * 8,
+    boundary::value(CApi, empty, || {
+        // SAFETY: the caller passes a live value or NULL.
+        let Some(value) = (unsafe { value.as_ref() }) else {
+            return Ok(empty);
+        };
+        Ok(match TVMFFITypeIndex(value.type_index) {
+            TVMFFITypeIndex::INT => TVMFFIByteArray {
+                data: core::ptr::addr_of!(value.value.v_int64).cast(),
+                size: 8,
+            },
+            TVMFFITypeIndex::BIG_INT => {
+                // SAFETY: a BigInt object: count at +24, words at +32.
+                unsafe {
+                    let obj = value.value.v_obj.cast::<u8>();
+                    let count = obj.add(24).cast::<usize>().read();
+                    TVMFFIByteArray {
+                        data: obj.add(BIG_INT_HEADER).cast(),
+                        size: count * 8,
+                    }
                 }
             }
-        }
-        _ => empty,
-    }
+            _ => empty,
+        })
+    })
 }
 
 #[allow(non_snake_case)]
@@ -210,7 +217,7 @@ pub unsafe extern "C" fn TVMFFIDataTypeFromString(
     str: *const TVMFFIByteArray,
     out: *mut DLDataType,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         let bytes = arg_bytes(str, "str")?;
         let out = out_ptr(out, "out")?;
         let text = core::str::from_utf8(bytes).map_err(|_| {
@@ -236,7 +243,7 @@ pub unsafe extern "C" fn TVMFFIDataTypeToString(
     dtype: *const DLDataType,
     out: *mut TVMFFIAny,
 ) -> c_int {
-    guard_status(|| {
+    boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid data type.
         let dtype = DataType::from(unsafe { *arg_ref(dtype, "dtype")? });
         let out = out_ptr(out, "out")?;

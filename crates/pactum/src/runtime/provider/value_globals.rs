@@ -1,211 +1,22 @@
-//! The `ffi.*` global functions pactum's runtime registers: containers, strings, shapes,
-//! registry introspection and modules. Typed globals check their arguments with the official
-//! messages and publish the official `type_schema` metadata.
+//! The built-in `ffi.*` globals over values: strings, bytes, shapes, the containers (Array,
+//! List, Map, Dict), type keys and the runtime's singleton objects.
 
 use std::sync::OnceLock;
 
 use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
-use crate::any::{Any, AnyView, FromAnyView};
+use super::builtin::{
+    ANY, ARRAY, ARRAY_OF_STR, BOOL, BYTES, DEVICE, DICT, DICT_OF_ANY, FUNCTION, INT, LIST,
+    LIST_OF_ANY, MAP, NONE, OBJECT, STR, checked_index, index_error, packed, typed,
+};
+use super::registry::BuiltinGlobal;
+use super::types;
+use crate::any::{Any, AnyView};
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
-use crate::object::{ObjectRef, type_key_of};
+use crate::object::ObjectRef;
 use crate::shape::Shape;
-
-/// A global function ready for the registry.
-pub(crate) struct BuiltinGlobal {
-    pub(crate) name: &'static str,
-    pub(crate) function: Function,
-    pub(crate) metadata: std::string::String,
-}
-
-/// A parameter or result type: its name in signatures and its schema JSON.
-#[derive(Clone, Copy)]
-pub(crate) struct Ty {
-    text: &'static str,
-    schema: &'static str,
-}
-
-macro_rules! ty {
-    ($name:ident, $text:literal, $schema:literal) => {
-        pub(crate) const $name: Ty = Ty {
-            text: $text,
-            schema: $schema,
-        };
-    };
-}
-ty!(INT, "int", r#"{"type":"int"}"#);
-ty!(BOOL, "bool", r#"{"type":"bool"}"#);
-ty!(NONE, "None", r#"{"type":"None"}"#);
-ty!(ANY, "Any", r#"{"type":"Any"}"#);
-ty!(VOID_PTR, "void*", r#"{"type":"void*"}"#);
-ty!(DEVICE, "Device", r#"{"type":"Device"}"#);
-ty!(STR, "str", r#"{"type":"ffi.String"}"#);
-ty!(BYTES, "bytes", r#"{"type":"ffi.Bytes"}"#);
-ty!(OBJECT, "ffi.Object", r#"{"type":"ffi.Object"}"#);
-ty!(FUNCTION, "ffi.Function", r#"{"type":"ffi.Function"}"#);
-ty!(ARRAY, "ffi.Array", r#"{"type":"ffi.Array"}"#);
-ty!(
-    ARRAY_OF_STR,
-    "ffi.Array<str>",
-    r#"{"type":"ffi.Array","args":[{"type":"ffi.String"}]}"#
-);
-ty!(LIST, "ffi.List", r#"{"type":"ffi.List"}"#);
-ty!(
-    LIST_OF_ANY,
-    "ffi.List<Any>",
-    r#"{"type":"ffi.List","args":[{"type":"Any"}]}"#
-);
-ty!(MAP, "ffi.Map", r#"{"type":"ffi.Map"}"#);
-ty!(DICT, "ffi.Dict", r#"{"type":"ffi.Dict"}"#);
-ty!(
-    DICT_OF_ANY,
-    "ffi.Dict<Any, Any>",
-    r#"{"type":"ffi.Dict","args":[{"type":"Any"},{"type":"Any"}]}"#
-);
-ty!(MODULE, "ffi.Module", r#"{"type":"ffi.Module"}"#);
-ty!(
-    OPTIONAL_STR,
-    "Optional<str>",
-    r#"{"type":"Optional","args":[{"type":"ffi.String"}]}"#
-);
-ty!(
-    OPTIONAL_FUNCTION,
-    "Optional<ffi.Function>",
-    r#"{"type":"Optional","args":[{"type":"ffi.Function"}]}"#
-);
-
-/// The metadata of packed (untyped) globals.
-const PACKED_METADATA: &str = r#"{"type_schema":"{\"type\":\"ffi.Function\"}"}"#;
-
-fn typed_metadata(params: &[Ty], ret: Ty) -> std::string::String {
-    let params = params
-        .iter()
-        .map(|p| p.schema)
-        .collect::<Vec<_>>()
-        .join(",");
-    let schema = format!(
-        r#"{{"type":"ffi.Function","named_args":{{"return":[{}],"params":[{params}]}}}}"#,
-        ret.schema
-    );
-    let escaped = schema.replace('\\', "\\\\").replace('"', "\\\"");
-    format!(r#"{{"type_schema":"{escaped}"}}"#)
-}
-
-/// The arguments of a typed global, with what is needed to report a mismatch.
-pub(crate) struct Args<'a> {
-    signature: &'a str,
-    params: &'static [Ty],
-    values: &'a [AnyView<'a>],
-}
-
-impl<'a> Args<'a> {
-    /// Argument `index` converted to `T`, or the official mismatch `TypeError`.
-    pub(crate) fn get<T: FromAnyView<'a>>(&self, index: usize) -> Result<T> {
-        T::from_any_view(&self.values[index]).map_err(|_| {
-            Error::new(
-                ErrorKind::TYPE_ERROR,
-                format!(
-                    "Mismatched type on argument #{index} when calling: `{}`. Expected `{}` but got `{}`",
-                    self.signature,
-                    self.params[index].text,
-                    type_key_of(self.values[index].type_index())
-                ),
-            )
-        })
-    }
-
-    /// Argument `index`'s bytes if it is a string (`ffi.String`, small or not, or a C
-    /// string), UTF-8 or not, as the official `String` (a byte string) accepts; else the
-    /// official mismatch `TypeError`.
-    pub(crate) fn string_bytes(&self, index: usize) -> Result<&'a [u8]> {
-        let view = &self.values[index];
-        match TVMFFITypeIndex(view.type_index()) {
-            TVMFFITypeIndex::SMALL_STR | TVMFFITypeIndex::STR | TVMFFITypeIndex::RAW_STR => {
-                Ok(crate::any::view_bytes(view).unwrap_or(&[]))
-            }
-            _ => self.get::<crate::String>(index).map(|_| &[][..]),
-        }
-    }
-
-    /// Argument `index` as a view.
-    pub(crate) fn view(&self, index: usize) -> &'a AnyView<'a> {
-        &self.values[index]
-    }
-
-    /// Argument `index` as an owned value, as C++ `Any` parameters receive it (C strings
-    /// become String values, so they compare equal to stored strings).
-    pub(crate) fn owned(&self, index: usize) -> Result<Any> {
-        self.values[index].to_any()
-    }
-}
-
-/// A typed global: checks the argument count, then runs `body`.
-pub(crate) fn typed(
-    name: &'static str,
-    params: &'static [Ty],
-    ret: Ty,
-    body: impl for<'a> Fn(&Args<'a>) -> Result<Any> + Send + Sync + 'static,
-) -> BuiltinGlobal {
-    let signature = {
-        let params = params
-            .iter()
-            .enumerate()
-            .map(|(i, p)| format!("{i}: {}", p.text))
-            .collect::<Vec<_>>()
-            .join(", ");
-        format!("{name}({params}) -> {}", ret.text)
-    };
-    let function = Function::from_packed(move |values: &[AnyView<'_>]| {
-        if values.len() != params.len() {
-            return Err(Error::new(
-                ErrorKind::TYPE_ERROR,
-                format!(
-                    "Mismatched number of arguments when calling: `{signature}`. Expected {} but got {} arguments",
-                    params.len(),
-                    values.len()
-                ),
-            ));
-        }
-        body(&Args {
-            signature: &signature,
-            params,
-            values,
-        })
-    });
-    BuiltinGlobal {
-        name,
-        function,
-        metadata: typed_metadata(params, ret),
-    }
-}
-
-/// A packed global taking any arguments.
-pub(crate) fn packed(
-    name: &'static str,
-    body: impl Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
-) -> BuiltinGlobal {
-    BuiltinGlobal {
-        name,
-        function: Function::from_packed(body),
-        metadata: PACKED_METADATA.to_owned(),
-    }
-}
-
-fn index_error(index: i64, size: usize) -> Error {
-    Error::new(
-        ErrorKind::INDEX_ERROR,
-        format!("Index {index} out of bounds {size}"),
-    )
-}
-
-fn checked_index(index: i64, size: usize) -> Result<usize> {
-    usize::try_from(index)
-        .ok()
-        .filter(|&i| i < size)
-        .ok_or_else(|| index_error(index, size))
-}
 
 /// A process-wide singleton `ffi.Object` (a plain object with no payload).
 fn singleton(cell: &'static OnceLock<ObjectRef>) -> ObjectRef {
@@ -221,7 +32,7 @@ static INVALID_OBJECT: OnceLock<ObjectRef> = OnceLock::new();
 static KWARGS_OBJECT: OnceLock<ObjectRef> = OnceLock::new();
 
 /// The "missing" marker `ffi.MapGetItemOrMissing` returns.
-pub(crate) fn missing() -> ObjectRef {
+fn missing() -> ObjectRef {
     singleton(&INVALID_OBJECT)
 }
 
@@ -264,7 +75,8 @@ fn forward_iter(entries: Vec<(Any, Any)>) -> Function {
     })
 }
 
-fn container_globals() -> Vec<BuiltinGlobal> {
+/// Strings, bytes, shapes and the containers: construction, access and mutation.
+pub(crate) fn container_globals() -> Vec<BuiltinGlobal> {
     vec![
         typed("ffi.String", &[STR], STR, |a| {
             // Any string, UTF-8 or not. A string value is returned as itself (the same object,
@@ -537,11 +349,12 @@ fn first_non_cpu_device(value: &AnyView<'_>) -> Option<crate::Device> {
     }
 }
 
-fn registry_globals() -> Vec<BuiltinGlobal> {
+/// Type keys and the runtime's singleton objects.
+pub(crate) fn object_globals() -> Vec<BuiltinGlobal> {
     vec![
         typed("ffi.GetRegisteredTypeKeys", &[], ARRAY_OF_STR, |_| {
             Ok(Array::new(
-                super::types::registered_keys()
+                types::registered_keys()
                     .iter()
                     .map(|k| Any::from(k.as_str())),
             )
@@ -556,82 +369,5 @@ fn registry_globals() -> Vec<BuiltinGlobal> {
         typed("ffi.GetKwargsObject", &[], OBJECT, |_| {
             Ok(singleton(&KWARGS_OBJECT).into())
         }),
-        typed("ffi.FunctionRemoveGlobal", &[STR], BOOL, |a| {
-            let name = a.string_bytes(0)?;
-            let removed = super::functions::write_registry().remove(name);
-            Ok(Any::from(removed.is_some()))
-        }),
-        typed("ffi.FunctionListGlobalNamesFunctor", &[], FUNCTION, |_| {
-            let names = super::functions::read_registry().names();
-            Ok(Function::from_packed(move |args: &[AnyView<'_>]| {
-                let index = args
-                    .first()
-                    .map(|a| a.get::<i64>())
-                    .transpose()?
-                    .unwrap_or(-1);
-                if index < 0 {
-                    return Ok(Any::from(names.len() as i64));
-                }
-                let name = names
-                    .get(index as usize)
-                    .ok_or_else(|| index_error(index, names.len()))?;
-                Ok(crate::String::value_from_bytes(name))
-            })
-            .into())
-        }),
-        typed("ffi.GetGlobalFuncMetadata", &[STR], STR, |a| {
-            let name = a.string_bytes(0)?;
-            let registry = super::functions::read_registry();
-            let entry = registry.get(name).ok_or_else(|| {
-                Error::new(
-                    ErrorKind::RUNTIME_ERROR,
-                    format!(
-                        "Global Function is not found: {}",
-                        std::string::String::from_utf8_lossy(name)
-                    ),
-                )
-            })?;
-            Ok(crate::String::value_from_bytes(&entry.metadata))
-        }),
-        typed(
-            "ffi.FunctionFromExternC",
-            &[VOID_PTR, VOID_PTR, VOID_PTR],
-            FUNCTION,
-            |a| {
-                let self_ = a.get::<crate::OpaquePtr>(0)?.0;
-                let safe_call = a.get::<crate::OpaquePtr>(1)?.0;
-                let deleter = a.get::<crate::OpaquePtr>(2)?.0;
-                if safe_call.is_null() {
-                    return Err(Error::new(ErrorKind::VALUE_ERROR, "safe_call is NULL"));
-                }
-                // SAFETY: the caller passes a TVMFFISafeCallType and a `void(void*)` deleter (or
-                // NULL), exactly as for TVMFFIFunctionCreate.
-                let function = unsafe {
-                    let safe_call = core::mem::transmute::<*mut core::ffi::c_void, super::SafeCallFn>(
-                        safe_call,
-                    );
-                    let deleter = (!deleter.is_null()).then(|| {
-                        core::mem::transmute::<
-                            *mut core::ffi::c_void,
-                            unsafe extern "C" fn(*mut core::ffi::c_void),
-                        >(deleter)
-                    });
-                    if self_.is_null() && deleter.is_none() {
-                        Function::from_safe_call_direct(safe_call)
-                    } else {
-                        Function::from_safe_call(self_, safe_call, deleter)
-                    }
-                };
-                Ok(function.into())
-            },
-        ),
     ]
-}
-
-/// Every global pactum's runtime registers at start-up.
-pub(crate) fn builtin_globals() -> Vec<BuiltinGlobal> {
-    let mut globals = registry_globals();
-    globals.extend(container_globals());
-    globals.extend(super::modules::module_globals());
-    globals
 }

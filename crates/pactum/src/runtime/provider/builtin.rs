@@ -1,0 +1,200 @@
+//! How the provider declares its built-in `ffi.*` global functions: parameter and result
+//! types with their names and `type_schema` JSON, typed globals that check their arguments
+//! with the official messages, and packed ones.
+
+use pactum_sys::tvm_ffi::TVMFFITypeIndex;
+
+use super::registry::BuiltinGlobal;
+use crate::any::{Any, AnyView, FromAnyView};
+use crate::error::{Error, ErrorKind, Result};
+use crate::function::Function;
+use crate::object::type_key_of;
+
+/// A parameter or result type: its name in signatures and its schema JSON.
+#[derive(Clone, Copy)]
+pub(crate) struct Ty {
+    text: &'static str,
+    schema: &'static str,
+}
+
+macro_rules! ty {
+    ($name:ident, $text:literal, $schema:literal) => {
+        pub(crate) const $name: Ty = Ty {
+            text: $text,
+            schema: $schema,
+        };
+    };
+}
+ty!(INT, "int", r#"{"type":"int"}"#);
+ty!(BOOL, "bool", r#"{"type":"bool"}"#);
+ty!(NONE, "None", r#"{"type":"None"}"#);
+ty!(ANY, "Any", r#"{"type":"Any"}"#);
+ty!(VOID_PTR, "void*", r#"{"type":"void*"}"#);
+ty!(DEVICE, "Device", r#"{"type":"Device"}"#);
+ty!(STR, "str", r#"{"type":"ffi.String"}"#);
+ty!(BYTES, "bytes", r#"{"type":"ffi.Bytes"}"#);
+ty!(OBJECT, "ffi.Object", r#"{"type":"ffi.Object"}"#);
+ty!(FUNCTION, "ffi.Function", r#"{"type":"ffi.Function"}"#);
+ty!(ARRAY, "ffi.Array", r#"{"type":"ffi.Array"}"#);
+ty!(
+    ARRAY_OF_STR,
+    "ffi.Array<str>",
+    r#"{"type":"ffi.Array","args":[{"type":"ffi.String"}]}"#
+);
+ty!(LIST, "ffi.List", r#"{"type":"ffi.List"}"#);
+ty!(
+    LIST_OF_ANY,
+    "ffi.List<Any>",
+    r#"{"type":"ffi.List","args":[{"type":"Any"}]}"#
+);
+ty!(MAP, "ffi.Map", r#"{"type":"ffi.Map"}"#);
+ty!(DICT, "ffi.Dict", r#"{"type":"ffi.Dict"}"#);
+ty!(
+    DICT_OF_ANY,
+    "ffi.Dict<Any, Any>",
+    r#"{"type":"ffi.Dict","args":[{"type":"Any"},{"type":"Any"}]}"#
+);
+ty!(MODULE, "ffi.Module", r#"{"type":"ffi.Module"}"#);
+ty!(
+    OPTIONAL_STR,
+    "Optional<str>",
+    r#"{"type":"Optional","args":[{"type":"ffi.String"}]}"#
+);
+ty!(
+    OPTIONAL_FUNCTION,
+    "Optional<ffi.Function>",
+    r#"{"type":"Optional","args":[{"type":"ffi.Function"}]}"#
+);
+
+/// The metadata of packed (untyped) globals.
+const PACKED_METADATA: &str = r#"{"type_schema":"{\"type\":\"ffi.Function\"}"}"#;
+
+fn typed_metadata(params: &[Ty], ret: Ty) -> std::string::String {
+    let params = params
+        .iter()
+        .map(|p| p.schema)
+        .collect::<Vec<_>>()
+        .join(",");
+    let schema = format!(
+        r#"{{"type":"ffi.Function","named_args":{{"return":[{}],"params":[{params}]}}}}"#,
+        ret.schema
+    );
+    let escaped = schema.replace('\\', "\\\\").replace('"', "\\\"");
+    format!(r#"{{"type_schema":"{escaped}"}}"#)
+}
+
+/// The arguments of a typed global, with what is needed to report a mismatch.
+pub(crate) struct Args<'a> {
+    signature: &'a str,
+    params: &'static [Ty],
+    values: &'a [AnyView<'a>],
+}
+
+impl<'a> Args<'a> {
+    /// Argument `index` converted to `T`, or the official mismatch `TypeError`.
+    pub(crate) fn get<T: FromAnyView<'a>>(&self, index: usize) -> Result<T> {
+        T::from_any_view(&self.values[index]).map_err(|_| {
+            Error::new(
+                ErrorKind::TYPE_ERROR,
+                format!(
+                    "Mismatched type on argument #{index} when calling: `{}`. Expected `{}` but got `{}`",
+                    self.signature,
+                    self.params[index].text,
+                    type_key_of(self.values[index].type_index())
+                ),
+            )
+        })
+    }
+
+    /// Argument `index`'s bytes if it is a string (`ffi.String`, small or not, or a C
+    /// string), UTF-8 or not, as the official `String` (a byte string) accepts; else the
+    /// official mismatch `TypeError`.
+    pub(crate) fn string_bytes(&self, index: usize) -> Result<&'a [u8]> {
+        let view = &self.values[index];
+        match TVMFFITypeIndex(view.type_index()) {
+            TVMFFITypeIndex::SMALL_STR | TVMFFITypeIndex::STR | TVMFFITypeIndex::RAW_STR => {
+                Ok(crate::any::view_bytes(view).unwrap_or(&[]))
+            }
+            _ => self.get::<crate::String>(index).map(|_| &[][..]),
+        }
+    }
+
+    /// Argument `index` as a view.
+    pub(crate) fn view(&self, index: usize) -> &'a AnyView<'a> {
+        &self.values[index]
+    }
+
+    /// Argument `index` as an owned value, as C++ `Any` parameters receive it (C strings
+    /// become String values, so they compare equal to stored strings).
+    pub(crate) fn owned(&self, index: usize) -> Result<Any> {
+        self.values[index].to_any()
+    }
+}
+
+/// A typed global: checks the argument count, then runs `body`.
+pub(crate) fn typed(
+    name: &'static str,
+    params: &'static [Ty],
+    ret: Ty,
+    body: impl for<'a> Fn(&Args<'a>) -> Result<Any> + Send + Sync + 'static,
+) -> BuiltinGlobal {
+    let signature = {
+        let params = params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("{i}: {}", p.text))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!("{name}({params}) -> {}", ret.text)
+    };
+    let function = Function::from_packed(move |values: &[AnyView<'_>]| {
+        if values.len() != params.len() {
+            return Err(Error::new(
+                ErrorKind::TYPE_ERROR,
+                format!(
+                    "Mismatched number of arguments when calling: `{signature}`. Expected {} but got {} arguments",
+                    params.len(),
+                    values.len()
+                ),
+            ));
+        }
+        body(&Args {
+            signature: &signature,
+            params,
+            values,
+        })
+    });
+    BuiltinGlobal {
+        name,
+        function,
+        metadata: typed_metadata(params, ret),
+    }
+}
+
+/// A packed global taking any arguments.
+pub(crate) fn packed(
+    name: &'static str,
+    body: impl Fn(&[AnyView<'_>]) -> Result<Any> + Send + Sync + 'static,
+) -> BuiltinGlobal {
+    BuiltinGlobal {
+        name,
+        function: Function::from_packed(body),
+        metadata: PACKED_METADATA.to_owned(),
+    }
+}
+
+/// The official `IndexError` for `index` in a sequence of `size`.
+pub(crate) fn index_error(index: i64, size: usize) -> Error {
+    Error::new(
+        ErrorKind::INDEX_ERROR,
+        format!("Index {index} out of bounds {size}"),
+    )
+}
+
+/// `index` as a position in a sequence of `size`, or the official `IndexError`.
+pub(crate) fn checked_index(index: i64, size: usize) -> Result<usize> {
+    usize::try_from(index)
+        .ok()
+        .filter(|&i| i < size)
+        .ok_or_else(|| index_error(index, size))
+}
