@@ -473,7 +473,9 @@ mod tests {
             error.message(),
             "typed handle for `f(a: int, b: str) -> int`: argument 1 (b) is str, the handle passes int"
         );
-        let error = schema.check("f", &[int.clone()], &int).unwrap_err();
+        let error = schema
+            .check("f", std::slice::from_ref(&int), &int)
+            .unwrap_err();
         assert!(
             error
                 .message()

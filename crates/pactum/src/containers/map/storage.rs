@@ -126,20 +126,6 @@ pub(super) const fn jump_table() -> [u64; 126] {
     table
 }
 
-/// Counters of the rare paths, so tests can tell that they exercised them.
-#[cfg(test)]
-pub(super) mod path_counters {
-    use core::sync::atomic::AtomicUsize;
-    pub(in crate::containers::map) static SPARE_MOVES: AtomicUsize = AtomicUsize::new(0);
-    pub(in crate::containers::map) static REHASHES: AtomicUsize = AtomicUsize::new(0);
-    pub(in crate::containers::map) static CHAIN_ERASES: AtomicUsize = AtomicUsize::new(0);
-}
-
-#[cfg(test)]
-pub(super) fn count_path(counter: &core::sync::atomic::AtomicUsize) {
-    counter.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
-}
-
 /// The probe distance of a jump index (0 for an out-of-range index, ending the chain).
 #[inline]
 pub(super) fn jump(index: u8) -> u64 {
@@ -1178,4 +1164,19 @@ pub(super) unsafe fn copy_map_object(
             copy
         }
     }
+}
+
+/// Counts one pass through a rare path.
+#[cfg(test)]
+pub(super) fn count_path(counter: &core::sync::atomic::AtomicUsize) {
+    counter.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+}
+
+/// Counters of the rare paths, so tests can tell that they exercised them.
+#[cfg(test)]
+pub(super) mod path_counters {
+    use core::sync::atomic::AtomicUsize;
+    pub(in crate::containers::map) static SPARE_MOVES: AtomicUsize = AtomicUsize::new(0);
+    pub(in crate::containers::map) static REHASHES: AtomicUsize = AtomicUsize::new(0);
+    pub(in crate::containers::map) static CHAIN_ERASES: AtomicUsize = AtomicUsize::new(0);
 }
