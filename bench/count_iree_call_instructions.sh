@@ -16,8 +16,8 @@ count() {
   callgrind_annotate --inclusive=yes "$WORK/out" 2>/dev/null | grep "$3 \[" | head -1 \
     | awk '{gsub(",", "", $1); print $1}'
 }
-structured_1=$(count structured_16_tensors "$N" "StructuredFunction::call")
-structured_2=$(count structured_16_tensors "$((2 * N))" "StructuredFunction::call")
+structured_1=$(count structured_16_tensors "$N" "iree_signatures::call_structured")
+structured_2=$(count structured_16_tensors "$((2 * N))" "iree_signatures::call_structured")
 python3 - "$N" "$structured_1" "$structured_2" <<'PY'
 import sys
 n, s1, s2 = (int(x) for x in sys.argv[1:])

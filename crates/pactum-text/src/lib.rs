@@ -49,6 +49,7 @@ pub struct ParseError {
 
 impl ParseError {
     /// An error in `format` at byte `offset`.
+    #[inline]
     pub fn new(format: &'static str, offset: usize, message: impl Into<String>) -> ParseError {
         ParseError {
             format,
@@ -91,11 +92,13 @@ pub struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     /// A cursor at the start of `text`; texts over [`DEFAULT_MAX_INPUT_LEN`] bytes are refused.
+    #[inline]
     pub fn new(text: &'a str, format: &'static str) -> Result<Cursor<'a>, ParseError> {
         Cursor::with_limit(text, format, DEFAULT_MAX_INPUT_LEN)
     }
 
     /// A cursor at the start of `text`, refusing texts over `max_len` bytes.
+    #[inline]
     pub fn with_limit(
         text: &'a str,
         format: &'static str,
@@ -121,6 +124,7 @@ impl<'a> Cursor<'a> {
     /// A cursor at the start of `text`, whatever its length: for a parser whose time and
     /// memory are bounded some other way (a linear walk with bounded nesting), or that reads
     /// a slice of an input already accepted.
+    #[inline]
     pub fn unbounded(text: &'a str, format: &'static str) -> Cursor<'a> {
         Cursor {
             text,
@@ -130,26 +134,31 @@ impl<'a> Cursor<'a> {
     }
 
     /// The whole text.
+    #[inline]
     pub fn text(&self) -> &'a str {
         self.text
     }
 
     /// The text's bytes.
+    #[inline]
     pub fn bytes(&self) -> &'a [u8] {
         self.text.as_bytes()
     }
 
     /// The format named in errors.
+    #[inline]
     pub fn format(&self) -> &'static str {
         self.format
     }
 
     /// The byte offset of the cursor.
+    #[inline]
     pub fn offset(&self) -> usize {
         self.pos
     }
 
     /// Moves the cursor to `offset` (clamped to the end; moved back to a character boundary).
+    #[inline]
     pub fn set_offset(&mut self, offset: usize) {
         let mut offset = offset.min(self.text.len());
         while !self.text.is_char_boundary(offset) {
@@ -159,31 +168,37 @@ impl<'a> Cursor<'a> {
     }
 
     /// The text from the cursor on.
+    #[inline]
     pub fn rest(&self) -> &'a str {
         &self.text[self.pos..]
     }
 
     /// The byte at the cursor.
+    #[inline]
     pub fn peek(&self) -> Option<u8> {
         self.bytes().get(self.pos).copied()
     }
 
     /// The byte `ahead` bytes past the cursor.
+    #[inline]
     pub fn peek_at(&self, ahead: usize) -> Option<u8> {
         self.bytes().get(self.pos.checked_add(ahead)?).copied()
     }
 
     /// Whether the cursor is at the end of the text.
+    #[inline]
     pub fn at_end(&self) -> bool {
         self.pos >= self.text.len()
     }
 
     /// Whether the text at the cursor starts with `literal`.
+    #[inline]
     pub fn starts_with(&self, literal: &str) -> bool {
         self.rest().starts_with(literal)
     }
 
     /// Moves past `literal` if the text at the cursor starts with it.
+    #[inline]
     pub fn eat(&mut self, literal: &str) -> bool {
         if self.starts_with(literal) {
             self.pos += literal.len();
@@ -194,6 +209,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Moves past one byte if it is `byte`.
+    #[inline]
     pub fn eat_byte(&mut self, byte: u8) -> bool {
         if self.peek() == Some(byte) {
             self.pos += 1;
@@ -204,6 +220,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Moves past `literal`, or fails with `expected {what}, found ...`.
+    #[inline]
     pub fn expect(&mut self, literal: &str, what: &str) -> Result<(), ParseError> {
         if self.eat(literal) {
             Ok(())
@@ -213,6 +230,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Fails with `expected the end of the text, found ...` unless the cursor is at the end.
+    #[inline]
     pub fn expect_end(&self) -> Result<(), ParseError> {
         if self.at_end() {
             Ok(())
@@ -222,12 +240,14 @@ impl<'a> Cursor<'a> {
     }
 
     /// Moves `len` bytes forward (clamped to the end; moved back to a character boundary).
+    #[inline]
     pub fn advance(&mut self, len: usize) {
         self.set_offset(self.pos.saturating_add(len));
     }
 
     /// The longest run of bytes at the cursor that satisfy `accept`, moving past it. Stops at
     /// a character boundary whatever `accept` says of a non-ASCII byte.
+    #[inline]
     pub fn take_while(&mut self, mut accept: impl FnMut(u8) -> bool) -> &'a str {
         let start = self.pos;
         let len = self.rest().bytes().take_while(|&b| accept(b)).count();
@@ -236,11 +256,13 @@ impl<'a> Cursor<'a> {
     }
 
     /// Skips spaces, tabs, carriage returns and newlines.
+    #[inline]
     pub fn skip_spaces(&mut self) {
         self.take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'));
     }
 
     /// Skips whitespace and comments that start with `comment` and run to the end of the line.
+    #[inline]
     pub fn skip_spaces_and_comments(&mut self, comment: &str) {
         loop {
             self.skip_spaces();
@@ -258,6 +280,7 @@ impl<'a> Cursor<'a> {
 
     /// An unsigned decimal integer at the cursor (`what` names it in messages); an overflow of
     /// `u64` is an error at its first digit.
+    #[inline]
     pub fn decimal(&mut self, what: &str) -> Result<u64, ParseError> {
         let start = self.pos;
         let digits = self.take_while(|b| b.is_ascii_digit());
@@ -271,6 +294,7 @@ impl<'a> Cursor<'a> {
 
     /// What is at the cursor, for messages: `the end of the text`, or up to 24 bytes of it,
     /// quoted.
+    #[cold]
     pub fn found(&self) -> String {
         let rest = self.rest();
         if rest.is_empty() {
@@ -294,6 +318,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// `expected {what}, found ...` at the cursor.
+    #[cold]
     pub fn expected(&self, what: &str) -> ParseError {
         self.error(format!("expected {what}, found {}", self.found()))
     }
