@@ -26,14 +26,24 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(cconv.is_variadic(), text.contains('C'));
     // Items outside variadic spans, one per letter (`v`, `_` and the version are not items).
     let flat_items = |items: &[CconvItem]| items.iter().map(count_items).sum::<usize>();
-    let letters = text.bytes().skip(1).filter(|b| b"iIfFrC".contains(b)).count();
-    assert_eq!(flat_items(cconv.args()) + flat_items(cconv.results()), letters);
+    let letters = text
+        .bytes()
+        .skip(1)
+        .filter(|b| b"iIfFrC".contains(b))
+        .count();
+    assert_eq!(
+        flat_items(cconv.args()) + flat_items(cconv.results()),
+        letters
+    );
 
     // The compiler's spelling of the same types: both sides, `v` for an empty one.
     let compiler = cconv.to_compiler_form();
     assert!(compiler.is_equivalent(&cconv) && cconv.is_equivalent(&compiler));
     let compiler_text = compiler.to_string();
-    assert_eq!(CallingConvention::parse(&compiler_text).as_ref(), Ok(&compiler));
+    assert_eq!(
+        CallingConvention::parse(&compiler_text).as_ref(),
+        Ok(&compiler)
+    );
     assert_eq!(compiler_text.matches('_').count(), 1, "{compiler_text:?}");
     assert_eq!(compiler.to_compiler_form(), compiler);
 
@@ -47,7 +57,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let implied = common::check_implied_cconv(&signature)
         .unwrap_or_else(|| panic!("{signature} (from {text:?}) implies no convention"));
-    assert_eq!(implied, compiler, "{signature} (from {text:?}) implies {implied}");
+    assert_eq!(
+        implied, compiler,
+        "{signature} (from {text:?}) implies {implied}"
+    );
     if let Err(error) = cconv::check(&signature, &cconv) {
         panic!("check rejects {text:?} for {signature}: {error}");
     }

@@ -24,7 +24,11 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(printed, *text, "does not print back as parsed");
     assert_eq!(Declaration::parse(&printed).as_ref(), Ok(&declaration));
 
-    let params: Vec<_> = declaration.args.iter().chain(&declaration.results).collect();
+    let params: Vec<_> = declaration
+        .args
+        .iter()
+        .chain(&declaration.results)
+        .collect();
     for param in &params {
         let written = param.ty.to_string();
         assert_eq!(
@@ -47,8 +51,16 @@ fuzz_target!(|data: &[u8]| {
     };
     assert_eq!(signature.args.len(), declaration.args.len());
     assert_eq!(signature.results.len(), declaration.results.len());
-    for (param, ty) in params.iter().zip(signature.args.iter().chain(&signature.results)) {
-        assert_eq!(param.ty.to_type().as_ref(), Ok(ty.unnamed()), "type of %{}", param.name);
+    for (param, ty) in params
+        .iter()
+        .zip(signature.args.iter().chain(&signature.results))
+    {
+        assert_eq!(
+            param.ty.to_type().as_ref(),
+            Ok(ty.unnamed()),
+            "type of %{}",
+            param.name
+        );
     }
 
     // Declarations describe every value, and never a single inlined structure, so the
@@ -71,10 +83,17 @@ fuzz_target!(|data: &[u8]| {
     let implied_signature = implied
         .to_signature()
         .unwrap_or_else(|e| panic!("{implied_text:?} has no signature: {e}"));
-    assert_eq!(implied_signature, collapse(&signature), "from {text:?} via {implied_text:?}");
+    assert_eq!(
+        implied_signature,
+        collapse(&signature),
+        "from {text:?} via {implied_text:?}"
+    );
     let again = Declaration::implied_by(&implied.name, &implied_signature, implied.model)
         .unwrap_or_else(|e| panic!("{implied_text:?} implies nothing the second time: {e}"));
-    assert_eq!(again, implied, "implied_by is not a fixed point for {text:?}");
+    assert_eq!(
+        again, implied,
+        "implied_by is not a fixed point for {text:?}"
+    );
     assert!(
         CallingConvention::implied_by(&implied_signature).is_ok_and(|c| c.is_equivalent(&cconv))
     );

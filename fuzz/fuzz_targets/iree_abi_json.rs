@@ -23,8 +23,15 @@ fuzz_target!(|data: &[u8]| {
     let printed = abi.to_string();
     let reparsed = IreeAbi::parse(&printed)
         .unwrap_or_else(|e| panic!("printed form {printed:?} does not parse: {e}"));
-    assert_eq!(reparsed, abi, "printed form {printed:?} parses to another value");
-    assert_eq!(reparsed.to_string(), printed, "the compact form is not stable");
+    assert_eq!(
+        reparsed, abi,
+        "printed form {printed:?} parses to another value"
+    );
+    assert_eq!(
+        reparsed.to_string(),
+        printed,
+        "the compact form is not stable"
+    );
 
     // Everything the parser produces is expressible, and from_signature prints the same
     // records (the extra top-level keys are the only thing it cannot know).
@@ -34,7 +41,10 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(rebuilt.signature(), signature);
     if abi.extra().is_empty() {
         assert_eq!(rebuilt, abi);
-        assert_eq!(abi_json::to_json(signature, abi.version()).as_deref(), Ok(&*printed));
+        assert_eq!(
+            abi_json::to_json(signature, abi.version()).as_deref(),
+            Ok(&*printed)
+        );
     }
 
     let implied_cconv = common::check_implied_cconv(signature);
@@ -79,7 +89,10 @@ fn check_implied_declaration(signature: &Signature, implied_cconv: Option<&Calli
             "{text:?} implies {declared_cconv}, the JSON implies {implied_cconv}"
         );
         assert!(
-            !from_declaration.args.iter().any(|ty| matches!(ty.unnamed(), Type::Unknown)),
+            !from_declaration
+                .args
+                .iter()
+                .any(|ty| matches!(ty.unnamed(), Type::Unknown)),
             "an argument of {text:?} became unknown"
         );
     }

@@ -27,14 +27,20 @@ fn check_run(data: &[u8], mut lexer: Lexer<'_>, base: usize, depth: usize) {
     while let Some(item) = lexer.next() {
         match item {
             Ok(component) => {
-                assert_eq!(component.offset, expected_start, "components must tile the input");
+                assert_eq!(
+                    component.offset, expected_start,
+                    "components must tile the input"
+                );
                 assert_eq!(component.tag, data[component.offset]);
                 let component_end = check_component(data, &component, end);
                 assert_eq!(lexer.offset(), component_end);
                 expected_start = component_end;
                 if depth < MAX_NESTING {
                     if let Some(nested) = component.nested_lexer() {
-                        let ComponentValue::Span { contents_offset, .. } = component.value else {
+                        let ComponentValue::Span {
+                            contents_offset, ..
+                        } = component.value
+                        else {
                             unreachable!("a nested lexer comes from a span")
                         };
                         check_run(data, nested, contents_offset, depth + 1);
@@ -52,7 +58,10 @@ fn check_run(data: &[u8], mut lexer: Lexer<'_>, base: usize, depth: usize) {
             }
         }
     }
-    assert_eq!(expected_start, end, "the components stop before the end without an error");
+    assert_eq!(
+        expected_start, end,
+        "the components stop before the end without an error"
+    );
     assert!(lexer.is_at_end());
 }
 
@@ -77,10 +86,17 @@ fn check_component(data: &[u8], component: &Component<'_>, limit: usize) -> usiz
             writer.integer(component.tag, value);
             digits_end
         }
-        ComponentValue::Span { contents, contents_offset } => {
+        ComponentValue::Span {
+            contents,
+            contents_offset,
+        } => {
             assert!(component.tag.is_ascii_uppercase());
             assert!(!negative, "a span length is never negative");
-            assert_eq!(number.parse::<usize>(), Ok(contents.len() + 1), "span length {number:?}");
+            assert_eq!(
+                number.parse::<usize>(),
+                Ok(contents.len() + 1),
+                "span length {number:?}"
+            );
             assert_eq!(data[digits_end], b'!');
             assert_eq!(contents_offset, digits_end + 1);
             let contents_end = contents_offset + contents.len();
@@ -97,7 +113,12 @@ fn check_component(data: &[u8], component: &Component<'_>, limit: usize) -> usiz
     // The writer's encoding lexes back to one component with the same value.
     let encoded = writer.as_str().as_bytes();
     let relexed: Vec<_> = Lexer::new(encoded).collect();
-    assert_eq!(relexed.len(), 1, "{:?} lexes to {relexed:?}", writer.as_str());
+    assert_eq!(
+        relexed.len(),
+        1,
+        "{:?} lexes to {relexed:?}",
+        writer.as_str()
+    );
     let relexed = relexed[0].as_ref().expect("the writer's output lexes");
     assert_eq!((relexed.tag, relexed.offset), (component.tag, 0));
     match (relexed.value, component.value) {

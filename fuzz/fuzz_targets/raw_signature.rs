@@ -25,7 +25,10 @@ fuzz_target!(|data: &[u8]| {
 
     // The parser never produces `U` (IREE rejects it).
     assert!(
-        !raw.inputs.iter().chain(&raw.results).any(|item| *item == RawItem::Unrecognized),
+        !raw.inputs
+            .iter()
+            .chain(&raw.results)
+            .any(|item| *item == RawItem::Unrecognized),
         "parse produced an Unrecognized item"
     );
 
@@ -38,7 +41,9 @@ fuzz_target!(|data: &[u8]| {
     );
     assert_eq!(RawSignature::parse(&printed).as_ref(), Ok(&raw));
     assert_eq!(
-        RawSignature::parse(&printed).map(|r| r.to_string()).as_deref(),
+        RawSignature::parse(&printed)
+            .map(|r| r.to_string())
+            .as_deref(),
         Ok(&*printed)
     );
 
@@ -51,9 +56,14 @@ fuzz_target!(|data: &[u8]| {
     let signature = raw.to_signature();
     assert_eq!(signature.args.len(), raw.inputs.len());
     assert_eq!(signature.results.len(), raw.results.len());
-    let back = RawSignature::from_signature(&signature)
-        .unwrap_or_else(|e| panic!("model of {printed:?} ({signature}) does not convert back: {e}"));
-    assert_eq!(back, normalize_extents(&raw), "model round trip of {printed:?}");
+    let back = RawSignature::from_signature(&signature).unwrap_or_else(|e| {
+        panic!("model of {printed:?} ({signature}) does not convert back: {e}")
+    });
+    assert_eq!(
+        back,
+        normalize_extents(&raw),
+        "model round trip of {printed:?}"
+    );
     assert_eq!(back.to_signature(), signature);
     // Raw items are all flat and typed, so the convention they imply always exists.
     assert!(common::check_implied_cconv(&signature).is_some());

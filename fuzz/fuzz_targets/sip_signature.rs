@@ -11,7 +11,7 @@ mod common;
 use libfuzzer_sys::fuzz_target;
 use pactum_iree::signature::raw::{RawItem, RawSignature};
 use pactum_iree::signature::sip::{
-    FORMAT, MAX_SEQUENCE_SLOTS, SipMangler, SipNode, SipSignature, SipStructure,
+    FORMAT, MAX_SEQUENCE_SLOTS, SipKey, SipMangler, SipNode, SipSignature, SipStructure,
 };
 use pactum_iree::signature::{Signature, Type};
 
@@ -44,7 +44,10 @@ fuzz_target!(|data: &[u8]| {
     let printed = sip.to_string();
     let reparsed = SipSignature::parse(&printed)
         .unwrap_or_else(|e| panic!("encoding {printed:?} does not parse: {e}"));
-    assert_eq!(reparsed, sip, "encoding {printed:?} parses to another value");
+    assert_eq!(
+        reparsed, sip,
+        "encoding {printed:?} parses to another value"
+    );
     assert_eq!(reparsed.to_string(), printed);
 
     for structure in [&sip.inputs, &sip.results] {
@@ -59,6 +62,14 @@ fuzz_target!(|data: &[u8]| {
     check_model(&sip);
 });
 
+/// A dict key as text: a string key itself, an integer key in decimal.
+fn key_text(key: &SipKey) -> String {
+    match key {
+        SipKey::Name(name) => name.clone(),
+        SipKey::Index(index) => index.to_string(),
+    }
+}
+
 /// Whether any dict key in the structure contains `needle`.
 fn keys_contain(structure: &SipStructure, needle: &str) -> bool {
     fn walk(node: &SipNode, needle: &str) -> bool {
@@ -67,7 +78,7 @@ fn keys_contain(structure: &SipStructure, needle: &str) -> bool {
             SipNode::Sequence(children) => children.iter().any(|(_, c)| walk(c, needle)),
             SipNode::Dict(children) => children
                 .iter()
-                .any(|(key, child)| key.contains(needle) || walk(child, needle)),
+                .any(|(key, child)| key_text(key).contains(needle) || walk(child, needle)),
         }
     }
     structure.roots().iter().any(|root| walk(root, needle))
@@ -89,7 +100,8 @@ fn convertible(node: &SipNode) -> bool {
                 })
         }
         SipNode::Dict(children) => {
-            let mut keys: Vec<&str> = children.iter().map(|(key, _)| key.as_str()).collect();
+            // Integer keys (which IREE's parser takes in dicts) become their decimal text.
+            let mut keys: Vec<String> = children.iter().map(|(key, _)| key_text(key)).collect();
             keys.sort_unstable();
             keys.dedup();
             keys.len() == children.len() && children.iter().all(|(_, child)| convertible(child))
@@ -107,7 +119,10 @@ fn unknown_as_opaque(ty: &Type) -> Type {
         Type::Unknown => Type::Opaque,
         Type::List(slots) => Type::List(slots.iter().map(unknown_as_opaque).collect()),
         Type::Dict(entries) => Type::Dict(
-            entries.iter().map(|(key, slot)| (key.clone(), unknown_as_opaque(slot))).collect(),
+            entries
+                .iter()
+                .map(|(key, slot)| (key.clone(), unknown_as_opaque(slot)))
+                .collect(),
         ),
         Type::Named(name, inner) => Type::Named(name.clone(), Box::new(unknown_as_opaque(inner))),
         other => other.clone(),
@@ -154,7 +169,10 @@ fn check_model(sip: &SipSignature) {
             inputs: vec![RawItem::RefObject; input_count - 1],
             results: raw.results.clone(),
         };
-        assert!(sip.to_signature(Some(&short)).is_err(), "index outside raw accepted: {sip}");
+        assert!(
+            sip.to_signature(Some(&short)).is_err(),
+            "index outside raw accepted: {sip}"
+        );
     }
 }
 
@@ -180,7 +198,10 @@ fn check_mangler(strict: &SipSignature) {
         Ok(&mangled),
         "mangled {printed:?} does not parse strictly"
     );
-    for (original, rebuilt) in [(&strict.inputs, &mangled.inputs), (&strict.results, &mangled.results)] {
+    for (original, rebuilt) in [
+        (&strict.inputs, &mangled.inputs),
+        (&strict.results, &mangled.results),
+    ] {
         let mut want = original.leaves();
         let mut got = rebuilt.leaves();
         want.sort();
@@ -203,7 +224,12 @@ fn in_mangler_form(node: &SipNode) -> bool {
         }
         SipNode::Dict(children) => {
             !children.is_empty()
-                && children.windows(2).all(|pair| pair[0].0.as_bytes() < pair[1].0.as_bytes())
+                && children
+                    .iter()
+                    .all(|(key, _)| matches!(key, SipKey::Name(_)))
+                && children
+                    .windows(2)
+                    .all(|pair| key_text(&pair[0].0).as_bytes() < key_text(&pair[1].0).as_bytes())
                 && children.iter().all(|(_, child)| in_mangler_form(child))
         }
     }

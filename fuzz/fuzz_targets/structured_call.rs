@@ -6,11 +6,11 @@
 
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use pactum::{Any, AnyView, Array, Bytes, DataType, Function, Map, Tensor};
 use pactum_iree::signature::abi_json::IreeAbi;
 use pactum_iree::signature::raw::RawSignature;
 use pactum_iree::signature::sip::SipSignature;
 use pactum_iree::structured::StructuredFunction;
-use pactum::{Any, AnyView, Array, Bytes, DataType, Function, Map, Tensor};
 
 /// Values nest at most this deep: enough to reach every structure kind inside another.
 const MAX_DEPTH: usize = 4;
@@ -29,7 +29,11 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let Ok(signature_text) = std::str::from_utf8(u.bytes(length)?) else {
         return Ok(());
     };
-    let returned = if u.arbitrary()? { Any::none() } else { value(u, 0)? };
+    let returned = if u.arbitrary()? {
+        Any::none()
+    } else {
+        value(u, 0)?
+    };
     let flat = Function::from_packed(move |_args: &[AnyView<'_>]| Ok(returned.clone()));
     let structured = match mode {
         0 => match IreeAbi::parse(signature_text) {

@@ -12,13 +12,21 @@ fn exercise(bytes: &[u8]) {
         Ok(module) => module,
         Err(error) => {
             if let Some(offset) = error.offset {
-                assert!(offset <= bytes.len() as u64 + 4, "{error} outside {} bytes", bytes.len());
+                assert!(
+                    offset <= bytes.len() as u64 + 4,
+                    "{error} outside {} bytes",
+                    bytes.len()
+                );
             }
             assert!(!error.to_string().is_empty());
             return;
         }
     };
-    let _ = (module.name(), module.version(), module.requirements().names());
+    let _ = (
+        module.name(),
+        module.version(),
+        module.requirements().names(),
+    );
     let _ = module.attrs().count() + module.types().count() + module.dependencies().count();
     for import in module.imports() {
         if let Some(signature) = import.signature {
@@ -31,10 +39,16 @@ fn exercise(bytes: &[u8]) {
         }
     }
     for (i, _) in module.rodata_segments().enumerate() {
-        assert!(module.rodata(i).is_some(), "a verified segment {i} is readable");
+        assert!(
+            module.rodata(i).is_some(),
+            "a verified segment {i} is readable"
+        );
     }
     for (i, _) in module.function_descriptors().enumerate() {
-        assert!(module.function_bytecode(i).is_some(), "verified bytecode {i} is in range");
+        assert!(
+            module.function_bytecode(i).is_some(),
+            "verified bytecode {i} is in range"
+        );
     }
     if let Some(db) = module.debug_database() {
         let _ = (db.locations(), db.functions());

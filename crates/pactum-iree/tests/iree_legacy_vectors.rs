@@ -392,7 +392,13 @@ fn node_json(node: &SipNode) -> Value {
             "seq": children.iter().map(|(key, child)| json!([key, node_json(child)])).collect::<Vec<_>>()
         }),
         SipNode::Dict(children) => json!({
-            "dict": children.iter().map(|(key, child)| json!([key, node_json(child)])).collect::<Vec<_>>()
+            "dict": children.iter().map(|(key, child)| {
+                let key = match key {
+                    SipKey::Name(name) => json!(name),
+                    SipKey::Index(index) => json!(index),
+                };
+                json!([key, node_json(child)])
+            }).collect::<Vec<_>>()
         }),
     }
 }
@@ -547,13 +553,21 @@ fn raw_signature() -> impl Strategy<Value = RawSignature> {
         .prop_map(|(inputs, results)| RawSignature { inputs, results })
 }
 
+/// A dict key: mostly strings, sometimes an integer (IREE's parser takes `k` keys in dicts).
+fn sip_dict_key() -> impl Strategy<Value = SipKey> {
+    prop_oneof![
+        4 => "\\PC{0,6}".prop_map(SipKey::Name),
+        1 => any::<i32>().prop_map(SipKey::Index),
+    ]
+}
+
 fn sip_node() -> impl Strategy<Value = SipNode> {
     any::<i32>()
         .prop_map(SipNode::Leaf)
         .prop_recursive(5, 48, 4, |inner| {
             prop_oneof![
                 vec((any::<i32>(), inner.clone()), 0..4).prop_map(SipNode::Sequence),
-                vec(("\\PC{0,6}", inner), 0..4).prop_map(SipNode::Dict),
+                vec((sip_dict_key(), inner), 0..4).prop_map(SipNode::Dict),
             ]
         })
 }

@@ -670,3 +670,23 @@ fn reference_array_results_with_absurd_dims_are_refused() {
     assert_eq!(out.len(), 2, "two empty rows");
     assert_eq!(out.get_as::<Array>(0).unwrap().len(), 0);
 }
+
+#[test]
+fn a_sip_dict_with_an_integer_key_matches_an_int_map_key() {
+    // IREE's SIP parser takes `k` keys inside a `D`: [ {0: raw 0, "a": raw 1} ].
+    let sip = SipSignature::parse("I21!S17!k0D11!k0_0K2!a_1R3!_0").unwrap();
+    let flat = Function::from_typed(|zero: i64, a: i64| zero * 10 + a);
+    let structured = StructuredFunction::from_sip(flat, &sip, None).unwrap();
+    let dict = Map::from_pairs([
+        (Any::from(0i64), Any::from(4i64)),
+        (Any::from("a"), Any::from(2i64)),
+    ]);
+    let out = structured.call(&[AnyView::from(&dict)], &[]).unwrap();
+    assert_eq!(out.cast::<i64>().unwrap(), 42);
+    // A string "0" is not the integer key.
+    let by_text = map(vec![("0", Any::from(4i64)), ("a", Any::from(2i64))]);
+    let error = structured
+        .call(&[AnyView::from(&by_text)], &[])
+        .unwrap_err();
+    assert!(error.message().contains("args[0]"), "{error}");
+}

@@ -24,7 +24,11 @@ pub fn check_parse_error(error: &ParseError, input: &str, format: &str) {
         error.offset,
         input.len()
     );
-    assert!(!error.message.is_empty(), "empty error message at {}", error.offset);
+    assert!(
+        !error.message.is_empty(),
+        "empty error message at {}",
+        error.offset
+    );
     // Display must not panic either (it is what users see).
     let _ = error.to_string();
 }

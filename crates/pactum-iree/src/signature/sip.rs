@@ -92,7 +92,9 @@ pub enum SipNode {
     /// sparse).
     Sequence(Vec<(i32, SipNode)>),
     /// `D…`: children by string key, in encoded order (the mangler sorts them bytewise).
-    Dict(Vec<(String, SipNode)>),
+    /// IREE's parser also takes integer keys (`k`) inside a dict, so a parsed dict may hold
+    /// [`SipKey::Index`] keys; the strict parser refuses them, and the mangler writes none.
+    Dict(Vec<(SipKey, SipNode)>),
 }
 
 impl SipNode {
@@ -112,7 +114,10 @@ impl SipNode {
             SipNode::Dict(children) => {
                 let mut inner = SignatureWriter::new();
                 for (key, child) in children {
-                    inner.span(b'K', key);
+                    match key {
+                        SipKey::Index(index) => inner.integer(b'k', *index),
+                        SipKey::Name(name) => inner.span(b'K', name),
+                    };
                     child.write_to(&mut inner);
                 }
                 writer.span(b'D', inner.as_str());
@@ -142,7 +147,10 @@ impl SipNode {
             SipNode::Dict(children) => {
                 for (key, child) in children {
                     out.push_str(&inner_indent);
-                    out.push_str(key);
+                    match key {
+                        SipKey::Index(index) => out.push_str(&index.to_string()),
+                        SipKey::Name(name) => out.push_str(name),
+                    }
                     child.render_to(&inner_indent, out);
                 }
             }
@@ -165,7 +173,7 @@ impl SipNode {
             }
             SipNode::Dict(children) => {
                 for (key, child) in children {
-                    path.push(SipKey::Name(key.clone()));
+                    path.push(key.clone());
                     child.collect_leaves(path, out);
                     path.pop();
                 }
@@ -296,10 +304,13 @@ impl SipSignature {
     /// - any other tag is "Unrecognized tag", a malformed component "Syntax error in
     ///   signature".
     ///
+    /// An integer key inside a dict (`D…k0_0`) is read as IREE's parser reads it: a dict entry
+    /// keyed by an integer ([`SipKey::Index`]), rendered as the number; the strict parser
+    /// refuses it, since IREE's mangler never writes one.
+    ///
     /// Where IREE accepted input that this model cannot hold, these parsers reject it with a
-    /// clear error: a `K` key inside a sequence or a `k` key inside a dict, a key without a
-    /// value at the end of a structure, a key that is not UTF-8, and nesting deeper than
-    /// [`MAX_NESTING_DEPTH`].
+    /// clear error: a `K` key inside a sequence, a key without a value at the end of a
+    /// structure, a key that is not UTF-8, and nesting deeper than [`MAX_NESTING_DEPTH`].
     pub fn parse_parts(
         text: &str,
     ) -> (
@@ -406,7 +417,7 @@ fn parse_structure(lexer: Lexer<'_>, mode: Mode) -> Result<SipStructure, ParseEr
 enum Collected<'c> {
     Roots(&'c mut Vec<SipNode>),
     Sequence(&'c mut Vec<(i32, SipNode)>),
-    Dict(&'c mut Vec<(String, SipNode)>),
+    Dict(&'c mut Vec<(SipKey, SipNode)>),
 }
 
 enum PendingKey {
@@ -458,7 +469,18 @@ fn parse_values(
                         ),
                     ));
                 }
-                if is_index != (container == Container::Sequence) {
+                // IREE's parser takes an integer key inside a dict too (its visitor never
+                // checks); so does `parse`. A string key inside a sequence stays an error.
+                let index_in_dict = is_index && container == Container::Dict;
+                if index_in_dict && mode == Mode::Strict {
+                    return Err(error(
+                        offset,
+                        "an integer key 'k' inside a dict 'D' (IREE's parser accepts it, as \
+                         `parse` does; its mangler never writes one)"
+                            .to_string(),
+                    ));
+                }
+                if !index_in_dict && is_index != (container == Container::Sequence) {
                     let (found, inside, expected) = if is_index {
                         ("an integer key 'k'", "a dict 'D'", "'K'")
                     } else {
@@ -548,7 +570,10 @@ fn parse_values(
                         children.push((key, node));
                     }
                     (Collected::Dict(children), Some((PendingKey::Name(key), _))) => {
-                        children.push((key, node));
+                        children.push((SipKey::Name(key), node));
+                    }
+                    (Collected::Dict(children), Some((PendingKey::Index(key), _))) => {
+                        children.push((SipKey::Index(key), node));
                     }
                     _ => {
                         return Err(error(
@@ -733,14 +758,20 @@ fn sequence_slots(
 }
 
 /// The entries of a dict whose children sit inside `depth` structures.
+///
+/// An integer key (which IREE's parser accepts inside a dict) becomes its decimal text.
 fn dict_entries(
-    children: &[(String, SipNode)],
+    children: &[(SipKey, SipNode)],
     items: Option<&[RawItem]>,
     path: &str,
     depth: usize,
 ) -> Result<Vec<(String, Type)>, ConvertError> {
     let mut entries: Vec<(String, Type)> = Vec::with_capacity(children.len());
     for (key, child) in children {
+        let key = &match key {
+            SipKey::Index(index) => index.to_string(),
+            SipKey::Name(name) => name.clone(),
+        };
         let child_path = format!("{path}[{key:?}]");
         if entries.iter().any(|(seen, _)| seen == key) {
             return Err(ConvertError::new(
@@ -813,7 +844,7 @@ impl MangleNode {
             MangleNode::Dict(children) => SipNode::Dict(
                 children
                     .iter()
-                    .map(|(key, child)| (key.clone(), child.to_sip()))
+                    .map(|(key, child)| (SipKey::Name(key.clone()), child.to_sip()))
                     .collect(),
             ),
         }
@@ -954,6 +985,31 @@ mod tests {
         );
         let leaves = sip.inputs.leaves();
         assert_eq!(leaves[4], (vec!["y".into(), 1.into(), "z".into()], 2));
+    }
+
+    #[test]
+    fn integer_keys_inside_dicts_are_read_as_iree_reads_them() {
+        // `{0: raw 0, "a": raw 1}` as IREE's parser takes it: `k0` inside a `D`.
+        let sip = SipSignature {
+            inputs: SipStructure::new(SipNode::Dict(vec![
+                (SipKey::Index(0), SipNode::Leaf(0)),
+                ("a".into(), SipNode::Leaf(1)),
+            ])),
+            results: SipStructure::default(),
+        };
+        let text = sip.to_string();
+        assert_eq!(text, "I15!D11!k0_0K2!a_1R1!");
+        assert_eq!(SipSignature::parse(&text), Ok(sip.clone()));
+        assert_eq!(sip.inputs.render(), ":{\n  0=raw(0),\n  a=raw(1),\n},\n");
+        let error = SipSignature::parse_strict(&text).unwrap_err();
+        assert_eq!(error.offset, 8, "{error}");
+        assert!(
+            error.message.contains("an integer key 'k' inside a dict"),
+            "{error}"
+        );
+        // In the signature model the key is its decimal text (a root dict: named arguments).
+        let model = sip.to_signature(None).unwrap();
+        assert_eq!(model.to_string(), "(0: unknown, a: unknown) -> ()");
     }
 
     #[test]

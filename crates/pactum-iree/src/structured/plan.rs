@@ -5,7 +5,7 @@
 
 use crate::buffer::scalar_dtype;
 use crate::signature::raw::RawSignature;
-use crate::signature::sip::{SipNode, SipSignature, SipStructure};
+use crate::signature::sip::{SipKey, SipNode, SipSignature, SipStructure};
 use crate::signature::{ScalarType, Signature, Type};
 use pactum::any::Any;
 use pactum::error::{Error, ErrorKind, Result};
@@ -314,14 +314,19 @@ fn sequence_patterns(children: &[(i32, SipNode)]) -> Result<Vec<Option<Pattern>>
 /// A dict's keys (as values and as text) and its children's patterns, in encoded order.
 type DictPatterns = (Vec<(Any, String)>, Vec<Pattern>);
 
-fn dict_patterns(children: &[(String, SipNode)]) -> Result<DictPatterns> {
+fn dict_patterns(children: &[(SipKey, SipNode)]) -> Result<DictPatterns> {
     let mut keys = Vec::with_capacity(children.len());
     let mut patterns = Vec::with_capacity(children.len());
-    for (name, child) in children {
-        if keys.iter().any(|(_, n)| n == name) {
+    for (key, child) in children {
+        // An integer key (IREE's parser accepts them inside dicts) matches an int map key.
+        let (value, name) = match key {
+            SipKey::Name(name) => (Any::from(name.as_str()), name.clone()),
+            SipKey::Index(index) => (Any::from(i64::from(*index)), index.to_string()),
+        };
+        if keys.iter().any(|(_, n)| *n == name) {
             return Err(bind_error(format!("SIP dict key {name:?} appears twice")));
         }
-        keys.push((Any::from(name.as_str()), name.clone()));
+        keys.push((value, name));
         patterns.push(pattern(child)?);
     }
     Ok((keys, patterns))
