@@ -1,7 +1,9 @@
 //! The argument syntax of `pactum call`: numbers with an optional type suffix (`7`, `-2.5`,
 //! `7:i32`, `1:bool`), quoted strings (`"text"` or `'text'`), `none`/`true`/`false`, and
 //! `@file.npy` tensors (`@file.npy:bfloat16` views the file's elements as another type of the
-//! same size).
+//! same size), and iree-run-module's inline tensors: `2x3xf32=1 2 3 4 5 6` (shape, element
+//! type, then the elements in row-major order; one element fills the whole tensor; `2x0xf32=`
+//! is empty; `f32=1.5` has rank 0).
 
 use std::path::PathBuf;
 
@@ -21,6 +23,8 @@ pub enum CallArg {
     Str(String),
     /// None.
     None,
+    /// An inline tensor (`2x3xf32=1 2 3 4 5 6`).
+    Inline(Tensor),
     /// A tensor read from a `.npy` file.
     Tensor {
         /// Where it came from.
@@ -39,12 +43,120 @@ impl CallArg {
             CallArg::Bool(v) => Any::from(*v),
             CallArg::Str(v) => Any::from(v.as_str()),
             CallArg::None => Any::none(),
-            CallArg::Tensor { tensor, .. } => Any::from(tensor.clone()),
+            CallArg::Tensor { tensor, .. } | CallArg::Inline(tensor) => Any::from(tensor.clone()),
         }
     }
 }
 
-const SYNTAX: &str = "expected a number (7, -2.5, 0x1f, 7:i32, 2.5:f32, 1:bool), a quoted string (\"text\"), none, true, false, or @file.npy";
+const SYNTAX: &str = "expected a number (7, -2.5, 0x1f, 7:i32, 2.5:f32, 1:bool), a quoted string (\"text\"), none, true, false, @file.npy, or a tensor (2x3xf32=1 2 3 4 5 6)";
+
+/// The element types of inline tensors, as iree-run-module spells them.
+fn inline_dtype(name: &str) -> Option<pactum::DataType> {
+    use pactum::DataType;
+    Some(match name {
+        "i1" => DataType::BOOL,
+        "i8" | "si8" => DataType::I8,
+        "i16" | "si16" => DataType::I16,
+        "i32" | "si32" => DataType::I32,
+        "i64" | "si64" => DataType::I64,
+        "ui8" | "u8" => DataType::U8,
+        "ui16" | "u16" => DataType::U16,
+        "ui32" | "u32" => DataType::U32,
+        "ui64" | "u64" => DataType::U64,
+        "f16" => DataType::F16,
+        "bf16" => DataType::BF16,
+        "f32" => DataType::F32,
+        "f64" => DataType::F64,
+        _ => return None,
+    })
+}
+
+/// `SHAPExDTYPE=ELEMENTS`, if `text` has that form: `Ok(None)` when it is not a tensor at all.
+fn parse_inline_tensor(text: &str) -> Result<Option<Tensor>, String> {
+    let Some((head, body)) = text.split_once('=') else {
+        return Ok(None);
+    };
+    let mut parts: Vec<&str> = head.split('x').collect();
+    let Some(dtype) = parts.pop().and_then(inline_dtype) else {
+        return Ok(None);
+    };
+    if !parts
+        .iter()
+        .all(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Ok(None);
+    }
+    let mut shape = Vec::with_capacity(parts.len());
+    let mut count: u64 = 1;
+    for dim in &parts {
+        let dim: i64 = dim
+            .parse()
+            .map_err(|_| format!("dimension `{dim}` is too large"))?;
+        count = count
+            .checked_mul(dim as u64)
+            .filter(|&c| c <= 1 << 28)
+            .ok_or_else(|| format!("shape `{head}` has too many elements (at most 2^28 inline)"))?;
+        shape.push(dim);
+    }
+    let words: Vec<&str> = body
+        .split(|c: char| c.is_whitespace() || matches!(c, ',' | '[' | ']'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let count = count as usize;
+    let values: Vec<&str> = match words.len() {
+        n if n == count => words,
+        1 if count > 1 => vec![words[0]; count],
+        n => {
+            return Err(format!(
+                "shape `{head}` holds {count} element(s), {n} given (give all of them, or one to \
+                 fill the tensor)"
+            ));
+        }
+    };
+    fn typed<T: pactum::tensor::Element>(
+        values: &[&str],
+        shape: &[i64],
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<Tensor, String> {
+        let parsed = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| parse(v).ok_or_else(|| format!("element {i} (`{v}`) does not fit")))
+            .collect::<Result<Vec<T>, String>>()?;
+        Tensor::from_slice(&parsed, shape).map_err(|e| e.message().into_owned())
+    }
+    let int = |v: &str| parse_int(v);
+    let float = |v: &str| parse_float(v).or_else(|| parse_int(v).map(|i| i as f64));
+    use pactum::DataType;
+    let tensor = match dtype {
+        DataType::BOOL => typed::<u8>(&values, &shape, |v| match v {
+            "1" | "true" => Some(1),
+            "0" | "false" => Some(0),
+            _ => None,
+        })
+        .and_then(|t| {
+            t.view_as(DataType::BOOL)
+                .map_err(|e| e.message().into_owned())
+        }),
+        DataType::I8 => typed::<i8>(&values, &shape, |v| int(v)?.try_into().ok()),
+        DataType::I16 => typed::<i16>(&values, &shape, |v| int(v)?.try_into().ok()),
+        DataType::I32 => typed::<i32>(&values, &shape, |v| int(v)?.try_into().ok()),
+        DataType::I64 => typed::<i64>(&values, &shape, int),
+        DataType::U8 => typed::<u8>(&values, &shape, |v| int(v)?.try_into().ok()),
+        DataType::U16 => typed::<u16>(&values, &shape, |v| int(v)?.try_into().ok()),
+        DataType::U32 => typed::<u32>(&values, &shape, |v| int(v)?.try_into().ok()),
+        DataType::U64 => typed::<u64>(&values, &shape, |v| {
+            int(v)
+                .and_then(|i| u64::try_from(i).ok())
+                .or_else(|| v.parse().ok())
+        }),
+        DataType::F16 => typed(&values, &shape, |v| float(v).map(half::f16::from_f64)),
+        DataType::BF16 => typed(&values, &shape, |v| float(v).map(half::bf16::from_f64)),
+        DataType::F32 => typed(&values, &shape, |v| float(v).map(|f| f as f32)),
+        _ => typed(&values, &shape, float),
+    }?;
+    Ok(Some(tensor))
+}
 
 fn parse_int(text: &str) -> Option<i64> {
     let (negative, digits) = match text.strip_prefix('-') {
@@ -126,6 +238,11 @@ pub fn parse(text: &str, index: usize) -> Result<CallArg> {
                 .map_err(|e| fail(e.message().into_owned()))?;
         }
         return Ok(CallArg::Tensor { path, tensor });
+    }
+    match parse_inline_tensor(text) {
+        Ok(Some(tensor)) => return Ok(CallArg::Inline(tensor)),
+        Ok(None) => {}
+        Err(detail) => return Err(fail(detail)),
     }
     for quote in ['"', '\''] {
         if text.len() >= 2 && text.starts_with(quote) && text.ends_with(quote) {
@@ -257,6 +374,36 @@ mod tests {
         assert!(error("0x+5:i32").contains("is not an integer"));
         assert!(matches!(value("-0:f64"), CallArg::Float(v) if v == 0.0 && v.is_sign_negative()));
         assert!(error("2:bool").contains("a bool is 0 or 1"));
+    }
+
+    #[test]
+    fn inline_tensors_as_iree_run_module_writes_them() {
+        let tensor = |text: &str| match value(text) {
+            CallArg::Inline(tensor) => tensor,
+            other => panic!("{text}: {other:?}"),
+        };
+        let t = tensor("2x3xf32=1 2 3 4 5 6");
+        assert_eq!(t.shape(), &[2, 3]);
+        assert_eq!(
+            t.to_vec::<f32>().unwrap(),
+            vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+        );
+        let t = tensor("4xi32=7");
+        assert_eq!(t.to_vec::<i32>().unwrap(), vec![7; 4]);
+        let t = tensor("2x0xf32=");
+        assert_eq!(t.shape(), &[2, 0]);
+        let t = tensor("f64=1.5");
+        assert_eq!(t.shape(), &[] as &[i64]);
+        assert_eq!(t.to_vec::<f64>().unwrap(), vec![1.5]);
+        let t = tensor("2x2xi8=[1,2][3,-4]");
+        assert_eq!(t.to_vec::<i8>().unwrap(), vec![1, 2, 3, -4]);
+        assert_eq!(tensor("3xi1=1 0 1").dtype(), pactum::DataType::BOOL);
+        assert_eq!(tensor("1xbf16=2").dtype(), pactum::DataType::BF16);
+        assert!(error("3xf32=1 2").contains("holds 3 element(s), 2 given"));
+        assert!(error("2xi8=1 300").contains("element 1 (`300`) does not fit"));
+        assert!(error("99999x99999x99999xf32=0").contains("too many elements"));
+        // Not tensors: plain text with an '=' stays an error of the general syntax.
+        assert!(error("a=b").contains("expected a number"));
     }
 
     #[test]
