@@ -10,13 +10,16 @@
 # per line:
 #   // pactum-fixture: {"file": "x.vmfb", "flags": ["--iree-...", ...], "covers": [tag, ...]}
 #   // pactum-run: {"file": "x.vmfb", "device": "local-task"|"local-sync"|null,
-#   //              "function": "f", "inputs": ["7", "4xf32=1 2 3 4"]}
+#   //              "function": "f", "inputs": ["7", "4xf32=1 2 3 4"]
+#   //              [, "fails": "INVALID_ARGUMENT"]}
 # One source may declare several fixtures. Each fixture is compiled from inside src/ as
 #   iree-compile <flags> <name>.mlir -o ../<file>
 # (so debug locations hold the bare file name, not a machine path), its "covers" tags are
 # checked against `iree-dump-module --output=flatbuffer-json` and the container bytes, each
 # run is executed with iree-run-module (device null = no --device flag) and its exact stdout
-# recorded, and manifest.json is rewritten.
+# recorded, and manifest.json is rewritten. A run with "fails" must fail: iree-run-module
+# must exit with status 1 and print that IREE status code on stderr ("<where>: CODE; ..."),
+# and its exact stderr is recorded too (expected_error).
 #
 # iree-compile is byte-deterministic: running this script again produces byte-identical
 # .vmfb files and manifest.json. `--check` rebuilds into a temporary folder and fails if
@@ -90,8 +93,10 @@ for f in fixtures:
     f["runs"] = []
     by_file[f["file"]] = f
 for r in runs:
-    if set(r) != {"file", "device", "function", "inputs", "_source"}:
+    if set(r) - {"fails"} != {"file", "device", "function", "inputs", "_source"}:
         die(f"bad pactum-run in {r['_source']}: {r}")
+    if "fails" in r and not re.fullmatch(r"[A-Z_]+", str(r["fails"])):
+        die(f"bad \"fails\" status in {r['_source']}: {r}")
     f = by_file.get(r["file"])
     if f is None or f["_source"] != r["_source"]:
         die(f"pactum-run for undeclared fixture {r['file']} in {r['_source']}")
@@ -209,7 +214,9 @@ def verify(path, fx):
         "f64": "EXT_F64" in str(j.get("requirements", "")),
         "export_alias": len(set(ordinals)) < len(ordinals),
         "vm_only": not any(i["full_name"].startswith("hal.") for i in imports)
-                   and all(e["local_name"] != "__init" for e in exports),
+                   and not any(t.get("full_name", "").startswith("!hal.") for t in j.get("types", [])),
+        "initializer": any(e["local_name"] == "__init" for e in exports),
+        "ref_globals": j.get("module_state", {}).get("global_ref_count", 0) > 0,
         "llvm-cpu": b"embedded-elf-x86_64" in emb
                     and any(b.startswith(b"\x7fELF") for b in ext_bytes),
         "vmvx": b"vmvx-bytecode-fb" in emb,
@@ -253,10 +260,19 @@ with tempfile.TemporaryDirectory(prefix="vmfb-fixtures-") as tmp:
             cmd += [f"--module={out}", f"--function={r['function']}"]
             cmd += [f"--input={i}" for i in r["inputs"]]
             proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                die(f"iree-run-module failed for {f['file']} @{r['function']}:\n{proc.stderr}")
-            run_entries.append({"function": r["function"], "inputs": r["inputs"],
-                                "device": r["device"], "expected_output": proc.stdout})
+            entry = {"function": r["function"], "inputs": r["inputs"],
+                     "device": r["device"], "expected_output": proc.stdout}
+            if "fails" not in r:
+                if proc.returncode != 0:
+                    die(f"iree-run-module failed for {f['file']} @{r['function']}:\n{proc.stderr}")
+            else:
+                m = re.match(r"[^\n]*?:\d+: ([A-Z_]+); ", proc.stderr)
+                if proc.returncode != 1 or not m or m.group(1) != r["fails"]:
+                    die(f"{f['file']} @{r['function']} {r['inputs']}: expected a {r['fails']} "
+                        f"failure, got exit status {proc.returncode}:\n{proc.stderr}")
+                entry["fails"] = r["fails"]
+                entry["expected_error"] = proc.stderr
+            run_entries.append(entry)
         data = out.read_bytes()
         entries.append({
             "file": f["file"],
@@ -279,7 +295,9 @@ with tempfile.TemporaryDirectory(prefix="vmfb-fixtures-") as tmp:
         "compile_command": "cd src && iree-compile <flags...> <source file name> -o ../<file>",
         "run_command": "iree-run-module [--device=<device>] --module=<file> "
                        "--function=<function> [--input=<input>]...   "
-                       "(device null: no --device flag); expected_output is its exact stdout",
+                       "(device null: no --device flag); expected_output is its exact stdout; "
+                       "a run with fails (an IREE status code) exits with status 1 and "
+                       "expected_error is its exact stderr",
         "tools": {
             "iree-compile --version": version_lines,
             "iree-base-compiler": importlib.metadata.version("iree-base-compiler"),

@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use pactum_testing::iree;
+
 use pactum_iree::vmfb::{
     AttrDef, Container, FieldPath, FieldStep, IoOperation, ModuleDef, NameOf, VmfbError,
     VmfbErrorKind, VmfbFile,
@@ -51,51 +53,35 @@ fn every_fixture_verifies_and_round_trips_through_both_containers() {
     }
 }
 
-/// An IREE runtime tool from the pinned wheel: `$PACTUM_IREE_TOOLS/<name>` or `.venv/bin/<name>`.
+/// An IREE runtime tool from the pinned wheel: `$PACTUM_IREE_BIN/<name>` (or
+/// `$PACTUM_IREE_TOOLS/<name>`) or `.venv/bin/<name>`.
 fn iree_tool(name: &str) -> PathBuf {
-    let dir = std::env::var_os("PACTUM_IREE_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin"));
-    let tool = dir.join(name);
-    assert!(
-        tool.exists(),
-        "{} missing: run scripts/test.sh (it installs the pinned iree-base-runtime into .venv) or set PACTUM_IREE_TOOLS",
-        tool.display()
-    );
-    tool
+    iree::tool(name).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// What `iree-run-module` prints for one manifest run of `module`.
-fn run_module(module: &Path, run: &serde_json::Value) -> String {
-    let mut command = Command::new(iree_tool("iree-run-module"));
-    command
-        .arg(format!("--module={}", module.display()))
-        .arg(format!("--function={}", run["function"].as_str().unwrap()));
-    if let Some(device) = run["device"].as_str() {
-        command.arg(format!("--device={device}"));
+/// Checks that `module` prints what the manifest recorded for `run`: the stdout, and for a
+/// run that must fail, the stderr too.
+fn check_run(module: &Path, run: &iree::ManifestRun, what: &str) {
+    let inputs: Vec<&str> = run.inputs.iter().map(String::as_str).collect();
+    let outcome = iree::run_module(module, &run.function, &inputs, run.device.as_deref())
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(outcome.stdout, run.expected_output, "{what}");
+    match &run.expected_error {
+        None => assert!(outcome.results.is_ok(), "{what}: {}", outcome.stderr),
+        Some(stderr) => assert_eq!(&outcome.stderr, stderr, "{what}"),
     }
-    for input in run["inputs"].as_array().unwrap() {
-        command.arg(format!("--input={}", input.as_str().unwrap()));
-    }
-    let output = command.output().expect("run iree-run-module");
-    assert!(
-        output.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
 }
 
 #[test]
 fn an_edited_module_still_runs_in_iree_and_shows_the_new_attribute() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vmfb");
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let manifest_runs = iree::manifest_runs().unwrap();
     let scratch = std::env::temp_dir().join(format!("pactum-vmfb-edit-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).unwrap();
+    let mut files: Vec<&str> = manifest_runs.iter().map(|r| r.file.as_str()).collect();
+    files.dedup();
     let mut runs = 0;
-    for entry in manifest["fixtures"].as_array().unwrap() {
-        let file = entry["file"].as_str().unwrap();
+    for file in files {
         let module = VmfbFile::open(dir.join(file)).unwrap();
         let mut def = ModuleDef::from_module(&module.module().unwrap()).unwrap();
         let first = def.exports[0].local_name.clone();
@@ -107,13 +93,8 @@ fn an_edited_module_still_runs_in_iree_and_shows_the_new_attribute() {
         for container in [Container::Zip, Container::FlatBuffer] {
             let edited = scratch.join(format!("{file}.{}.vmfb", container.name()));
             std::fs::write(&edited, def.write(container)).unwrap();
-            for run in entry["runs"].as_array().unwrap() {
-                assert_eq!(
-                    run_module(&edited, run),
-                    run["expected_output"].as_str().unwrap(),
-                    "{file} as {container:?}: {}",
-                    run["function"]
-                );
+            for run in manifest_runs.iter().filter(|r| r.file == file) {
+                check_run(&edited, run, &format!("{run}, rewritten as {container:?}"));
                 runs += 1;
             }
             let metadata = Command::new(iree_tool("iree-dump-module"))
@@ -128,7 +109,7 @@ fn an_edited_module_still_runs_in_iree_and_shows_the_new_attribute() {
             );
         }
     }
-    assert!(runs >= 40, "only {runs} runs");
+    assert!(runs >= 200, "only {runs} runs");
 }
 
 fn fixture(name: &str) -> Vec<u8> {

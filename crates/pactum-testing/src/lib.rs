@@ -1,7 +1,9 @@
 //! Helpers shared by pactum's test suites.
 //!
 //! [`hostile`] holds what the hostile-input suites of every crate use: a time limit on
-//! refusals, the printed failure message, sparse files and big stacks.
+//! refusals, the printed failure message, sparse files and big stacks. [`iree`] runs the
+//! pinned IREE runtime (`iree-run-module`) on `.vmfb` files and parses what it prints, and
+//! lists the runs recorded with the `.vmfb` fixtures.
 
 pub mod hostile {
     //! Hostile-input checks: every refusal that could cost time must come back within
@@ -109,3 +111,5 @@ pub mod hostile {
         }
     }
 }
+
+pub mod iree;
