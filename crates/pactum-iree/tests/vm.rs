@@ -886,7 +886,9 @@ fn the_verifier_refuses_bad_calls_and_ordinals() {
     f.op(0x11).u32(0).r(R).ret(&[]);
     assert_eq!(refusal(&[f]).0, VerifyRule::RodataOrdinal);
     // Arguments that do not fit the registers.
-    let f = Func::new("f", "0III_v", 2, 0);
+    let mut f = Func::new("f", "0III_v", 2, 0);
+    f.block();
+    f.ret(&[]);
     assert_eq!(refusal(&[f]).0, VerifyRule::CallingConvention);
     // call.variadic to an internal function.
     let mut f = Func::new("f", "0ii_i", 2, 0);
