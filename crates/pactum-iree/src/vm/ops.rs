@@ -52,7 +52,9 @@ macro_rules! remainder {
         /// IEEE remainder (C `remainder`): the quotient rounded to nearest, ties to even.
         pub fn $name(x: $t, p: $t) -> $t {
             if p == 0.0 || x.is_infinite() || x.is_nan() || p.is_nan() {
-                return <$t>::NAN;
+                // Computed, so that the NaN is the host's (x86: the negative default NaN), or
+                // the NaN operand's.
+                return (x * p) / (x * p);
             }
             let p = p.abs();
             let negative = x.is_sign_negative();
@@ -92,8 +94,39 @@ pub fn round_even_f64(x: f64) -> f64 {
     if x == -0.5 { 0.0 } else { x.round_ties_even() }
 }
 
+/// `logf`/`log2f` of a negative number: the NaN as computed (the reference's is negative).
+fn keep_nan(_x: f32, y: f32) -> f32 {
+    y
+}
+
+/// The reference's f64 `log`/`log2` of a negative number is the positive quiet NaN; Rust's
+/// carries the sign bit.
+fn positive_nan<T: PartialEq + Copy + Into<f64> + FromNan>(x: T, y: T) -> T {
+    if y.into().is_nan() && !x.into().is_nan() {
+        T::nan()
+    } else {
+        y
+    }
+}
+
+trait FromNan {
+    fn nan() -> Self;
+}
+
+impl FromNan for f32 {
+    fn nan() -> f32 {
+        f32::NAN
+    }
+}
+
+impl FromNan for f64 {
+    fn nan() -> f64 {
+        f64::NAN
+    }
+}
+
 macro_rules! float_ops {
-    ($bin:ident, $un:ident, $cmp:ident, $t:ty, $rem:ident, $round_even:ident, $erf:path) => {
+    ($bin:ident, $un:ident, $cmp:ident, $t:ty, $rem:ident, $round_even:ident, $erf:path, $log_nan:ident) => {
         /// A binary float operation.
         pub fn $bin(op: FBin, a: $t, b: $t) -> $t {
             match op {
@@ -136,10 +169,10 @@ macro_rules! float_ops {
                 FUn::Exp => x.exp(),
                 FUn::Exp2 => x.exp2(),
                 FUn::Expm1 => x.exp_m1(),
-                FUn::Log => x.ln(),
+                FUn::Log => $log_nan(x, x.ln()),
                 FUn::Log10 => x.log10(),
                 FUn::Log1p => x.ln_1p(),
-                FUn::Log2 => x.log2(),
+                FUn::Log2 => $log_nan(x, x.log2()),
                 FUn::Rsqrt => 1.0 / x.sqrt(),
                 FUn::Sqrt => x.sqrt(),
                 FUn::Tanh => x.tanh(),
@@ -170,7 +203,8 @@ float_ops!(
     f32,
     remainder_f32,
     round_even_f32,
-    libm::erff
+    libm::erff,
+    keep_nan
 );
 float_ops!(
     bin_f64,
@@ -179,7 +213,8 @@ float_ops!(
     f64,
     remainder_f64,
     round_even_f64,
-    libm::erf
+    libm::erf,
+    positive_nan
 );
 
 macro_rules! int_ops {
