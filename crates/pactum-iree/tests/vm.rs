@@ -338,11 +338,20 @@ fn trap_kind(result: Result<Vec<Value>, VmError>) -> TrapKind {
 fn integer_division_traps_instead_of_undefined_behaviour() {
     let f = binary_i32(0x25);
     assert_eq!(
-        run(&[f.clone()], "f", &[Value::I32(-7), Value::I32(2)]).unwrap(),
+        run(
+            std::slice::from_ref(&f),
+            "f",
+            &[Value::I32(-7), Value::I32(2)]
+        )
+        .unwrap(),
         [Value::I32(-3)]
     );
     assert_eq!(
-        trap_kind(run(&[f.clone()], "f", &[Value::I32(1), Value::I32(0)])),
+        trap_kind(run(
+            std::slice::from_ref(&f),
+            "f",
+            &[Value::I32(1), Value::I32(0)]
+        )),
         TrapKind::DivisionByZero
     );
     assert_eq!(
@@ -352,14 +361,18 @@ fn integer_division_traps_instead_of_undefined_behaviour() {
     let rem = binary_i64(0x2F);
     assert_eq!(
         trap_kind(run(
-            &[rem.clone()],
+            std::slice::from_ref(&rem),
             "f",
             &[Value::I64(i64::MIN), Value::I64(-1)]
         )),
         TrapKind::DivisionOverflow
     );
     assert_eq!(
-        trap_kind(run(&[rem.clone()], "f", &[Value::I64(5), Value::I64(0)])),
+        trap_kind(run(
+            std::slice::from_ref(&rem),
+            "f",
+            &[Value::I64(5), Value::I64(0)]
+        )),
         TrapKind::DivisionByZero
     );
     assert_eq!(

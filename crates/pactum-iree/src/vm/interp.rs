@@ -13,10 +13,10 @@ use super::budget::{Charge, Limits, MemoryBudget};
 use super::buffer::{BufferError, VmBuffer};
 use super::code::*;
 use super::error::{BudgetKind, FunctionName, Location, TrapKind, VmError};
-use super::list::{ElementType, ListError, VmList};
+
 use super::native::NativeModule;
 use super::ops;
-use super::value::{Ref, Value, VmType, type_check};
+use super::value::{ElementType, ListError, Ref, Value, VmList, VmType, type_check};
 
 /// A module's mutable state in one context: value globals (bytes) and ref globals.
 pub struct Globals {

@@ -37,7 +37,7 @@ mod context;
 mod error;
 mod interp;
 mod isa;
-mod list;
+
 mod module;
 mod native;
 mod ops;
@@ -51,6 +51,8 @@ pub use error::{
     BudgetKind, FunctionName, LinkError, Location, StatusCode, TrapKind, VerifyRule, VmError,
 };
 pub use isa::{Field, OpInfo, OpSet, op_info};
-pub use list::{ElementType, ListError, VmList};
+
 pub use native::{NativeError, NativeFunction, NativeModule};
-pub use value::{AsAny, Ref, RefObject, RefType, Value, ValueType, VmType};
+pub use value::{
+    AsAny, ElementType, ListError, Ref, RefObject, RefType, Value, ValueType, VmList, VmType,
+};

@@ -8,7 +8,7 @@ const TWO_64: f64 = 18_446_744_073_709_551_616.0;
 /// `llround` as x86-64 glibc computes it on an already rounded value: NaN or out of the i64
 /// range gives `i64::MIN`.
 fn to_i64_or_min(rounded: f64) -> i64 {
-    if rounded >= -TWO_63 && rounded < TWO_63 {
+    if (-TWO_63..TWO_63).contains(&rounded) {
         rounded as i64
     } else {
         i64::MIN
@@ -38,7 +38,7 @@ pub fn cast_f64_i32(x: f64) -> i32 {
 /// `cast.f32.ui64`: `roundf`, then the x86-64 float-to-u64 conversion.
 pub fn cast_f32_ui64(x: f32) -> u64 {
     let y = f64::from(x.round());
-    if y >= 0.0 && y < TWO_64 {
+    if (0.0..TWO_64).contains(&y) {
         y as u64
     } else if y > -TWO_63 && y < 0.0 {
         (y.trunc() as i64) as u64
