@@ -10,6 +10,7 @@
 //! - [`buffer`]: the buffer-description oracle: whether a tensor fits a signature's buffer
 //!   type as it is, after a conversion (which it performs), or not at all.
 //! - [`vmfb`]: VM bytecode modules: a verified zero-copy reader and a writer.
+//! - [`vm`]: an interpreter for VM bytecode, with a verifier, native modules and budgets.
 //! - [`structured`]: wraps a packed function that takes flat arguments into one that takes
 //!   and returns nested values, following a signature.
 //!
@@ -22,4 +23,5 @@ pub mod buffer;
 pub mod function_abi;
 pub mod signature;
 pub mod structured;
+pub mod vm;
 pub mod vmfb;

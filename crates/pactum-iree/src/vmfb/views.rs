@@ -598,6 +598,36 @@ impl<'a> BytecodeModule<'a> {
         }
     }
 
+    /// Where the bytes of read-only segment `index` are in the file (for embedded segments,
+    /// inside the FlatBuffer), so that a caller holding the file can view them without a copy.
+    pub fn rodata_file_range(&self, index: usize) -> Option<std::ops::Range<usize>> {
+        let bytes = self.rodata(index)?;
+        let start = (bytes.as_ptr() as usize).checked_sub(self.file.as_ptr() as usize)?;
+        let end = start.checked_add(bytes.len())?;
+        (end <= self.file.len()).then_some(start..end)
+    }
+
+    /// The local name of internal function `ordinal` from the debug database, when kept.
+    pub fn function_name(&self, ordinal: usize) -> Option<&'a str> {
+        let vector = self
+            .root
+            .table(module::DEBUG_DATABASE)?
+            .vector(debug_database::FUNCTIONS)?;
+        if ordinal >= vector.len() {
+            return None;
+        }
+        vector
+            .table(ordinal)
+            .str(source_map::LOCAL_NAME)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// The signature of internal function `ordinal`.
+    pub fn function_signature(&self, ordinal: usize) -> Option<FunctionSignature<'a>> {
+        let vector = self.root.vector(module::FUNCTION_SIGNATURES)?;
+        (ordinal < vector.len()).then(|| FunctionSignature::new(vector.table(ordinal)))
+    }
+
     fn external_range(&self, offset: u64, length: u64) -> Option<(usize, usize)> {
         let start = self.rodata_base.checked_add(offset)?;
         let end = start.checked_add(length)?;

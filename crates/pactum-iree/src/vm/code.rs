@@ -1,0 +1,915 @@
+//! The pre-decoded form of a verified function: what the interpreter executes.
+//!
+//! The verifier (`verify.rs`) turns bytecode into [`FunctionCode`]: one [`Inst`] per
+//! instruction with register fields already split into bank and index, branch targets as
+//! instruction indices and call sites resolved to argument placements. Variable-length
+//! operands live in side tables of the function. Nothing here is parsed again at run time,
+//! and every index the verifier produced is in range of the tables it built.
+
+/// An i32-bank register slot (for 64-bit values: the even base slot of the pair).
+pub type Reg = u16;
+
+/// A ref register: the index (low 14 bits) and the MOVE bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RefReg(pub u16);
+
+impl RefReg {
+    /// The ref-bank index.
+    #[inline]
+    pub fn index(self) -> usize {
+        usize::from(self.0 & 0x3FFF)
+    }
+
+    /// Whether the instruction takes ownership (the MOVE bit).
+    #[inline]
+    pub fn is_move(self) -> bool {
+        self.0 & 0x4000 != 0
+    }
+}
+
+/// A range of a side table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Span {
+    /// First element.
+    pub start: u32,
+    /// Number of elements.
+    pub len: u16,
+}
+
+impl Span {
+    /// As a `usize` range.
+    #[inline]
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.start as usize + usize::from(self.len)
+    }
+}
+
+/// A value kind of a calling convention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `i`.
+    I32,
+    /// `I`.
+    I64,
+    /// `f`.
+    F32,
+    /// `F`.
+    F64,
+    /// `r`.
+    Ref,
+}
+
+impl Kind {
+    /// The calling-convention character.
+    pub fn char(self) -> char {
+        match self {
+            Kind::I32 => 'i',
+            Kind::I64 => 'I',
+            Kind::F32 => 'f',
+            Kind::F64 => 'F',
+            Kind::Ref => 'r',
+        }
+    }
+
+    /// `i32`, `i64`, `f32`, `f64` or `ref`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::I32 => "i32",
+            Kind::I64 => "i64",
+            Kind::F32 => "f32",
+            Kind::F64 => "f64",
+            Kind::Ref => "ref",
+        }
+    }
+}
+
+/// A register-to-register copy of a branch's remap list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Move {
+    /// Copy one i32-bank slot.
+    I32 {
+        /// Source slot.
+        src: Reg,
+        /// Destination slot.
+        dst: Reg,
+    },
+    /// Retain (or move, with the source's MOVE bit) a reference.
+    Ref {
+        /// Source.
+        src: RefReg,
+        /// Destination.
+        dst: RefReg,
+    },
+}
+
+/// A branch: the instruction to continue at and the remap to apply first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Edge {
+    /// Index of the first instruction of the target block.
+    pub target: u32,
+    /// Into [`FunctionCode::moves`].
+    pub moves: Span,
+}
+
+/// A `br_table`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrTable {
+    /// Edge index taken when the index is out of range.
+    pub default: u32,
+    /// Edge indices of the cases.
+    pub cases: Box<[u32]>,
+}
+
+/// A `switch.ref`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SwitchRef {
+    /// The i32 index register.
+    pub index: Reg,
+    /// Type id the selected value is checked against.
+    pub ty: u32,
+    /// The default value.
+    pub default: RefReg,
+    /// The values.
+    pub values: Box<[RefReg]>,
+    /// The result.
+    pub result: RefReg,
+}
+
+/// Who a call calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Callee {
+    /// An internal function of the same module, by ordinal.
+    Internal(u32),
+    /// An import, by import ordinal.
+    Import(u32),
+}
+
+/// One step of passing arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArgOp {
+    /// A value from caller register `src` (raw operand, ref MOVE bit kept) into the callee's
+    /// argument slot `dst` (i32-bank slot, or ref index).
+    Value {
+        /// The value kind.
+        kind: Kind,
+        /// Caller register (raw `u16` operand).
+        src: u16,
+        /// Callee slot.
+        dst: u16,
+    },
+    /// The count of a variadic span (native callees only).
+    Count(u32),
+}
+
+/// A call site.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallSite {
+    /// The callee.
+    pub callee: Callee,
+    /// How arguments are passed.
+    pub args: Box<[ArgOp]>,
+    /// The result kinds and the caller registers they go to (raw `u16` operands).
+    pub results: Box<[(Kind, u16)]>,
+    /// For `call.yieldable`: the instruction to continue at.
+    pub then: Option<u32>,
+}
+
+/// Floating-point binary operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FBin {
+    /// `add`.
+    Add,
+    /// `sub`.
+    Sub,
+    /// `mul`.
+    Mul,
+    /// `div`.
+    Div,
+    /// `rem` (IEEE remainder).
+    Rem,
+    /// `atan2`.
+    Atan2,
+    /// `pow`.
+    Pow,
+    /// `min`.
+    Min,
+    /// `max`.
+    Max,
+}
+
+/// Floating-point unary operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FUn {
+    /// `abs`.
+    Abs,
+    /// `neg`.
+    Neg,
+    /// `ceil`.
+    Ceil,
+    /// `floor`.
+    Floor,
+    /// `round` (ties away).
+    Round,
+    /// `round.even`.
+    RoundEven,
+    /// `atan`.
+    Atan,
+    /// `cos`.
+    Cos,
+    /// `sin`.
+    Sin,
+    /// `exp`.
+    Exp,
+    /// `exp2`.
+    Exp2,
+    /// `expm1`.
+    Expm1,
+    /// `log`.
+    Log,
+    /// `log10`.
+    Log10,
+    /// `log1p`.
+    Log1p,
+    /// `log2`.
+    Log2,
+    /// `rsqrt`.
+    Rsqrt,
+    /// `sqrt`.
+    Sqrt,
+    /// `tanh`.
+    Tanh,
+    /// `erf`.
+    Erf,
+}
+
+/// Floating-point comparisons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FCmp {
+    /// `cmp.eq.*.o`.
+    EqO,
+    /// `cmp.eq.*.u`.
+    EqU,
+    /// `cmp.ne.*.o` (true on NaN, as the reference).
+    NeO,
+    /// `cmp.ne.*.u`.
+    NeU,
+    /// `cmp.lt.*.o`.
+    LtO,
+    /// `cmp.lt.*.u`.
+    LtU,
+    /// `cmp.lte.*.o`.
+    LteO,
+    /// `cmp.lte.*.u`.
+    LteU,
+}
+
+/// Integer binary operations that cannot fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IBin {
+    /// Wrapping add.
+    Add,
+    /// Wrapping sub.
+    Sub,
+    /// Wrapping mul.
+    Mul,
+    /// And.
+    And,
+    /// Or.
+    Or,
+    /// Xor.
+    Xor,
+    /// Signed min.
+    MinS,
+    /// Unsigned min.
+    MinU,
+    /// Signed max.
+    MaxS,
+    /// Unsigned max.
+    MaxU,
+}
+
+/// Integer division and remainder (trap on zero and overflow).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IDiv {
+    /// Signed division.
+    DivS,
+    /// Unsigned division.
+    DivU,
+    /// Signed remainder.
+    RemS,
+    /// Unsigned remainder.
+    RemU,
+}
+
+/// Integer comparisons.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ICmp {
+    /// `==`.
+    Eq,
+    /// `!=`.
+    Ne,
+    /// Signed `<`.
+    LtS,
+    /// Unsigned `<`.
+    LtU,
+}
+
+/// Shifts (amount masked to the width).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shift {
+    /// Left.
+    Shl,
+    /// Arithmetic right.
+    ShrS,
+    /// Logical right.
+    ShrU,
+}
+
+/// i32 unary operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IUn {
+    /// Bitwise not.
+    Not,
+    /// Count leading zeros.
+    Ctlz,
+    /// Wrapping absolute value.
+    Abs,
+    /// `trunc.i32.i8` (zero-extended).
+    TruncI8,
+    /// `trunc.i32.i16` (zero-extended).
+    TruncI16,
+    /// `ext.i8.i32.s`.
+    ExtI8S,
+    /// `ext.i8.i32.u`.
+    ExtI8U,
+    /// `ext.i16.i32.s`.
+    ExtI16S,
+    /// `ext.i16.i32.u`.
+    ExtI16U,
+    /// `cmp.nz`.
+    Nz,
+}
+
+/// Numeric conversions between the banks' kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conv {
+    /// i64 → i32 (low bits).
+    TruncI64I32,
+    /// i32 → i64 sign-extended.
+    ExtI32I64S,
+    /// i32 → i64 zero-extended.
+    ExtI32I64U,
+    /// i64 → i32 (`cmp.nz.i64`).
+    NzI64,
+    /// `cast.si32.f32`.
+    Si32F32,
+    /// `cast.ui32.f32`.
+    Ui32F32,
+    /// `cast.f32.si32` / `cast.f32.ui32`.
+    F32I32,
+    /// `cast.f32.si64`.
+    F32Si64,
+    /// `cast.f32.ui64`.
+    F32Ui64,
+    /// `cast.si64.f32`.
+    Si64F32,
+    /// `cast.ui64.f32`.
+    Ui64F32,
+    /// `trunc.f64.f32`.
+    F64F32,
+    /// `ext.f32.f64`.
+    F32F64,
+    /// `cast.si32.f64`.
+    Si32F64,
+    /// `cast.ui32.f64`.
+    Ui32F64,
+    /// `cast.f64.si32` / `cast.f64.ui32`.
+    F64I32,
+    /// `cast.si64.f64`.
+    Si64F64,
+    /// `cast.ui64.f64`.
+    Ui64F64,
+    /// `cast.f64.si64` / `cast.f64.ui64`.
+    F64I64,
+    /// `cmp.nan.f32`.
+    NanF32,
+    /// `cmp.nan.f64`.
+    NanF64,
+}
+
+/// Widths of buffer element accesses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Width {
+    /// 1 byte, zero-extended on load.
+    U8,
+    /// 1 byte, sign-extended on load.
+    S8,
+    /// 2 bytes, zero-extended.
+    U16,
+    /// 2 bytes, sign-extended.
+    S16,
+    /// 4 bytes.
+    B32,
+    /// 8 bytes.
+    B64,
+}
+
+impl Width {
+    /// Bytes per element.
+    pub fn size(self) -> u64 {
+        match self {
+            Width::U8 | Width::S8 => 1,
+            Width::U16 | Width::S16 => 2,
+            Width::B32 => 4,
+            Width::B64 => 8,
+        }
+    }
+}
+
+/// One pre-decoded instruction. Register fields are i32-bank slots ([`Reg`]) or ref registers
+/// ([`RefReg`]); 64-bit operands name the even base slot.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum Inst {
+    // Globals (f32/f64 share the i32/i64 forms: they copy bits).
+    GlobalLoad32 {
+        offset: u32,
+        d: Reg,
+    },
+    GlobalStore32 {
+        offset: u32,
+        s: Reg,
+    },
+    GlobalLoad64 {
+        offset: u32,
+        d: Reg,
+    },
+    GlobalStore64 {
+        offset: u32,
+        s: Reg,
+    },
+    GlobalLoadInd32 {
+        o: Reg,
+        d: Reg,
+    },
+    GlobalStoreInd32 {
+        o: Reg,
+        s: Reg,
+    },
+    GlobalLoadInd64 {
+        o: Reg,
+        d: Reg,
+    },
+    GlobalStoreInd64 {
+        o: Reg,
+        s: Reg,
+    },
+    GlobalLoadRef {
+        global: u32,
+        ty: u32,
+        d: RefReg,
+    },
+    GlobalStoreRef {
+        global: u32,
+        ty: u32,
+        s: RefReg,
+    },
+    GlobalLoadIndRef {
+        o: Reg,
+        ty: u32,
+        d: RefReg,
+    },
+    GlobalStoreIndRef {
+        o: Reg,
+        ty: u32,
+        s: RefReg,
+    },
+    // Constants and copies.
+    Const32 {
+        value: u32,
+        d: Reg,
+    },
+    Const64 {
+        lo: u32,
+        hi: u32,
+        d: Reg,
+    },
+    ConstRefZero {
+        d: RefReg,
+    },
+    ConstRefRodata {
+        segment: u32,
+        d: RefReg,
+    },
+    Copy32 {
+        s: Reg,
+        d: Reg,
+    },
+    Copy64 {
+        s: Reg,
+        d: Reg,
+    },
+    // Lists.
+    ListAlloc {
+        ty: u32,
+        capacity: Reg,
+        d: RefReg,
+    },
+    ListReserve {
+        list: RefReg,
+        n: Reg,
+    },
+    ListSize {
+        list: RefReg,
+        d: Reg,
+    },
+    ListResize {
+        list: RefReg,
+        n: Reg,
+    },
+    ListGetI32 {
+        list: RefReg,
+        i: Reg,
+        d: Reg,
+    },
+    ListSetI32 {
+        list: RefReg,
+        i: Reg,
+        v: Reg,
+    },
+    ListGetI64 {
+        list: RefReg,
+        i: Reg,
+        d: Reg,
+    },
+    ListSetI64 {
+        list: RefReg,
+        i: Reg,
+        v: Reg,
+    },
+    ListGetF32 {
+        list: RefReg,
+        i: Reg,
+        d: Reg,
+    },
+    ListSetF32 {
+        list: RefReg,
+        i: Reg,
+        v: Reg,
+    },
+    ListGetF64 {
+        list: RefReg,
+        i: Reg,
+        d: Reg,
+    },
+    ListSetF64 {
+        list: RefReg,
+        i: Reg,
+        v: Reg,
+    },
+    ListGetRef {
+        list: RefReg,
+        i: Reg,
+        ty: u32,
+        d: RefReg,
+    },
+    ListSetRef {
+        list: RefReg,
+        i: Reg,
+        v: RefReg,
+    },
+    // Selection.
+    Select32 {
+        c: Reg,
+        t: Reg,
+        f: Reg,
+        d: Reg,
+    },
+    Select64 {
+        c: Reg,
+        t: Reg,
+        f: Reg,
+        d: Reg,
+    },
+    SelectRef {
+        c: Reg,
+        ty: u32,
+        t: RefReg,
+        f: RefReg,
+        d: RefReg,
+    },
+    Switch32 {
+        index: Reg,
+        default: Reg,
+        values: Span,
+        d: Reg,
+    },
+    /// `switch.i64`: the selected value is read as its low 32 bits sign-extended (3.13).
+    SwitchI64 {
+        index: Reg,
+        default: Reg,
+        values: Span,
+        d: Reg,
+    },
+    /// `switch.f64`: full 64 bits.
+    Switch64 {
+        index: Reg,
+        default: Reg,
+        values: Span,
+        d: Reg,
+    },
+    SwitchRef {
+        table: u32,
+    },
+    // Integer arithmetic.
+    Bin32 {
+        op: IBin,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Bin64 {
+        op: IBin,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Div32 {
+        op: IDiv,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Div64 {
+        op: IDiv,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Fma32 {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+        d: Reg,
+    },
+    Fma64 {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+        d: Reg,
+    },
+    Un32 {
+        op: IUn,
+        a: Reg,
+        d: Reg,
+    },
+    Un64 {
+        op: IUn,
+        a: Reg,
+        d: Reg,
+    },
+    Shift32 {
+        op: Shift,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Shift64 {
+        op: Shift,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Cmp32 {
+        op: ICmp,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Cmp64 {
+        op: ICmp,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    Conv {
+        op: Conv,
+        a: Reg,
+        d: Reg,
+    },
+    CmpEqRef {
+        a: RefReg,
+        b: RefReg,
+        d: Reg,
+    },
+    CmpNeRef {
+        a: RefReg,
+        b: RefReg,
+        d: Reg,
+    },
+    CmpNzRef {
+        a: RefReg,
+        d: Reg,
+    },
+    // Floats.
+    BinF32 {
+        op: FBin,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    BinF64 {
+        op: FBin,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    UnF32 {
+        op: FUn,
+        a: Reg,
+        d: Reg,
+    },
+    UnF64 {
+        op: FUn,
+        a: Reg,
+        d: Reg,
+    },
+    FmaF32 {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+        d: Reg,
+    },
+    FmaF64 {
+        a: Reg,
+        b: Reg,
+        c: Reg,
+        d: Reg,
+    },
+    CmpF32 {
+        op: FCmp,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    CmpF64 {
+        op: FCmp,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    // Control flow.
+    Br {
+        edge: u32,
+    },
+    CondBr {
+        c: Reg,
+        t: u32,
+        f: u32,
+    },
+    BrTable {
+        index: Reg,
+        table: u32,
+    },
+    Call {
+        site: u32,
+    },
+    Return {
+        results: Span,
+    },
+    Fail {
+        status: Reg,
+        message: u32,
+    },
+    ImportResolved {
+        import: u32,
+        d: Reg,
+    },
+    Yield {
+        edge: u32,
+    },
+    /// `trace`/`print`: release the listed refs that carry MOVE.
+    ReleaseMoved {
+        regs: Span,
+    },
+    DiscardRefs {
+        regs: Span,
+    },
+    AssignRef {
+        s: RefReg,
+        d: RefReg,
+    },
+    CastAnyRef {
+        s: RefReg,
+        ty: u32,
+        d: RefReg,
+    },
+    // Buffers.
+    BufferLoad {
+        width: Width,
+        b: RefReg,
+        o: Reg,
+        d: Reg,
+    },
+    BufferStore {
+        width: Width,
+        b: RefReg,
+        o: Reg,
+        v: Reg,
+    },
+    BufferFill {
+        width: Width,
+        b: RefReg,
+        o: Reg,
+        n: Reg,
+        v: Reg,
+    },
+    BufferAlloc {
+        len: Reg,
+        align: Reg,
+        d: RefReg,
+    },
+    BufferClone {
+        src: RefReg,
+        o: Reg,
+        len: Reg,
+        align: Reg,
+        d: RefReg,
+    },
+    BufferLength {
+        b: RefReg,
+        d: Reg,
+    },
+    BufferCopy {
+        src: RefReg,
+        so: Reg,
+        dst: RefReg,
+        o: Reg,
+        len: Reg,
+    },
+    BufferCompare {
+        a: RefReg,
+        ao: Reg,
+        b: RefReg,
+        bo: Reg,
+        len: Reg,
+        d: Reg,
+    },
+    BufferHash {
+        b: RefReg,
+        o: Reg,
+        len: Reg,
+        d: Reg,
+    },
+}
+
+/// A verified, pre-decoded function.
+#[derive(Clone, Debug, Default)]
+pub struct FunctionCode {
+    /// The name from the debug database or an export, if any.
+    pub name: Option<String>,
+    /// The internal ordinal.
+    pub ordinal: u32,
+    /// The instructions.
+    pub insts: Vec<Inst>,
+    /// The byte offset of each instruction in the function's bytecode.
+    pub pcs: Vec<u32>,
+    /// i32-bank slots a frame needs (the verifier's rounded count).
+    pub i32_count: u32,
+    /// Ref slots a frame needs (rounded).
+    pub ref_count: u32,
+    /// Where each argument goes: its kind and i32 slot or ref index.
+    pub params: Vec<(Kind, u16)>,
+    /// The result kinds.
+    pub results: Vec<Kind>,
+    /// Register lists (switch values, trace/discard operands), raw `u16` operands.
+    pub regs: Vec<u16>,
+    /// `return` operands: the result kind and raw register.
+    pub returns: Vec<(Kind, u16)>,
+    /// Remap moves of all edges.
+    pub moves: Vec<Move>,
+    /// Branch edges.
+    pub edges: Vec<Edge>,
+    /// `br_table`s.
+    pub tables: Vec<BrTable>,
+    /// `switch.ref`s.
+    pub switch_refs: Vec<SwitchRef>,
+    /// Call sites.
+    pub calls: Vec<CallSite>,
+    /// `fail` messages.
+    pub strings: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_instruction_is_sixteen_bytes() {
+        assert!(
+            std::mem::size_of::<Inst>() <= 16,
+            "{}",
+            std::mem::size_of::<Inst>()
+        );
+    }
+}

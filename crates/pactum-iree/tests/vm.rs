@@ -1,0 +1,916 @@
+//! The VM interpreter: the vm_direct fixture against iree-run-module, hand-assembled
+//! programs for numeric semantics, traps, budgets and verifier refusals, and a mutation corpus.
+
+#[path = "vm/asm.rs"]
+mod asm;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use asm::{Func, MV, R};
+use pactum_iree::vm::{
+    BudgetKind, Context, Limits, NativeError, NativeFunction, NativeModule, StatusCode, TrapKind,
+    Value, VerifyRule, VmError,
+};
+use pactum_iree::vmfb::VmfbFile;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/vmfb")
+        .join(name)
+}
+
+/// An IREE runtime tool from the pinned wheel: `$PACTUM_IREE_TOOLS/<name>` or `.venv/bin/<name>`.
+fn iree_tool(name: &str) -> PathBuf {
+    let dir = std::env::var_os("PACTUM_IREE_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin"));
+    let tool = dir.join(name);
+    assert!(
+        tool.exists(),
+        "{} missing: run scripts/test.sh (it installs the pinned iree-base-runtime into .venv) or set PACTUM_IREE_TOOLS",
+        tool.display()
+    );
+    tool
+}
+
+/// `iree-run-module` on `function` of `module` with `inputs`: stdout, or the error output.
+fn iree_run(module: &Path, function: &str, inputs: &[String]) -> Result<String, String> {
+    let mut command = Command::new(iree_tool("iree-run-module"));
+    command
+        .arg(format!("--module={}", module.display()))
+        .arg(format!("--function={function}"));
+    for input in inputs {
+        command.arg(format!("--input={input}"));
+    }
+    let output = command.output().expect("run iree-run-module");
+    if output.status.success() {
+        Ok(String::from_utf8(output.stdout).unwrap())
+    } else {
+        Err(String::from_utf8_lossy(&output.stderr).into_owned())
+    }
+}
+
+/// `result[i]: TYPE=VALUE` lines as `(TYPE, VALUE)`.
+fn parse_results(stdout: &str) -> Vec<(String, String)> {
+    stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("result["))
+        .map(|rest| {
+            let (_, value) = rest.split_once("]: ").unwrap();
+            let (ty, v) = value.split_once('=').unwrap();
+            (ty.to_owned(), v.to_owned())
+        })
+        .collect()
+}
+
+/// Whether our value is what iree-run-module printed (floats printed with 6 digits).
+fn same(ours: &Value, ty: &str, text: &str) -> bool {
+    let close = |a: f64, b: f64| {
+        a == b || (a - b).abs() <= 1e-5 * b.abs().max(1e-30) || (a.is_nan() && b.is_nan())
+    };
+    match (ours, ty) {
+        (Value::I32(v), "i32") => text.parse::<i32>() == Ok(*v),
+        (Value::I64(v), "i64") => text.parse::<i64>() == Ok(*v),
+        (Value::F32(v), "f32") => text.parse::<f64>().is_ok_and(|t| close(f64::from(*v), t)),
+        (Value::F64(v), "f64") => text.parse::<f64>().is_ok_and(|t| close(*v, t)),
+        _ => false,
+    }
+}
+
+fn assert_same(what: &str, ours: &[Value], stdout: &str) {
+    let theirs = parse_results(stdout);
+    assert_eq!(
+        ours.len(),
+        theirs.len(),
+        "{what}: ours {ours:?}, iree {stdout}"
+    );
+    for (k, (o, (ty, text))) in ours.iter().zip(&theirs).enumerate() {
+        assert!(
+            same(o, ty, text),
+            "{what}: result {k}: ours {o}, iree {ty}={text}"
+        );
+    }
+}
+
+/// Parses iree-run-module inputs by the function's calling convention.
+fn inputs(cconv: &str, texts: &[String]) -> Vec<Value> {
+    let args = cconv.trim_start_matches('0').split('_').next().unwrap();
+    args.chars()
+        .filter(|c| *c != 'v')
+        .zip(texts)
+        .map(|(c, t)| match c {
+            'i' => Value::I32(t.parse().unwrap()),
+            'I' => Value::I64(t.parse().unwrap()),
+            'f' => Value::F32(t.parse().unwrap()),
+            'F' => Value::F64(t.parse().unwrap()),
+            other => panic!("input kind {other}"),
+        })
+        .collect()
+}
+
+#[test]
+fn vm_direct_runs_like_iree_run_module() {
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("manifest.json")).unwrap()).unwrap();
+    let mut runs = 0;
+    for entry in manifest["fixtures"].as_array().unwrap() {
+        let file = entry["file"].as_str().unwrap();
+        if !file.starts_with("vm_direct") {
+            continue;
+        }
+        let path = fixture(file);
+        let mut context = Context::new(Limits::default());
+        assert_eq!(
+            context
+                .load_bytecode(VmfbFile::open(&path).unwrap())
+                .unwrap(),
+            "vm_direct"
+        );
+        for run in entry["runs"].as_array().unwrap() {
+            let function = run["function"].as_str().unwrap();
+            let texts: Vec<String> = run["inputs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap().to_owned())
+                .collect();
+            let f = context
+                .lookup_export(&format!("vm_direct.{function}"))
+                .unwrap();
+            let ours = context.invoke(&f, &inputs(f.cconv(), &texts)).unwrap();
+            let what = format!("{file} {function}{texts:?}");
+            assert_same(&what, &ours, run["expected_output"].as_str().unwrap());
+            assert_same(&what, &ours, &iree_run(&path, function, &texts).unwrap());
+            runs += 1;
+        }
+    }
+    assert_eq!(runs, 8);
+}
+
+#[test]
+fn globals_persist_across_calls_and_rodata_is_shared() {
+    let mut context = Context::new(Limits::default());
+    context
+        .load_bytecode(VmfbFile::open(fixture("vm_direct.vmfb")).unwrap())
+        .unwrap();
+    let bump = context.lookup_export("vm_direct.bump").unwrap();
+    assert_eq!(context.invoke(&bump, &[]).unwrap(), [Value::I32(1)]);
+    assert_eq!(context.invoke(&bump, &[]).unwrap(), [Value::I32(2)]);
+    assert_eq!(
+        context.call("vm_direct.bump", &[]).unwrap(),
+        [Value::I32(3)]
+    );
+    // A second context has its own state.
+    let mut other = Context::new(Limits::default());
+    other
+        .load_bytecode(std::fs::read(fixture("vm_direct_bare.vmfb")).unwrap())
+        .unwrap();
+    assert_eq!(other.call("vm_direct.bump", &[]).unwrap(), [Value::I32(1)]);
+    assert_eq!(
+        other.call("vm_direct.rodata_sizes", &[]).unwrap(),
+        [Value::I64(18), Value::I64(16)]
+    );
+}
+
+struct Frob;
+
+impl NativeModule for Frob {
+    fn name(&self) -> &str {
+        "optional_ext"
+    }
+
+    fn functions(&self) -> &[NativeFunction] {
+        static FUNCTIONS: std::sync::OnceLock<Vec<NativeFunction>> = std::sync::OnceLock::new();
+        FUNCTIONS.get_or_init(|| {
+            vec![
+                NativeFunction::new("frob", "0i_i"),
+                NativeFunction::new("sum", "0CiD_i"),
+                NativeFunction::new("boom", "0i_i"),
+            ]
+        })
+    }
+
+    fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
+        match index {
+            0 => Ok(vec![Value::I32(args[0].as_i32().unwrap() * 3)]),
+            1 => Ok(vec![Value::I32(
+                args[1..].iter().map(|v| v.as_i32().unwrap()).sum(),
+            )]),
+            _ => Err(NativeError::new(StatusCode::Aborted, "boom")),
+        }
+    }
+}
+
+#[test]
+fn optional_imports_bind_to_native_modules_when_present() {
+    let mut context = Context::new(Limits::default());
+    context
+        .load_bytecode(VmfbFile::open(fixture("vm_direct.vmfb")).unwrap())
+        .unwrap();
+    assert_eq!(
+        context
+            .call("vm_direct.frob_or_double", &[Value::I32(21)])
+            .unwrap(),
+        [Value::I32(42)]
+    );
+
+    let mut context = Context::new(Limits::default());
+    context.register_native(Arc::new(Frob)).unwrap();
+    context
+        .load_bytecode(VmfbFile::open(fixture("vm_direct.vmfb")).unwrap())
+        .unwrap();
+    assert_eq!(
+        context
+            .call("vm_direct.frob_or_double", &[Value::I32(21)])
+            .unwrap(),
+        [Value::I32(63)]
+    );
+    // Native functions can be called directly too.
+    assert_eq!(
+        context.call("optional_ext.frob", &[Value::I32(2)]).unwrap(),
+        [Value::I32(6)]
+    );
+    let err = context
+        .call("optional_ext.boom", &[Value::I32(2)])
+        .unwrap_err();
+    assert_eq!(err.status(), StatusCode::Aborted);
+}
+
+#[test]
+fn invoke_checks_arguments_against_the_calling_convention() {
+    let mut context = Context::new(Limits::default());
+    context
+        .load_bytecode(VmfbFile::open(fixture("vm_direct.vmfb")).unwrap())
+        .unwrap();
+    let mix = context.lookup_export("vm_direct.mix_alias").unwrap();
+    assert_eq!(mix.cconv(), "0iIfF_FIf");
+    match context.invoke(&mix, &[Value::I32(1)]) {
+        Err(VmError::ArgumentCount {
+            expected: 4,
+            got: 1,
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    let err = context
+        .invoke(
+            &mix,
+            &[
+                Value::I32(1),
+                Value::I32(2),
+                Value::F32(1.0),
+                Value::F64(1.0),
+            ],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(&err, VmError::BadCall { argument: 1, expected, got, .. } if expected == "i64" && got == "i32"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("argument 1 must be i64, got i32"),
+        "{err}"
+    );
+    assert!(matches!(
+        context.lookup_export("vm_direct.nope"),
+        Err(VmError::NotFound(_))
+    ));
+    assert!(matches!(
+        context.lookup_export("nodot"),
+        Err(VmError::NotFound(_))
+    ));
+    let other = Context::new(Limits::default());
+    assert!(matches!(
+        other.invoke(&mix, &[]),
+        Err(VmError::ForeignFunction(_))
+    ));
+    let as_pactum: pactum::Error = err.into();
+    assert!(as_pactum.to_string().contains("argument 1"));
+}
+
+// -- Hand-assembled programs.
+
+fn load(funcs: &[Func]) -> Result<Context, VmError> {
+    load_with(funcs, Limits::default(), |_| {})
+}
+
+fn load_with(
+    funcs: &[Func],
+    limits: Limits,
+    edit: impl FnOnce(&mut pactum_iree::vmfb::ModuleDef),
+) -> Result<Context, VmError> {
+    let mut def = asm::module("t", funcs);
+    edit(&mut def);
+    let mut context = Context::new(limits);
+    context.load_bytecode(asm::bytes(&def))?;
+    Ok(context)
+}
+
+fn run(funcs: &[Func], name: &str, args: &[Value]) -> Result<Vec<Value>, VmError> {
+    load(funcs)?.call(&format!("t.{name}"), args)
+}
+
+/// `(i32, i32) -> i32` applying core opcode `op`.
+fn binary_i32(op: u8) -> Func {
+    let mut f = Func::new("f", "0ii_i", 3, 0);
+    f.block();
+    f.bin(op, 0, 1, 2).ret(&[2]);
+    f
+}
+
+fn binary_i64(op: u8) -> Func {
+    let mut f = Func::new("f", "0II_I", 6, 0);
+    f.block();
+    f.bin(op, 0, 2, 4).ret(&[4]);
+    f
+}
+
+fn trap_kind(result: Result<Vec<Value>, VmError>) -> TrapKind {
+    match result {
+        Err(VmError::Trap { kind, .. }) => kind,
+        other => panic!("expected a trap, got {other:?}"),
+    }
+}
+
+#[test]
+fn integer_division_traps_instead_of_undefined_behaviour() {
+    let f = binary_i32(0x25);
+    assert_eq!(
+        run(
+            std::slice::from_ref(&f),
+            "f",
+            &[Value::I32(-7), Value::I32(2)]
+        )
+        .unwrap(),
+        [Value::I32(-3)]
+    );
+    assert_eq!(
+        trap_kind(run(
+            std::slice::from_ref(&f),
+            "f",
+            &[Value::I32(1), Value::I32(0)]
+        )),
+        TrapKind::DivisionByZero
+    );
+    assert_eq!(
+        trap_kind(run(&[f], "f", &[Value::I32(i32::MIN), Value::I32(-1)])),
+        TrapKind::DivisionOverflow
+    );
+    let rem = binary_i64(0x2F);
+    assert_eq!(
+        trap_kind(run(
+            std::slice::from_ref(&rem),
+            "f",
+            &[Value::I64(i64::MIN), Value::I64(-1)]
+        )),
+        TrapKind::DivisionOverflow
+    );
+    assert_eq!(
+        trap_kind(run(
+            std::slice::from_ref(&rem),
+            "f",
+            &[Value::I64(5), Value::I64(0)]
+        )),
+        TrapKind::DivisionByZero
+    );
+    assert_eq!(
+        run(&[rem], "f", &[Value::I64(-7), Value::I64(3)]).unwrap(),
+        [Value::I64(-1)]
+    );
+    let remu = binary_i32(0x28);
+    assert_eq!(
+        trap_kind(run(&[remu], "f", &[Value::I32(5), Value::I32(0)])),
+        TrapKind::DivisionByZero
+    );
+    let err = run(&[binary_i32(0x26)], "f", &[Value::I32(1), Value::I32(0)]).unwrap_err();
+    assert!(err.to_string().contains("t.f at byte 0x1"), "{err}");
+    assert_eq!(err.status(), StatusCode::InvalidArgument);
+}
+
+#[test]
+fn an_infinite_loop_stops_with_a_fuel_error() {
+    let mut f = Func::new("spin", "0v_v", 1, 0);
+    let top = f.block();
+    f.br(top);
+    let context = load_with(&[f], Limits::with_fuel(10_000), |_| {}).unwrap();
+    match context.call("t.spin", &[]) {
+        Err(VmError::BudgetExhausted {
+            kind: BudgetKind::Fuel,
+            limit: 10_000,
+            location: Some(_),
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    // Fuel is per invocation: the context still works.
+    assert!(matches!(
+        context.call("t.spin", &[]),
+        Err(VmError::BudgetExhausted { .. })
+    ));
+}
+
+#[test]
+fn deep_recursion_stops_with_a_stack_error() {
+    let mut f = Func::new("down", "0i_i", 2, 0);
+    f.block();
+    f.call(0, &[0], &[1]).ret(&[1]);
+    let context = load(&[f]).unwrap();
+    match context.call("t.down", &[Value::I32(0)]) {
+        Err(VmError::BudgetExhausted {
+            kind: BudgetKind::Frames,
+            limit: 1024,
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    // A frame with many registers runs out of register memory first.
+    let mut f = Func::new("down", "0i_i", 0x4000, 0);
+    f.block();
+    f.call(0, &[0], &[1]).ret(&[1]);
+    let context = load(&[f]).unwrap();
+    match context.call("t.down", &[Value::I32(0)]) {
+        Err(VmError::BudgetExhausted {
+            kind: BudgetKind::StackBytes,
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn calls_pass_arguments_by_the_callee_calling_convention() {
+    // callee(i32, i64, f32, f64) -> (f64, i64, i32): returns d*2, b+1, a+c as int.
+    let mut callee = Func::new("callee", "0iIfF_FIi", 16, 0);
+    callee.block();
+    callee.const_i64(1, 8).bin(0x2A, 2, 8, 10); // b + 1
+    callee.f64op(0x0A).r(6).r(6).r(12); // d + d
+    callee.f32op(0x16).r(4).r(14); // cast c to i32
+    callee.bin(0x22, 0, 14, 15); // a + c
+    callee.ret(&[12, 10, 15]);
+    let mut caller = Func::new("caller", "0v_FIi", 16, 0);
+    caller.block();
+    caller
+        .const_i32(5, 1)
+        .const_i64(1 << 40, 4)
+        .const_f32(2.5, 3)
+        .const_f64(0.25, 8);
+    caller.call(0, &[1, 4, 3, 8], &[10, 6, 0]).ret(&[10, 6, 0]);
+    assert_eq!(
+        run(&[callee, caller], "caller", &[]).unwrap(),
+        [Value::F64(0.5), Value::I64((1 << 40) + 1), Value::I32(8)]
+    );
+}
+
+#[test]
+fn fail_reports_its_status_and_message() {
+    let mut f = Func::new("f", "0i_v", 1, 0);
+    f.block();
+    f.op(0x5B).r(0).str("it broke");
+    let context = load(&[f]).unwrap();
+    match context.call("t.f", &[Value::I32(9)]) {
+        Err(VmError::Fail {
+            code: 9,
+            message,
+            location,
+        }) => {
+            assert_eq!(message, "it broke");
+            assert_eq!(location.pc, 1);
+        }
+        other => panic!("{other:?}"),
+    }
+    let err = context.call("t.f", &[Value::I32(9)]).unwrap_err();
+    assert_eq!(err.status(), StatusCode::FailedPrecondition);
+    assert_eq!(
+        trap_kind(context.call("t.f", &[Value::I32(0)])),
+        TrapKind::FailWithOk
+    );
+}
+
+#[test]
+fn branches_apply_their_remaps_in_order() {
+    // loop: sum = 0; i = n; while i != 0 { sum += i; i -= 1 } — with the block arguments passed
+    // through remaps.
+    let mut f = Func::new("sum", "0i_i", 8, 0);
+    f.block();
+    f.const_i32(0, 1).const_i32(1, 2);
+    let to_loop = f.br(0); // patched below
+    let head = f.block();
+    f.patch(to_loop, head);
+    f.op(0x4D).r(0).r(3); // cmp.nz i
+    f.op(0x57).r(3);
+    let body_at = f.target(0);
+    f.remap(&[]);
+    let exit_at = f.target(0);
+    f.remap(&[(1, 4)]);
+    let body = f.block();
+    f.patch(body_at, body);
+    f.bin(0x22, 1, 0, 5).bin(0x23, 0, 2, 6);
+    f.op(0x56);
+    f.target(head);
+    f.remap(&[(5, 1), (6, 0)]);
+    let exit = f.block();
+    f.patch(exit_at, exit);
+    f.ret(&[4]);
+    assert_eq!(
+        run(&[f], "sum", &[Value::I32(100)]).unwrap(),
+        [Value::I32(5050)]
+    );
+}
+
+#[test]
+fn buffers_follow_the_reference_semantics() {
+    // alloc 16 bytes; store.i32 at element 1; fill.i8 [8, 12) with 0xAB; load back; hash;
+    // compare with a clone; copy into itself (overlapping).
+    let mut f = Func::new("f", "0v_iiIIiI", 16, 4);
+    f.block();
+    f.const_i64(16, 0).const_i32(0, 2);
+    f.op(0x6C).r(0).r(2).r(R); // %r0 = buffer.alloc 16
+    f.const_i64(1, 4).const_i32(-2, 3);
+    f.op(0x6A).r(R).r(4).r(3); // store.i32 %r0[1] = -2
+    f.const_i64(8, 6).const_i64(4, 8).const_i32(0x1AB, 10);
+    f.op(0x71).r(R).r(6).r(8).r(10); // fill.i8 [8, 12)
+    f.op(0x66).r(R).r(4).r(11); // load.i32 %r0[1]
+    f.op(0x63).r(R).r(6).r(12); // load.i8.s %r0[8]
+    f.const_i64(0, 14);
+    f.op(0x84).r(R).r(14).r(0).r(6); // hash all 16 bytes -> %i6:7
+    f.const_i32(0, 13);
+    f.op(0x6D).r(R).r(14).r(0).r(13).r(R | 1); // %r1 = clone
+    f.op(0x70).r(R).r(14).r(R | 1).r(14).r(0).r(13); // compare -> %i13
+    f.op(0x6E).r(R | 1).r(8); // length -> %i8:9
+    f.ret(&[11, 12, 6, 8, 13, 6]);
+    let results = run(&[f], "f", &[]).unwrap();
+    let mut bytes = [0u8; 16];
+    bytes[4..8].copy_from_slice(&(-2i32).to_le_bytes());
+    bytes[8..12].fill(0xAB);
+    let expected_hash = pactum_iree::vm::VmBuffer::from_bytes(&bytes)
+        .hash(0, 16)
+        .unwrap() as i64;
+    assert_eq!(
+        results,
+        [
+            Value::I32(-2),
+            Value::I32(-85),
+            Value::I64(expected_hash),
+            Value::I64(16),
+            Value::I32(1),
+            Value::I64(expected_hash)
+        ]
+    );
+}
+
+#[test]
+fn buffer_faults_are_traps() {
+    // store.i32 into rodata segment 0 (read-only), at element `i`.
+    let mut f = Func::new("f", "0I_v", 4, 2);
+    f.block();
+    f.op(0x11).u32(0).r(R); // %r0 = rodata 0
+    f.const_i32(1, 2);
+    f.op(0x6A).r(R).r(0).r(2);
+    f.ret(&[]);
+    let mut g = Func::new("g", "0I_i", 4, 2);
+    g.block();
+    g.op(0x11).u32(0).r(R);
+    g.op(0x66).r(R).r(0).r(2); // load.i32 rodata[i]
+    g.ret(&[2]);
+    let mut h = Func::new("h", "0v_i", 4, 2);
+    h.block();
+    h.op(0x6E).r(R | 1).r(0); // length of a null buffer
+    h.ret(&[0]);
+    let context = load_with(&[f, g, h], Limits::default(), |def| {
+        asm::rodata(def, &[1, 0, 0, 0, 2, 0, 0, 0])
+    })
+    .unwrap();
+    assert_eq!(
+        trap_kind(context.call("t.f", &[Value::I64(0)])),
+        TrapKind::ReadOnly
+    );
+    assert_eq!(
+        context.call("t.g", &[Value::I64(1)]).unwrap(),
+        [Value::I32(2)]
+    );
+    assert_eq!(
+        trap_kind(context.call("t.g", &[Value::I64(2)])),
+        TrapKind::OutOfRange
+    );
+    assert_eq!(
+        trap_kind(context.call("t.g", &[Value::I64(-1)])),
+        TrapKind::OutOfRange
+    );
+    assert_eq!(
+        trap_kind(context.call("t.g", &[Value::I64(i64::MAX)])),
+        TrapKind::OutOfRange
+    );
+    assert_eq!(trap_kind(context.call("t.h", &[])), TrapKind::NullReference);
+}
+
+#[test]
+fn huge_allocations_hit_the_memory_budget() {
+    let mut f = Func::new("f", "0I_v", 4, 1);
+    f.block();
+    f.const_i32(0, 2);
+    f.op(0x6C).r(0).r(2).r(R);
+    f.ret(&[]);
+    let mut g = Func::new("g", "0i_v", 4, 1);
+    g.block();
+    g.op(0x12).u32(asm::TY_LIST).r(0).r(R); // list.alloc capacity i
+    g.ret(&[]);
+    let context = load(&[f, g]).unwrap();
+    context.call("t.f", &[Value::I64(1 << 20)]).unwrap();
+    for args in [[Value::I64(1 << 40)], [Value::I64(-1)]] {
+        match context.call("t.f", &args) {
+            Err(VmError::BudgetExhausted {
+                kind: BudgetKind::Memory,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(matches!(
+        context.call("t.g", &[Value::I32(-1)]),
+        Err(VmError::BudgetExhausted {
+            kind: BudgetKind::Memory,
+            ..
+        })
+    ));
+    assert_eq!(context.memory_budget().unwrap().used(), 16 + 2 * 24);
+}
+
+#[test]
+fn lists_convert_like_the_reference() {
+    // list<i8>: resize 2, set.i32 [0] = 300, [1] = 200; get both; get.i64 [1]; size.
+    let mut f = Func::new("f", "0v_iiIi", 16, 2);
+    f.block();
+    f.const_i32(2, 0);
+    f.op(0x12).u32(asm::TY_LIST).r(0).r(R); // typed list<i32> by the table... use i8 below
+    f.op(0x15).r(R).r(0); // resize 2
+    f.const_i32(0, 1)
+        .const_i32(300, 2)
+        .const_i32(1, 3)
+        .const_i32(200, 4);
+    f.op(0x17).r(R).r(1).r(2);
+    f.op(0x17).r(R).r(3).r(4);
+    f.op(0x16).r(R).r(1).r(5);
+    f.op(0x16).r(R).r(3).r(6);
+    f.op(0x18).r(R).r(3).r(8);
+    f.op(0x14).r(R).r(7);
+    f.ret(&[5, 6, 8, 7]);
+    let context = load_with(&[f], Limits::default(), |def| {
+        def.types[asm::TY_LIST as usize] = "i8".into()
+    })
+    .unwrap();
+    assert_eq!(
+        context.call("t.f", &[]).unwrap(),
+        [
+            Value::I32(44),
+            Value::I32(-56),
+            Value::I64(-56),
+            Value::I32(2)
+        ]
+    );
+}
+
+#[test]
+fn ref_globals_are_type_checked_and_moves_clear_registers() {
+    // %r0 = rodata 0; global.store.ref [0] (type buffer) %r0 MOVE; cmp.nz %r0 -> 0;
+    // global.load.ref [0] -> %r1; cmp.nz -> 1; store into a list-typed global: trap.
+    let mut f = Func::new("f", "0v_ii", 4, 2);
+    f.block();
+    f.op(0x11).u32(0).r(R);
+    f.op(0x09).u32(0).u32(asm::TY_BUFFER).r(R | MV);
+    f.op(0x55).r(R).r(0);
+    f.op(0x08).u32(0).u32(asm::TY_BUFFER).r(R | 1);
+    f.op(0x55).r(R | 1).r(1);
+    f.ret(&[0, 1]);
+    let mut g = Func::new("g", "0v_v", 4, 2);
+    g.block();
+    g.op(0x11).u32(0).r(R);
+    g.op(0x09).u32(1).u32(asm::TY_LIST).r(R);
+    g.ret(&[]);
+    let context = load_with(&[f, g], Limits::default(), |def| asm::rodata(def, b"data")).unwrap();
+    assert_eq!(
+        context.call("t.f", &[]).unwrap(),
+        [Value::I32(0), Value::I32(1)]
+    );
+    assert_eq!(trap_kind(context.call("t.g", &[])), TrapKind::TypeMismatch);
+}
+
+#[test]
+fn natives_receive_variadic_spans_as_a_count_and_the_tuples() {
+    let mut f = Func::new("f", "0iii_i", 4, 0);
+    f.block();
+    f.op(0x59)
+        .u32(0x8000_0001)
+        .list(&[3])
+        .list(&[0, 1, 2])
+        .list(&[3]);
+    f.ret(&[3]);
+    let mut def = asm::module("t", &[f]);
+    asm::import(&mut def, "optional_ext.frob", "0i_i", false);
+    asm::import(&mut def, "optional_ext.sum", "0CiD_i", false);
+    let mut context = Context::new(Limits::default());
+    context.register_native(Arc::new(Frob)).unwrap();
+    context.load_bytecode(asm::bytes(&def)).unwrap();
+    assert_eq!(
+        context
+            .call("t.f", &[Value::I32(1), Value::I32(2), Value::I32(39)])
+            .unwrap(),
+        [Value::I32(42)]
+    );
+}
+
+#[test]
+fn imports_link_against_earlier_bytecode_modules() {
+    let mut f = Func::new("twice_bump", "0v_i", 2, 0);
+    f.block();
+    f.call(0x8000_0000, &[], &[0])
+        .call(0x8000_0000, &[], &[1])
+        .bin(0x22, 0, 1, 0)
+        .ret(&[0]);
+    let mut def = asm::module("user", &[f]);
+    asm::import(&mut def, "vm_direct.bump", "0v_i", false);
+    let mut context = Context::new(Limits::default());
+    // Registered first, the import cannot resolve.
+    match context.load_bytecode(asm::bytes(&def)) {
+        Err(VmError::Link {
+            error: pactum_iree::vm::LinkError::UnresolvedImport(name),
+            ..
+        }) => assert_eq!(name, "vm_direct.bump"),
+        other => panic!("{other:?}"),
+    }
+    context
+        .load_bytecode(VmfbFile::open(fixture("vm_direct.vmfb")).unwrap())
+        .unwrap();
+    context.load_bytecode(asm::bytes(&def)).unwrap();
+    assert_eq!(
+        context.call("user.twice_bump", &[]).unwrap(),
+        [Value::I32(3)]
+    );
+    assert_eq!(
+        context.call("vm_direct.bump", &[]).unwrap(),
+        [Value::I32(3)]
+    );
+    // A signature mismatch is refused.
+    let mut def2 = asm::module("user2", &[]);
+    asm::import(&mut def2, "vm_direct.bump", "0i_i", false);
+    let err = context.load_bytecode(asm::bytes(&def2)).unwrap_err();
+    assert!(err.to_string().contains("calling convention"), "{err}");
+}
+
+#[test]
+fn an_init_export_runs_at_load() {
+    let mut init = Func::new("__init", "0v_v", 2, 0);
+    init.block();
+    init.const_i32(41, 0).op(0x01).u32(4).r(0).ret(&[]);
+    let mut get = Func::new("get", "0v_i", 2, 0);
+    get.block();
+    get.op(0x00).u32(4).r(0).ret(&[0]);
+    assert_eq!(run(&[init, get], "get", &[]).unwrap(), [Value::I32(41)]);
+}
+
+// -- Verifier refusals.
+
+fn refusal(funcs: &[Func]) -> (VerifyRule, String) {
+    match load(funcs) {
+        Err(VmError::Verify {
+            rule,
+            function,
+            offset,
+            detail,
+            ..
+        }) => {
+            let message = format!("{function} at {offset:#x}: {rule}: {detail}");
+            eprintln!("REFUSED {message}");
+            (rule, message)
+        }
+        Err(other) => panic!("expected a verification error, got {other}"),
+        Ok(_) => panic!("expected a verification error, the module loaded"),
+    }
+}
+
+#[test]
+fn the_verifier_refuses_bad_registers() {
+    // %i4 in a function of 2 (rounded to 2) registers.
+    let mut f = Func::new("f", "0i_i", 2, 0);
+    f.block();
+    f.bin(0x22, 0, 4, 1).ret(&[1]);
+    let (rule, message) = refusal(&[f]);
+    assert_eq!(rule, VerifyRule::RegisterRange);
+    assert!(message.starts_with("f at 0x1"), "{message}");
+    // A ref register where an i32 is required.
+    let mut f = Func::new("f", "0i_i", 2, 1);
+    f.block();
+    f.bin(0x22, 0, R, 1).ret(&[1]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::RegisterBank);
+    // An odd i64 pair.
+    let mut f = Func::new("f", "0I_I", 4, 0);
+    f.block();
+    f.bin(0x2A, 1, 0, 0).ret(&[0]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::RegisterAlignment);
+    // MOVE on an operand that may not carry it (buffer.length's buffer).
+    let mut f = Func::new("f", "0r_I", 2, 1);
+    f.block();
+    f.op(0x6E).r(R | MV).r(0).ret(&[0]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::MoveBit);
+}
+
+#[test]
+fn the_verifier_refuses_bad_control_flow() {
+    // A branch into the middle of a block.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.block();
+    f.br(3);
+    assert_eq!(refusal(&[f]).0, VerifyRule::BranchTarget);
+    // A block without a terminator.
+    let mut f = Func::new("f", "0v_i", 1, 0);
+    f.block();
+    f.const_i32(1, 0);
+    assert_eq!(refusal(&[f]).0, VerifyRule::Terminator);
+    // Code after a terminator that is not a block.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.block();
+    f.ret(&[]).const_i32(1, 0).ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::BlockMarker);
+    // The wrong block count.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.block();
+    f.ret(&[]);
+    f.blocks = 2;
+    assert_eq!(refusal(&[f]).0, VerifyRule::BlockCount);
+    // An unknown opcode, and an ExtF64 instruction without the requirement.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.block();
+    f.op(0x95).ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::UnknownOpcode);
+    let mut f = Func::new("f", "0v_v", 2, 0);
+    f.requirements = 1;
+    f.block();
+    f.f64op(0x04).r(0).ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::Extension);
+    // Truncated.
+    let mut f = Func::new("f", "0v_v", 2, 0);
+    f.block();
+    f.op(0x0D).u16(1);
+    assert_eq!(refusal(&[f]).0, VerifyRule::Truncated);
+}
+
+#[test]
+fn the_verifier_refuses_bad_calls_and_ordinals() {
+    let mut callee = Func::new("callee", "0ii_i", 2, 0);
+    callee.block();
+    callee.ret(&[0]);
+    // Wrong arity.
+    let mut f = Func::new("f", "0i_i", 2, 0);
+    f.block();
+    f.call(0, &[0], &[1]).ret(&[1]);
+    let (rule, message) = refusal(&[callee.clone(), f]);
+    assert_eq!(rule, VerifyRule::CallSignature);
+    assert!(message.contains("fewer"), "{message}");
+    // A ref operand where the callee takes an i32.
+    let mut f = Func::new("f", "0I_i", 4, 1);
+    f.block();
+    f.call(0, &[0, R], &[1]).ret(&[1]);
+    assert_eq!(refusal(&[callee.clone(), f]).0, VerifyRule::CallSignature);
+    // A function ordinal out of range.
+    let mut f = Func::new("f", "0i_i", 2, 0);
+    f.block();
+    f.call(7, &[0, 0], &[1]).ret(&[1]);
+    assert_eq!(refusal(&[callee.clone(), f]).0, VerifyRule::CalleeOrdinal);
+    // A return that does not match the results.
+    let mut f = Func::new("f", "0v_I", 2, 0);
+    f.block();
+    f.ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::ReturnSignature);
+    // Type ids, global offsets (+8 for i64), rodata ordinals.
+    let mut f = Func::new("f", "0v_v", 2, 1);
+    f.block();
+    f.op(0x12).u32(99).r(0).r(R).ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::TypeId);
+    let mut f = Func::new("f", "0v_v", 2, 0);
+    f.block();
+    f.op(0x04).u32(12).r(0).ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::GlobalOffset);
+    let mut f = Func::new("f", "0v_v", 2, 0);
+    f.block();
+    f.f64op(0x00).u32(12).r(0).ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::GlobalOffset);
+    let mut f = Func::new("f", "0v_v", 2, 1);
+    f.block();
+    f.op(0x11).u32(0).r(R).ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::RodataOrdinal);
+    // Arguments that do not fit the registers.
+    let mut f = Func::new("f", "0III_v", 2, 0);
+    f.block();
+    f.ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::CallingConvention);
+    // call.variadic to an internal function.
+    let mut f = Func::new("f", "0ii_i", 2, 0);
+    f.block();
+    f.op(0x59)
+        .u32(0)
+        .list(&[0xFFFF, 0xFFFF])
+        .list(&[0, 1])
+        .list(&[0])
+        .ret(&[0]);
+    assert_eq!(refusal(&[callee, f]).0, VerifyRule::Variadic);
+}
