@@ -1,0 +1,163 @@
+//! `.vmfb` exports as pactum functions (`pactum_iree::module::IreeModule`): argument
+//! conversion by calling convention, results as pactum values, module state across calls,
+//! and the errors of wrong calls.
+
+use std::path::PathBuf;
+
+use pactum::{Any, AnyView, Array, Bytes, ErrorKind, Function, Obj};
+use pactum_iree::module::{IreeModule, VmRef};
+use pactum_iree::vm::{Context, Limits, Ref, Value};
+use pactum_iree::vmfb::VmfbFile;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/vmfb")
+        .join(name)
+}
+
+fn module(name: &str) -> IreeModule {
+    IreeModule::load(fixture(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn exports_are_functions_taking_and_returning_pactum_values() {
+    let module = module("vm_direct.vmfb");
+    assert_eq!(module.name(), "vm_direct");
+    let names: Vec<&str> = module.export_names().collect();
+    assert!(
+        names.contains(&"mix") && names.contains(&"mix_alias"),
+        "{names:?}"
+    );
+    assert_eq!(module.calling_convention("mix").unwrap(), "0iIfF_FIf");
+
+    let frob: Function = module.function("frob_or_double").unwrap();
+    assert_eq!(frob.call_typed::<_, i64>((21,)).unwrap(), 42);
+    // Several results come back as an array, with the calling convention's types.
+    let mixed: Array = module
+        .function("mix")
+        .unwrap()
+        .call_typed((1, 2, 1.5, 0.25))
+        .unwrap();
+    assert_eq!(mixed.get_as::<f64>(0).unwrap(), 1.75);
+    assert_eq!(mixed.get_as::<i64>(1).unwrap(), 3);
+    assert_eq!(mixed.get_as::<f64>(2).unwrap(), 2.25);
+    // Floats take ints; i32 takes any 32-bit pattern, signed or not.
+    let mixed: Array = module
+        .function("mix_alias")
+        .unwrap()
+        .call_typed((0xffff_ffffi64, 9_000_000_000i64, 2, 0.5))
+        .unwrap();
+    assert_eq!(mixed.get_as::<i64>(1).unwrap(), 8_999_999_999);
+    // Module state (globals) persists between calls of one module.
+    let bump = module.function("bump").unwrap();
+    assert_eq!(bump.call_typed::<_, i64>(()).unwrap(), 1);
+    assert_eq!(bump.call_typed::<_, i64>(()).unwrap(), 2);
+    assert_eq!(module.call("bump", &[]).unwrap().cast::<i64>().unwrap(), 3);
+    // A fresh load has fresh state.
+    let again = self::module("vm_direct.vmfb");
+    assert_eq!(again.call("bump", &[]).unwrap().cast::<i64>().unwrap(), 1);
+}
+
+#[test]
+fn wrong_calls_are_errors_naming_the_argument() {
+    let module = module("vm_direct.vmfb");
+    let mix = module.function("mix").unwrap();
+    let error = mix.call(&[AnyView::from(1i64)]).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::TYPE_ERROR);
+    assert_eq!(
+        error.message(),
+        "vm_direct.mix takes 4 argument(s) (i32, i64, f32, f64), got 1"
+    );
+    let error = mix.call_typed::<_, Any>((1, "two", 1.5, 0.25)).unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::TYPE_ERROR);
+    assert!(
+        error
+            .message()
+            .starts_with("vm_direct.mix: argument 1: expected an int (i64)"),
+        "{error}"
+    );
+    let error = mix
+        .call_typed::<_, Any>((1i64 << 40, 2, 1.5, 0.25))
+        .unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::VALUE_ERROR);
+    assert!(
+        error
+            .message()
+            .contains("argument 0: 1099511627776 does not fit in 32 bits"),
+        "{error}"
+    );
+    let error = module.function("nope").unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ATTRIBUTE_ERROR);
+    assert!(error.message().contains("no export `nope`"), "{error}");
+}
+
+#[test]
+fn failures_inside_the_module_are_errors_with_the_iree_status() {
+    let module = module("vm_scalars.vmfb");
+    let div = module.function("checked_div").unwrap();
+    assert_eq!(div.call_typed::<_, i64>((-7, 2)).unwrap(), -3);
+    let error = div.call_typed::<_, i64>((7, 0)).unwrap_err();
+    assert!(error.message().contains("INVALID_ARGUMENT"), "{error}");
+    assert!(error.message().contains("the divisor is zero"), "{error}");
+}
+
+#[test]
+fn lists_and_buffers_cross_as_arrays_and_bytes() {
+    let module = module("vm_memory.vmfb");
+    let lists: Array = module.function("lists").unwrap().call_typed((3,)).unwrap();
+    assert_eq!(lists.len(), 6);
+    // The same call through the VM itself: each list's elements, in order.
+    let mut context = Context::new(Limits::default());
+    context
+        .load_bytecode(VmfbFile::open(fixture("vm_memory.vmfb")).unwrap())
+        .unwrap();
+    let direct = context.call("vm_memory.lists", &[Value::I32(3)]).unwrap();
+    for (k, value) in direct.iter().enumerate() {
+        let Value::Ref(Some(Ref::List(list))) = value else {
+            panic!("result {k}: {value}")
+        };
+        let ours: Array = lists.get_as(k).unwrap();
+        assert_eq!(ours.len(), list.len(), "list {k}");
+        for (i, item) in list.to_values().iter().enumerate() {
+            let ours = ours.get(i).unwrap();
+            match item {
+                Some(Value::I32(v)) => assert_eq!(ours.get::<i64>().unwrap(), i64::from(*v)),
+                Some(Value::I64(v)) => assert_eq!(ours.get::<i64>().unwrap(), *v),
+                Some(Value::F32(v)) => assert_eq!(ours.get::<f64>().unwrap(), f64::from(*v)),
+                Some(Value::F64(v)) => assert_eq!(ours.get::<f64>().unwrap(), *v),
+                Some(Value::Ref(Some(Ref::List(inner)))) => {
+                    assert_eq!(ours.get::<Array>().unwrap().len(), inner.len())
+                }
+                other => assert!(
+                    ours.is_none() || other.is_some(),
+                    "list {k}[{i}]: {other:?}"
+                ),
+            }
+        }
+    }
+    // A buffer result is its bytes (the buffer `buffer_ops` built, byte for byte); a null
+    // reference is None.
+    let ops: Array = module
+        .function("buffer_ops")
+        .unwrap()
+        .call_typed((4, -2))
+        .unwrap();
+    let buffer: Bytes = ops.get_as(16).unwrap();
+    let direct = context
+        .call("vm_memory.buffer_ops", &[Value::I64(4), Value::I32(-2)])
+        .unwrap();
+    let Value::Ref(Some(Ref::Buffer(theirs))) = &direct[16] else {
+        panic!("{}", direct[16])
+    };
+    assert_eq!(&buffer[..], &theirs.to_vec()[..]);
+    let refs: Array = module
+        .function("global_refs")
+        .unwrap()
+        .call_typed(())
+        .unwrap();
+    assert!(refs.get(6).unwrap().is_none());
+    // A reference with no pactum value type would come back as an Obj<VmRef>; none of these
+    // exports returns one, so the type is only checked to be a registered object type.
+    assert!(<VmRef as pactum::ObjectType>::type_index() >= 128);
+    let _: Option<Obj<VmRef>> = None;
+}
