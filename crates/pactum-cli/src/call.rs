@@ -1,4 +1,4 @@
-//! `pactum call LIB.so FUNC ARG... [--out DIR] [--mlir DECLARATION]`.
+//! `pactum call LIB.so|MODULE.vmfb FUNC ARG... [--out DIR] [--mlir DECLARATION]`.
 
 use std::path::Path;
 
@@ -27,7 +27,16 @@ pub fn run(
     if !library_path.exists() {
         return Err(anyhow!("{}: no such file", library_path.display()));
     }
+    let is_vmfb = crate::vmfb::looks_like_vmfb(&crate::inspect::head(library_path)?);
     let callee = match mlir {
+        _ if is_vmfb => {
+            if mlir.is_some() {
+                return Err(anyhow!(
+                    "--mlir is for MLIR-compiled shared libraries, not .vmfb modules"
+                ));
+            }
+            vmfb_function(library_path, function)?
+        }
         // SAFETY: the user names the library and gives its function's declaration on the
         // command line, as they choose any library `pactum call` loads.
         Some(declaration) => unsafe { MlirLibrary::open(library_path) }
@@ -42,6 +51,13 @@ pub fn run(
         .call(&views)
         .map_err(|e| anyhow!("{function} failed: {e}"))?;
     print_outcome(&args, &result, out)
+}
+
+/// Export `function` of an IREE bytecode module, run by pactum's VM (plain numbers convert to
+/// the declared parameter types, as iree-run-module does).
+fn vmfb_function(path: &Path, function: &str) -> Result<Function> {
+    let module = pactum_iree::module::IreeModule::load(path).map_err(|e| anyhow!("{e}"))?;
+    module.function(function).map_err(|e| anyhow!("{e}"))
 }
 
 /// The `__tvm_ffi_<function>` export of a library.

@@ -167,8 +167,47 @@ pub fn run() -> Result<()> {
     step("9. The example kernels: a Rust library exported with #[pactum::export]");
     kernels()?;
 
+    step("10. An IREE module (.vmfb compiled by iree-compile 3.13), run by pactum's VM");
+    iree_module()?;
+
     ensure!(Error::take_raised().is_none(), "no error left behind");
     println!("\nall demo steps passed");
+    Ok(())
+}
+
+/// A VM-only module compiled by iree-compile 3.13 (the `vm_direct` test fixture), bundled.
+const VM_DIRECT: &[u8] = include_bytes!("../../pactum-iree/tests/fixtures/vmfb/vm_direct.vmfb");
+
+fn iree_module() -> Result<()> {
+    use pactum_iree::module::IreeModule;
+    let module = IreeModule::from_bytes(VM_DIRECT.to_vec(), pactum_iree::vm::Limits::default())?;
+    let names: Vec<&str> = module.export_names().collect();
+    println!(
+        "loaded and verified module `{}` ({} bytes): exports {}",
+        module.name(),
+        VM_DIRECT.len(),
+        names.join(", ")
+    );
+    let frob = module.function("frob_or_double")?;
+    let doubled: i64 = frob.call_typed((21,))?;
+    println!(
+        "frob_or_double(21) = {doubled}  (its optional import `optional_ext.frob` is absent, so \
+         it doubles)"
+    );
+    ensure!(doubled == 42);
+    let mix = module.function("mix")?;
+    let mixed: pactum::Array = mix.call_typed((1, 2, 1.5, 0.25))?;
+    println!(
+        "mix(1, 2, 1.5, 0.25) with calling convention {} = {:?}",
+        module.calling_convention("mix")?,
+        mixed.iter().collect::<Vec<_>>()
+    );
+    let bump = module.function("bump")?;
+    let (first, second): (i64, i64) = (bump.call_typed(())?, bump.call_typed(())?);
+    println!("bump() twice = {first}, {second}  (module globals persist)");
+    ensure!((first, second) == (1, 2));
+    let error = mix.call_typed::<_, Any>((1,)).unwrap_err();
+    println!("mix(1) -> {error}");
     Ok(())
 }
 

@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::library;
 
 /// The first bytes of a file, to tell its kind.
-fn head(path: &Path) -> Result<Vec<u8>> {
+pub(crate) fn head(path: &Path) -> Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::with_capacity(16);
     std::fs::File::open(path)

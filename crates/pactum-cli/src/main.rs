@@ -34,13 +34,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Call a function of a compiled library and print its result.
+    /// Call a function of a compiled library or IREE module and print its result.
     ///
     /// Arguments: numbers with an optional type suffix (7, -2.5, 7:i32, 2.5:f32, 1:bool),
-    /// quoted strings ("text"), none, true, false, and @file.npy for tensors (@file.npy:bfloat16
-    /// views the file's elements as another type of the same size).
+    /// quoted strings ("text"), none, true, false, @file.npy for tensors (@file.npy:bfloat16
+    /// views the file's elements as another type of the same size), and iree-run-module's
+    /// inline tensors (2x3xf32=1 2 3 4 5 6). For a .vmfb, plain numbers convert to the
+    /// export's declared parameter types, as iree-run-module does.
     Call {
-        /// The shared library.
+        /// The shared library, or an IREE `.vmfb` module (run by pactum's VM).
         library: PathBuf,
         /// The exported function.
         function: String,

@@ -486,3 +486,82 @@ fn sig_bad_input_is_a_one_line_error_with_the_byte_offset() {
         "render prints IREE's rendering of raw and SIP signatures",
     );
 }
+
+fn vmfb_fixture(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../pactum-iree/tests/fixtures/vmfb")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[test]
+fn call_runs_vmfb_exports_in_pactums_vm() {
+    let dir = scratch("vmfb");
+    let module = vmfb_fixture("vm_direct.vmfb");
+    // The same call made through the library: the CLI prints exactly those values.
+    let expected = pactum_iree::module::IreeModule::load(&module)
+        .unwrap()
+        .call(
+            "mix",
+            &[
+                pactum::AnyView::from(1i64),
+                pactum::AnyView::from(2i64),
+                pactum::AnyView::from(1.5f64),
+                pactum::AnyView::from(0.25f64),
+            ],
+        )
+        .unwrap()
+        .cast::<pactum::Array>()
+        .unwrap();
+    let output = pactum(&["call", &module, "mix", "1", "2", "1.5", "0.25"], &dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = stdout(&output);
+    let values: Vec<&str> = printed
+        .trim()
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(", ")
+        .collect();
+    assert_eq!(values.len(), expected.len(), "{printed}");
+    for (text, value) in values.iter().zip(expected.iter()) {
+        match value.get::<i64>() {
+            Ok(int) => assert_eq!(text.parse::<i64>().unwrap(), int, "{printed}"),
+            Err(_) => assert_eq!(
+                text.parse::<f64>().unwrap(),
+                value.get::<f64>().unwrap(),
+                "{printed}"
+            ),
+        }
+    }
+    // Wrong calls and failures inside the module are clear errors.
+    let output = pactum(&["call", &module, "mix", "1"], &dir);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("vm_direct.mix takes 4 argument(s) (i32, i64, f32, f64), got 1"),
+        "{}",
+        stderr(&output)
+    );
+    let output = pactum(
+        &[
+            "call",
+            &vmfb_fixture("vm_scalars.vmfb"),
+            "checked_div",
+            "7",
+            "0",
+        ],
+        &dir,
+    );
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("INVALID_ARGUMENT"),
+        "{}",
+        stderr(&output)
+    );
+    let output = pactum(&["call", &module, "nope"], &dir);
+    assert!(
+        stderr(&output).contains("no export `nope`"),
+        "{}",
+        stderr(&output)
+    );
+}
