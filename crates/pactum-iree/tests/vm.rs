@@ -914,3 +914,27 @@ fn the_verifier_refuses_bad_calls_and_ordinals() {
         .ret(&[0]);
     assert_eq!(refusal(&[callee, f]).0, VerifyRule::Variadic);
 }
+
+#[test]
+fn a_context_is_shared_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Context>();
+    assert_send_sync::<Value>();
+    let mut context = Context::new(Limits::default());
+    context
+        .load_bytecode(VmfbFile::open(fixture("vm_direct.vmfb")).unwrap())
+        .unwrap();
+    let bump = context.lookup_export("vm_direct.bump").unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..100 {
+                    context.invoke(&bump, &[]).unwrap();
+                }
+            });
+        }
+    });
+    // Relaxed byte stores: concurrent increments may be lost, never torn into garbage.
+    let now = context.invoke(&bump, &[]).unwrap()[0].as_i32().unwrap();
+    assert!((2..=401).contains(&now), "{now}");
+}

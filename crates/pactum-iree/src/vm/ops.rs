@@ -223,7 +223,6 @@ macro_rules! int_ops {
         #[inline]
         pub fn $bin(op: IBin, a: $t, b: $t) -> $t {
             match op {
-                IBin::Add => a.wrapping_add(b),
                 IBin::Sub => a.wrapping_sub(b),
                 IBin::Mul => a.wrapping_mul(b),
                 IBin::And => a & b,
