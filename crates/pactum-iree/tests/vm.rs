@@ -938,3 +938,78 @@ fn a_context_is_shared_between_threads() {
     let now = context.invoke(&bump, &[]).unwrap()[0].as_i32().unwrap();
     assert!((2..=401).contains(&now), "{now}");
 }
+
+/// Every function of every fixture IREE compiled passes the verifier; modules that import
+/// the HAL stop at linking (no `hal` module is registered here).
+#[test]
+fn every_compiled_fixture_verifies() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vmfb");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "vmfb") {
+            continue;
+        }
+        let file = VmfbFile::open(&path).unwrap();
+        let types: Vec<String> = file.module().unwrap().types().map(str::to_owned).collect();
+        let mut context = Context::new(Limits::default());
+        for ty in &types {
+            if let Some(name) = ty.strip_prefix('!').filter(|n| !n.starts_with("vm.")) {
+                context.register_ref_type(name);
+            }
+        }
+        match context.load_bytecode(file) {
+            Ok(_) => {}
+            Err(VmError::Link { error, .. }) => {
+                assert!(
+                    matches!(
+                        error,
+                        pactum_iree::vm::LinkError::UnresolvedImport(_)
+                            | pactum_iree::vm::LinkError::Dependency { .. }
+                    ),
+                    "{}: {error}",
+                    path.display()
+                );
+            }
+            Err(other) => panic!("{}: {other}", path.display()),
+        }
+        checked += 1;
+    }
+    assert!(checked >= 9);
+}
+
+/// `__deinit` runs when the context is dropped: here it calls a native function that records
+/// the call.
+#[test]
+fn deinit_runs_when_the_context_is_dropped() {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    static SEEN: AtomicI32 = AtomicI32::new(0);
+    struct Probe;
+    impl NativeModule for Probe {
+        fn name(&self) -> &str {
+            "probe"
+        }
+        fn functions(&self) -> &[NativeFunction] {
+            static F: std::sync::OnceLock<Vec<NativeFunction>> = std::sync::OnceLock::new();
+            F.get_or_init(|| vec![NativeFunction::new("seen", "0i_v")])
+        }
+        fn call(&self, _: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
+            SEEN.store(args[0].as_i32().unwrap(), Ordering::SeqCst);
+            Ok(vec![])
+        }
+    }
+    let mut deinit = Func::new("__deinit", "0v_v", 2, 0);
+    deinit.block();
+    deinit
+        .const_i32(77, 0)
+        .call(0x8000_0000, &[0], &[])
+        .ret(&[]);
+    let mut def = asm::module("t", &[deinit]);
+    asm::import(&mut def, "probe.seen", "0i_v", false);
+    let mut context = Context::new(Limits::default());
+    context.register_native(Arc::new(Probe)).unwrap();
+    context.load_bytecode(asm::bytes(&def)).unwrap();
+    assert_eq!(SEEN.load(Ordering::SeqCst), 0);
+    drop(context);
+    assert_eq!(SEEN.load(Ordering::SeqCst), 77);
+}

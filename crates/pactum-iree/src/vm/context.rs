@@ -499,3 +499,22 @@ impl Context {
         self.invoke(&function, args)
     }
 }
+
+/// Runs each bytecode module's `__deinit` export, if any, in reverse registration order
+/// (errors are ignored: there is no caller to tell).
+impl Drop for Context {
+    fn drop(&mut self) {
+        let names: Vec<String> = self
+            .modules
+            .iter()
+            .rev()
+            .filter(|m| matches!(m, Registered::Bytecode { .. }))
+            .map(|m| format!("{}.__deinit", m.name()))
+            .collect();
+        for name in names {
+            if let Ok(deinit) = self.lookup_export(&name) {
+                let _ = self.invoke(&deinit, &[]);
+            }
+        }
+    }
+}
