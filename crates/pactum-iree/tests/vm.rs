@@ -1013,3 +1013,94 @@ fn deinit_runs_when_the_context_is_dropped() {
     drop(context);
     assert_eq!(SEEN.load(Ordering::SeqCst), 77);
 }
+
+#[test]
+fn the_verifier_refuses_bad_descriptors_and_globals() {
+    // No blocks.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.block();
+    f.ret(&[]);
+    f.blocks = 0;
+    assert_eq!(refusal(&[f]).0, VerifyRule::Descriptor);
+    // A requirement bit the VM does not know.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.requirements = 0x13;
+    f.block();
+    f.ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::Requirements);
+    // 0x4001 i32 registers round up to 0x8000, past the limit.
+    let mut f = Func::new("f", "0v_v", 0x4001, 0);
+    f.block();
+    f.ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::RegisterCount);
+    // A ref global past the module's two.
+    let mut f = Func::new("f", "0v_v", 1, 1);
+    f.block();
+    f.op(0x08).u32(2).u32(asm::TY_BUFFER).r(R).ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::GlobalRef);
+    // import.resolved of an internal ordinal.
+    let mut f = Func::new("f", "0v_i", 1, 0);
+    f.block();
+    f.op(0x5C).u32(0).r(0).ret(&[0]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::CalleeOrdinal);
+    // discard.refs of an i32 register.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.block();
+    f.op(0x85).list(&[0]).ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::RegisterBank);
+    // A remap between banks.
+    let mut f = Func::new("f", "0v_v", 2, 1);
+    let b = f.block();
+    f.op(0x56).u32(b);
+    f.remap(&[(0, R)]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::RegisterBank);
+}
+
+#[test]
+fn load_errors_name_what_is_missing() {
+    // An unregistered reference type.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.block();
+    f.ret(&[]);
+    let err = load_with(&[f.clone()], Limits::default(), |def| {
+        def.types.push("!hal.fence".into())
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&err, VmError::Link { error: pactum_iree::vm::LinkError::UnknownType(t), .. } if t == "!hal.fence"),
+        "{err}"
+    );
+    // A bytecode version from the future.
+    let err = load_with(&[f.clone()], Limits::default(), |def| {
+        def.bytecode_version = 18 << 16
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("bytecode version 18.0"), "{err}");
+    // A required dependency that is not registered, and one too old.
+    let err = load_with(&[f.clone()], Limits::default(), |def| {
+        def.dependencies.push(pactum_iree::vmfb::DependencyDef {
+            name: "hal".into(),
+            minimum_version: 5,
+            flags: 1,
+        })
+    })
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("\"hal\" (version >= 5), which is not registered"),
+        "{err}"
+    );
+    // Globals larger than the memory budget.
+    let limits = Limits {
+        memory: Some(1024),
+        ..Limits::default()
+    };
+    let err = load_with(&[f], limits, |def| {
+        def.module_state = Some(pactum_iree::vmfb::ModuleStateDef {
+            global_bytes_capacity: 1 << 20,
+            global_ref_count: 0,
+        })
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("memory budget"), "{err}");
+}
