@@ -992,3 +992,39 @@ fn fail_statuses_match_iree_run_module() {
         assert!(err.to_string().contains("pactum says no"), "{err}");
     }
 }
+
+#[test]
+fn switch_ref_and_call_yieldable_match_iree_run_module() {
+    let buffer = asm::TY_BUFFER;
+    let mut f = Func::new("switchref", "0v_iii", 8, 4);
+    f.block();
+    f.op(0x11).u32(0).r(R);
+    f.op(0x11).u32(1).r(R | 1);
+    f.const_i32(1, 0);
+    f.op(0x21).r(0).u32(buffer).r(R).list(&[R, R | 1]).r(R | 2);
+    f.op(0x53).r(R | 2).r(R | 1).r(1);
+    f.const_i32(7, 2);
+    f.op(0x21).r(2).u32(buffer).r(R).list(&[R, R | 1]).r(R | 3);
+    f.op(0x53).r(R | 3).r(R).r(3);
+    // call.yieldable to an internal function, continuing in the next block.
+    f.const_i32(20, 4);
+    f.op(0x87).u32(1).list(&[4]);
+    let then = f.target(0);
+    f.list(&[5]);
+    let b = f.block();
+    f.patch(then, b);
+    f.ret(&[1, 3, 5]);
+    let mut callee = Func::new("twice", "0i_i", 2, 0);
+    callee.block();
+    callee.bin(0x22, 0, 0, 1).ret(&[1]);
+    let (ours, theirs) = both(
+        &[f, callee],
+        |def| {
+            asm::rodata(def, b"one");
+            asm::rodata(def, b"two");
+        },
+        "switchref",
+    );
+    assert_eq!(ours, [1, 1, 40]);
+    assert_eq!(ours, theirs);
+}
