@@ -354,7 +354,10 @@ impl Context {
                     index,
                     name: import.full_name.clone(),
                 };
-                let cconv = native.functions()[index].cconv.to_string();
+                let cconv = native
+                    .functions()
+                    .get(index)
+                    .map_or_else(String::new, |f| f.cconv.to_string());
                 (target, &sigs[index], cconv)
             }
         };
@@ -408,7 +411,10 @@ impl Context {
                         index: i,
                     },
                     &sigs[i],
-                    module.functions()[i].cconv.to_string(),
+                    module
+                        .functions()
+                        .get(i)
+                        .map_or_else(String::new, |f| f.cconv.to_string()),
                 )
             }
         };
