@@ -35,7 +35,7 @@ else:
 seeds = {target: set() for target in (
     "iree_abi_json", "raw_signature", "sip_signature", "calling_convention", "declaration",
     "lexer", "structured_call", "vmfb_module", "mlir_signature", "call_arguments",
-    "capi_sequence",
+    "capi_sequence", "vm_run",
 )}
 
 def cases(document, section):
@@ -89,9 +89,10 @@ call_seeds.add(call_seed(4, ""))
 
 seeds["structured_call"] = call_seeds
 
-# vmfb_module: the test modules as they are.
+# vmfb_module and vm_run: the test modules as they are.
 for path in sorted((repo / "crates/pactum-iree/tests/fixtures/vmfb").glob("*.vmfb")):
     seeds["vmfb_module"].add(path.read_bytes())
+    seeds["vm_run"].add(path.read_bytes())
 
 # mlir_signature: the func.func headers of the MLIR test modules.
 for path in sorted((repo / "crates/pactum-mlir/tests/mlir").glob("*.mlir")):
