@@ -11,6 +11,15 @@ fuzz_target!(|data: &[u8]| {
         memory: Some(64 << 20),
         ..Limits::with_fuel(100_000)
     });
+    // Reference types the module's type table names (HAL objects...) are registered first, so
+    // that modules importing a native module still load and verify.
+    if let Ok(parsed) = pactum_iree::vmfb::BytecodeModule::parse(data) {
+        for ty in parsed.types() {
+            if let Some(bare) = ty.strip_prefix('!').filter(|t| !t.starts_with("vm.")) {
+                context.register_ref_type(bare);
+            }
+        }
+    }
     let Ok(name) = context.load_bytecode(data.to_vec()) else {
         return;
     };

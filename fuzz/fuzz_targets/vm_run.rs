@@ -43,6 +43,15 @@ fuzz_target!(|data: &[u8]| {
         fuel: Some(200_000),
         memory: Some(64 << 20),
     });
+    // Reference types the module's type table names (HAL objects...) are registered first, so
+    // that modules importing a native module still load and verify.
+    if let Ok(parsed) = pactum_iree::vmfb::BytecodeModule::parse(module) {
+        for ty in parsed.types() {
+            if let Some(bare) = ty.strip_prefix('!').filter(|t| !t.starts_with("vm.")) {
+                context.register_ref_type(bare);
+            }
+        }
+    }
     let Ok(name) = context.load_bytecode(module.to_vec()) else {
         return;
     };

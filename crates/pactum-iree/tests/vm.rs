@@ -914,3 +914,193 @@ fn the_verifier_refuses_bad_calls_and_ordinals() {
         .ret(&[0]);
     assert_eq!(refusal(&[callee, f]).0, VerifyRule::Variadic);
 }
+
+#[test]
+fn a_context_is_shared_between_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Context>();
+    assert_send_sync::<Value>();
+    let mut context = Context::new(Limits::default());
+    context
+        .load_bytecode(VmfbFile::open(fixture("vm_direct.vmfb")).unwrap())
+        .unwrap();
+    let bump = context.lookup_export("vm_direct.bump").unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..100 {
+                    context.invoke(&bump, &[]).unwrap();
+                }
+            });
+        }
+    });
+    // Relaxed byte stores: concurrent increments may be lost, never torn into garbage.
+    let now = context.invoke(&bump, &[]).unwrap()[0].as_i32().unwrap();
+    assert!((2..=401).contains(&now), "{now}");
+}
+
+/// Every function of every fixture IREE compiled passes the verifier; modules that import
+/// the HAL stop at linking (no `hal` module is registered here).
+#[test]
+fn every_compiled_fixture_verifies() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vmfb");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "vmfb") {
+            continue;
+        }
+        let file = VmfbFile::open(&path).unwrap();
+        let types: Vec<String> = file.module().unwrap().types().map(str::to_owned).collect();
+        let mut context = Context::new(Limits::default());
+        for ty in &types {
+            if let Some(name) = ty.strip_prefix('!').filter(|n| !n.starts_with("vm.")) {
+                context.register_ref_type(name);
+            }
+        }
+        match context.load_bytecode(file) {
+            Ok(_) => {}
+            Err(VmError::Link { error, .. }) => {
+                assert!(
+                    matches!(
+                        error,
+                        pactum_iree::vm::LinkError::UnresolvedImport(_)
+                            | pactum_iree::vm::LinkError::Dependency { .. }
+                    ),
+                    "{}: {error}",
+                    path.display()
+                );
+            }
+            Err(other) => panic!("{}: {other}", path.display()),
+        }
+        checked += 1;
+    }
+    assert!(checked >= 9);
+}
+
+/// `__deinit` runs when the context is dropped: here it calls a native function that records
+/// the call.
+#[test]
+fn deinit_runs_when_the_context_is_dropped() {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    static SEEN: AtomicI32 = AtomicI32::new(0);
+    struct Probe;
+    impl NativeModule for Probe {
+        fn name(&self) -> &str {
+            "probe"
+        }
+        fn functions(&self) -> &[NativeFunction] {
+            static F: std::sync::OnceLock<Vec<NativeFunction>> = std::sync::OnceLock::new();
+            F.get_or_init(|| vec![NativeFunction::new("seen", "0i_v")])
+        }
+        fn call(&self, _: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
+            SEEN.store(args[0].as_i32().unwrap(), Ordering::SeqCst);
+            Ok(vec![])
+        }
+    }
+    let mut deinit = Func::new("__deinit", "0v_v", 2, 0);
+    deinit.block();
+    deinit
+        .const_i32(77, 0)
+        .call(0x8000_0000, &[0], &[])
+        .ret(&[]);
+    let mut def = asm::module("t", &[deinit]);
+    asm::import(&mut def, "probe.seen", "0i_v", false);
+    let mut context = Context::new(Limits::default());
+    context.register_native(Arc::new(Probe)).unwrap();
+    context.load_bytecode(asm::bytes(&def)).unwrap();
+    assert_eq!(SEEN.load(Ordering::SeqCst), 0);
+    drop(context);
+    assert_eq!(SEEN.load(Ordering::SeqCst), 77);
+}
+
+#[test]
+fn the_verifier_refuses_bad_descriptors_and_globals() {
+    // No blocks.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.block();
+    f.ret(&[]);
+    f.blocks = 0;
+    assert_eq!(refusal(&[f]).0, VerifyRule::Descriptor);
+    // A requirement bit the VM does not know.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.requirements = 0x13;
+    f.block();
+    f.ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::Requirements);
+    // 0x4001 i32 registers round up to 0x8000, past the limit.
+    let mut f = Func::new("f", "0v_v", 0x4001, 0);
+    f.block();
+    f.ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::RegisterCount);
+    // A ref global past the module's two.
+    let mut f = Func::new("f", "0v_v", 1, 1);
+    f.block();
+    f.op(0x08).u32(2).u32(asm::TY_BUFFER).r(R).ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::GlobalRef);
+    // import.resolved of an internal ordinal.
+    let mut f = Func::new("f", "0v_i", 1, 0);
+    f.block();
+    f.op(0x5C).u32(0).r(0).ret(&[0]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::CalleeOrdinal);
+    // discard.refs of an i32 register.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.block();
+    f.op(0x85).list(&[0]).ret(&[]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::RegisterBank);
+    // A remap between banks.
+    let mut f = Func::new("f", "0v_v", 2, 1);
+    let b = f.block();
+    f.op(0x56).u32(b);
+    f.remap(&[(0, R)]);
+    assert_eq!(refusal(&[f]).0, VerifyRule::RegisterBank);
+}
+
+#[test]
+fn load_errors_name_what_is_missing() {
+    // An unregistered reference type.
+    let mut f = Func::new("f", "0v_v", 1, 0);
+    f.block();
+    f.ret(&[]);
+    let err = load_with(&[f.clone()], Limits::default(), |def| {
+        def.types.push("!hal.fence".into())
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&err, VmError::Link { error: pactum_iree::vm::LinkError::UnknownType(t), .. } if t == "!hal.fence"),
+        "{err}"
+    );
+    // A bytecode version from the future.
+    let err = load_with(&[f.clone()], Limits::default(), |def| {
+        def.bytecode_version = 18 << 16
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("bytecode version 18.0"), "{err}");
+    // A required dependency that is not registered, and one too old.
+    let err = load_with(&[f.clone()], Limits::default(), |def| {
+        def.dependencies.push(pactum_iree::vmfb::DependencyDef {
+            name: "hal".into(),
+            minimum_version: 5,
+            flags: 1,
+        })
+    })
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("\"hal\" (version >= 5), which is not registered"),
+        "{err}"
+    );
+    // Globals larger than the memory budget.
+    let limits = Limits {
+        memory: Some(1024),
+        ..Limits::default()
+    };
+    let err = load_with(&[f], limits, |def| {
+        def.module_state = Some(pactum_iree::vmfb::ModuleStateDef {
+            global_bytes_capacity: 1 << 20,
+            global_ref_count: 0,
+        })
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("memory budget"), "{err}");
+}

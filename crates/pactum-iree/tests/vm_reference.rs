@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use asm::{Func, R};
+use asm::{Func, MV, R};
 use pactum_iree::vm::{Context, Limits, Value};
 
 fn iree_tool(name: &str) -> PathBuf {
@@ -784,6 +784,7 @@ fn both(
     context.load_bytecode(bytes).unwrap();
     let ours = ints(&context.call(&format!("t.{name}"), &[]).unwrap());
     let theirs = parse_ints(&iree_run(&path, name));
+    eprintln!("{name}: ours {ours:?}");
     (ours, theirs)
 }
 
@@ -883,5 +884,147 @@ fn buffers_lists_switches_and_selects_match_iree_run_module() {
     f.op(0x1C).r(19).r(0).r(1).r(20); // condition 0
     f.ret(&[6, 12, 14, 16, 18, 20]);
     let (ours, theirs) = both(&[f], |_| {}, "switches");
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn references_globals_calls_and_tables_match_iree_run_module() {
+    let buffer = asm::TY_BUFFER;
+    let mut f = Func::new("refs", "0v_iiiiiiiiiiiiiiII", 32, 16);
+    f.block();
+    f.op(0x11).u32(0).r(R); // %r0 = rodata 0
+    f.op(0x11).u32(0).r(R | 1); // %r1 = rodata 0
+    f.op(0x53).r(R).r(R | 1).r(0); // cmp.eq.ref -> 1
+    f.const_i64(8, 20).const_i32(0, 22);
+    f.op(0x6C).r(20).r(22).r(R | 2); // %r2 = alloc 8
+    f.op(0x53).r(R).r(R | 2).r(1);
+    f.op(0x54).r(R).r(R | 2).r(2);
+    f.op(0x09).u32(0).u32(buffer).r(R | 2); // global.store.ref (retain)
+    f.op(0x08).u32(0).u32(buffer).r(R | 3);
+    f.op(0x53).r(R | 2).r(R | 3).r(3);
+    f.op(0x08).u32(0).u32(buffer).r(R | MV | 3); // load with MOVE: the global is cleared
+    f.op(0x08).u32(0).u32(buffer).r(R | 4);
+    f.op(0x55).r(R | 4).r(4);
+    f.const_i32(2, 23);
+    f.op(0x12).u32(asm::TY_OPAQUE).r(23).r(R | 9); // variant list
+    f.op(0x15).r(R | 9).r(23);
+    f.op(0x1B).r(R | 9).r(22).r(R | 2); // list[0] = %r2
+    f.op(0x1A).r(R | 9).r(22).u32(asm::TY_LIST).r(R | 5); // wrong type: null
+    f.op(0x55).r(R | 5).r(5);
+    f.op(0x1A).r(R | 9).r(22).u32(buffer).r(R | 5);
+    f.op(0x53).r(R | 5).r(R | 2).r(6);
+    f.op(0x1E).r(0).u32(buffer).r(R).r(R | 2).r(R | 6); // select.ref
+    f.op(0x53).r(R | 6).r(R).r(7);
+    f.op(0x86).r(R | MV | 2).r(R | 7); // assign.ref (move)
+    f.op(0x55).r(R | 2).r(8);
+    f.op(0x55).r(R | 7).r(9);
+    f.op(0x82).r(R | 7).u32(buffer).r(R | 8); // cast.any.ref
+    f.op(0x53).r(R | 8).r(R | 7).r(10);
+    f.op(0x85).list(&[R | 8]); // discard.refs
+    f.op(0x55).r(R | 8).r(11);
+    // br_table on 1: case 1 sets %i12 = 20.
+    f.const_i32(1, 13);
+    f.op(0x83).r(13);
+    let default_at = f.target(0);
+    f.remap(&[]);
+    f.u16(2);
+    let case0 = f.target(0);
+    f.remap(&[]);
+    let case1 = f.target(0);
+    f.remap(&[]);
+    let mut exits = Vec::new();
+    for (value, at) in [(10, case0), (20, case1), (30, default_at)] {
+        let b = f.block();
+        f.patch(at, b);
+        f.const_i32(value, 12);
+        exits.push(f.br(0));
+    }
+    let exit = f.block();
+    for at in exits {
+        f.patch(at, exit);
+    }
+    // An internal call passing a ref, an i64 and an f64; results back in a different order.
+    f.const_i64(-5, 24).const_f64(2.5, 26);
+    f.call(1, &[R | 7, 24, 26], &[28, R | 10, 16]);
+    f.f64op(0x1C).r(28).r(30); // cast.f64.si64 -> %i30:31
+    f.op(0x53).r(R | 10).r(R | 7).r(15);
+    f.bin(0x2A, 30, 24, 30);
+    f.ret(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 15, 16, 30]);
+    let mut callee = Func::new("callee", "0rIF_FrI", 8, 2);
+    callee.block();
+    callee.f64op(0x0A).r(2).r(2).r(4); // d + d
+    callee.bin(0x2C, 0, 0, 6); // b * b
+    callee.ret(&[4, R | MV, 6]);
+    let (ours, theirs) = both(&[f, callee], |def| asm::rodata(def, b"rodata!!"), "refs");
+    assert_eq!(ours, theirs);
+}
+
+#[test]
+fn fail_statuses_match_iree_run_module() {
+    for (code, name) in [
+        (3, "INVALID_ARGUMENT"),
+        (9, "FAILED_PRECONDITION"),
+        (11, "OUT_OF_RANGE"),
+    ] {
+        let mut f = Func::new("fails", "0v_v", 2, 0);
+        f.block();
+        f.const_i32(code, 0).op(0x5B).r(0).str("pactum says no");
+        let def = asm::module("t", &[f]);
+        let bytes = asm::bytes(&def);
+        let dir = scratch(&format!("fail{code}"));
+        let path = dir.join("t.vmfb");
+        std::fs::write(&path, &bytes).unwrap();
+        let output = Command::new(iree_tool("iree-run-module"))
+            .arg(format!("--module={}", path.display()))
+            .arg("--function=fails")
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(name) && stderr.contains("pactum says no"),
+            "{stderr}"
+        );
+        let mut context = Context::new(Limits::default());
+        context.load_bytecode(bytes).unwrap();
+        let err = context.call("t.fails", &[]).unwrap_err();
+        assert_eq!(err.status().name(), name);
+        assert!(err.to_string().contains("pactum says no"), "{err}");
+    }
+}
+
+#[test]
+fn switch_ref_and_call_yieldable_match_iree_run_module() {
+    let buffer = asm::TY_BUFFER;
+    let mut f = Func::new("switchref", "0v_iii", 8, 4);
+    f.block();
+    f.op(0x11).u32(0).r(R);
+    f.op(0x11).u32(1).r(R | 1);
+    f.const_i32(1, 0);
+    f.op(0x21).r(0).u32(buffer).r(R).list(&[R, R | 1]).r(R | 2);
+    f.op(0x53).r(R | 2).r(R | 1).r(1);
+    f.const_i32(7, 2);
+    f.op(0x21).r(2).u32(buffer).r(R).list(&[R, R | 1]).r(R | 3);
+    f.op(0x53).r(R | 3).r(R).r(3);
+    // call.yieldable to an internal function, continuing in the next block.
+    f.const_i32(20, 4);
+    f.op(0x87).u32(1).list(&[4]);
+    let then = f.target(0);
+    f.list(&[5]);
+    let b = f.block();
+    f.patch(then, b);
+    f.ret(&[1, 3, 5]);
+    let mut callee = Func::new("twice", "0i_i", 2, 0);
+    callee.block();
+    callee.bin(0x22, 0, 0, 1).ret(&[1]);
+    let (ours, theirs) = both(
+        &[f, callee],
+        |def| {
+            asm::rodata(def, b"one");
+            asm::rodata(def, b"two");
+        },
+        "switchref",
+    );
+    assert_eq!(ours, [1, 1, 40]);
     assert_eq!(ours, theirs);
 }

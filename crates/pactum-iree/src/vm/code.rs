@@ -266,8 +266,6 @@ pub enum FCmp {
 /// Integer binary operations that cannot fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IBin {
-    /// Wrapping add.
-    Add,
     /// Wrapping sub.
     Sub,
     /// Wrapping mul.
@@ -346,8 +344,6 @@ pub enum IUn {
     ExtI16S,
     /// `ext.i16.i32.u`.
     ExtI16U,
-    /// `cmp.nz`.
-    Nz,
 }
 
 /// Numeric conversions between the banks' kinds.
@@ -621,7 +617,37 @@ pub enum Inst {
     SwitchRef {
         table: u32,
     },
-    // Integer arithmetic.
+    // Integer arithmetic. The most frequent operations have their own variants (one dispatch
+    // instead of two).
+    AddI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    SubI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    AddI64 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    CmpEqI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    CmpLtI32S {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    NzI32 {
+        a: Reg,
+        d: Reg,
+    },
     Bin32 {
         op: IBin,
         a: Reg,

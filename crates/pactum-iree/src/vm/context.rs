@@ -354,7 +354,10 @@ impl Context {
                     index,
                     name: import.full_name.clone(),
                 };
-                let cconv = native.functions()[index].cconv.to_string();
+                let cconv = native
+                    .functions()
+                    .get(index)
+                    .map_or_else(String::new, |f| f.cconv.to_string());
                 (target, &sigs[index], cconv)
             }
         };
@@ -408,7 +411,10 @@ impl Context {
                         index: i,
                     },
                     &sigs[i],
-                    module.functions()[i].cconv.to_string(),
+                    module
+                        .functions()
+                        .get(i)
+                        .map_or_else(String::new, |f| f.cconv.to_string()),
                 )
             }
         };
@@ -497,5 +503,24 @@ impl Context {
     pub fn call(&self, full_name: &str, args: &[Value]) -> Result<Vec<Value>, VmError> {
         let function = self.lookup_export(full_name)?;
         self.invoke(&function, args)
+    }
+}
+
+/// Runs each bytecode module's `__deinit` export, if any, in reverse registration order
+/// (errors are ignored: there is no caller to tell).
+impl Drop for Context {
+    fn drop(&mut self) {
+        let names: Vec<String> = self
+            .modules
+            .iter()
+            .rev()
+            .filter(|m| matches!(m, Registered::Bytecode { .. }))
+            .map(|m| format!("{}.__deinit", m.name()))
+            .collect();
+        for name in names {
+            if let Ok(deinit) = self.lookup_export(&name) {
+                let _ = self.invoke(&deinit, &[]);
+            }
+        }
     }
 }

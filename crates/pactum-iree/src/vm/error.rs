@@ -206,8 +206,6 @@ pub enum VerifyRule {
     Terminator,
     /// The number of blocks differs from the descriptor's `block_count`.
     BlockCount,
-    /// A string operand that is not UTF-8.
-    String,
 }
 
 impl VerifyRule {
@@ -238,7 +236,6 @@ impl VerifyRule {
             BranchTarget => "branch-target",
             Terminator => "terminator",
             BlockCount => "block-count",
-            String => "string",
         }
     }
 }

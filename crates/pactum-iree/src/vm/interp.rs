@@ -136,6 +136,7 @@ impl Stack {
     }
 }
 
+#[cold]
 fn location(instance: &Instance, code: &FunctionCode, ip: usize) -> Location {
     Location {
         module: instance.name.clone(),
@@ -180,6 +181,7 @@ fn trap(kind: TrapKind, detail: impl Into<String>) -> Fault {
     Fault::Trap(kind, detail.into())
 }
 
+#[cold]
 fn locate(fault: Fault, instance: &Instance, code: &FunctionCode, ip: usize) -> VmError {
     match fault {
         Fault::Trap(kind, detail) => VmError::Trap {
@@ -384,8 +386,12 @@ impl<'a> Machine<'a> {
             let bi = frame.base_i;
             let br = frame.base_r;
             let mut ip = frame.ip as usize;
-            let regs = &mut stack.i32s;
-            let refs = &mut stack.refs;
+            let mut fuel = self.fuel;
+            // The frame's registers as slices: indices are frame-relative from here on.
+            let (frame_bi, frame_br) = (bi, br);
+            let regs = &mut stack.i32s[frame_bi..];
+            let refs = &mut stack.refs[frame_br..];
+            let (bi, br) = (0usize, 0usize);
 
             macro_rules! g32 {
                 ($r:expr) => {
@@ -430,14 +436,14 @@ impl<'a> Machine<'a> {
             }
 
             loop {
-                if self.fuel == 0 {
+                if fuel == 0 {
                     return Err(VmError::BudgetExhausted {
                         kind: BudgetKind::Fuel,
                         limit: self.limits.fuel.unwrap_or(u64::MAX),
                         location: Some(location(instance, code, ip)),
                     });
                 }
-                self.fuel -= 1;
+                fuel -= 1;
                 let Some(&inst) = code.insts.get(ip) else {
                     // The verifier ends every block with a terminator; this cannot happen.
                     return Err(locate(
@@ -684,6 +690,14 @@ impl<'a> Machine<'a> {
                         refs[br + s.result.index()] = v;
                     }
 
+                    Inst::AddI32 { a, b, d } => g32!(d) = g32!(a).wrapping_add(g32!(b)),
+                    Inst::SubI32 { a, b, d } => g32!(d) = g32!(a).wrapping_sub(g32!(b)),
+                    Inst::AddI64 { a, b, d } => s64!(d, g64!(a).wrapping_add(g64!(b))),
+                    Inst::CmpEqI32 { a, b, d } => g32!(d) = u32::from(g32!(a) == g32!(b)),
+                    Inst::CmpLtI32S { a, b, d } => {
+                        g32!(d) = u32::from((g32!(a) as i32) < (g32!(b) as i32));
+                    }
+                    Inst::NzI32 { a, d } => g32!(d) = u32::from(g32!(a) != 0),
                     Inst::Bin32 { op, a, b, d } => {
                         g32!(d) = ops::bin_i32(op, g32!(a) as i32, g32!(b) as i32) as u32;
                     }
@@ -714,7 +728,6 @@ impl<'a> Machine<'a> {
                             IUn::TruncI16 | IUn::ExtI16U => x & 0xFFFF,
                             IUn::ExtI8S => x as u8 as i8 as i32 as u32,
                             IUn::ExtI16S => x as u16 as i16 as i32 as u32,
-                            IUn::Nz => u32::from(x != 0),
                         };
                     }
                     Inst::Un64 { op, a, d } => {
@@ -888,22 +901,23 @@ impl<'a> Machine<'a> {
                         if let Some(frame) = stack.frames.last_mut() {
                             frame.ip = ip as u32;
                         }
+                        self.fuel = fuel;
                         let at = Some(location(instance, code, ip - 1));
                         let (nbi, nbr) = self.push(stack, callee_instance, callee, site, at)?;
                         let regs = &mut stack.i32s;
                         let refs = &mut stack.refs;
                         for arg in call.args.iter() {
                             if let ArgOp::Value { kind, src, dst } = *arg {
-                                let (s, t) = (usize::from(src), usize::from(dst));
+                                let (s, t) = (frame_bi + usize::from(src), nbi + usize::from(dst));
                                 match kind {
-                                    Kind::I32 | Kind::F32 => regs[nbi + t] = regs[bi + s],
+                                    Kind::I32 | Kind::F32 => regs[t] = regs[s],
                                     Kind::I64 | Kind::F64 => {
-                                        regs[nbi + t] = regs[bi + s];
-                                        regs[nbi + t + 1] = regs[bi + s + 1];
+                                        regs[t] = regs[s];
+                                        regs[t + 1] = regs[s + 1];
                                     }
                                     Kind::Ref => {
-                                        let v = read_ref(refs, br, RefReg(src));
-                                        refs[nbr + t] = v;
+                                        let v = read_ref(refs, frame_br, RefReg(src));
+                                        refs[t - nbi + nbr] = v;
                                     }
                                 }
                             }
@@ -933,20 +947,23 @@ impl<'a> Machine<'a> {
                         let caller_code = &instances[caller.instance as usize].functions
                             [caller.function as usize];
                         let call = &caller_code.calls[site as usize];
+                        let (caller_regs, callee_regs) = stack.i32s.split_at_mut(frame_bi);
+                        let (caller_refs, callee_refs) = stack.refs.split_at_mut(frame_br);
                         for (&(kind, src), &(_, dst)) in returns.iter().zip(call.results.iter()) {
-                            let (s, t) = (usize::from(src), usize::from(dst));
+                            let (s, t) = (usize::from(src), cbi + usize::from(dst));
                             match kind {
-                                Kind::I32 | Kind::F32 => regs[cbi + t] = regs[bi + s],
+                                Kind::I32 | Kind::F32 => caller_regs[t] = callee_regs[s],
                                 Kind::I64 | Kind::F64 => {
-                                    regs[cbi + t] = regs[bi + s];
-                                    regs[cbi + t + 1] = regs[bi + s + 1];
+                                    caller_regs[t] = callee_regs[s];
+                                    caller_regs[t + 1] = callee_regs[s + 1];
                                 }
                                 Kind::Ref => {
-                                    let v = read_ref(refs, br, RefReg(src));
-                                    refs[cbr + RefReg(dst).index()] = v;
+                                    let v = read_ref(callee_refs, 0, RefReg(src));
+                                    caller_refs[cbr + RefReg(dst).index()] = v;
                                 }
                             }
                         }
+                        self.fuel = fuel;
                         if let Some(then) = call.then {
                             stack.frames[depth - 2].ip = then;
                         }
@@ -1128,7 +1145,7 @@ fn write64(regs: &mut [u32], at: usize, v: u64) {
 }
 
 /// Applies an edge's remap in order and returns the instruction to continue at.
-#[inline]
+#[inline(always)]
 fn take_edge(
     code: &FunctionCode,
     regs: &mut [u32],
@@ -1138,18 +1155,23 @@ fn take_edge(
     edge: u32,
 ) -> usize {
     let edge = code.edges[edge as usize];
-    for &m in &code.moves[edge.moves.range()] {
-        match m {
-            Move::I32 { src, dst } => regs[bi + usize::from(dst)] = regs[bi + usize::from(src)],
-            Move::Ref { src, dst } => {
-                if src.index() != dst.index() {
-                    let v = read_ref(refs, br, src);
-                    refs[br + dst.index()] = v;
-                }
+    if edge.moves.len != 0 {
+        for &m in &code.moves[edge.moves.range()] {
+            match m {
+                Move::I32 { src, dst } => regs[bi + usize::from(dst)] = regs[bi + usize::from(src)],
+                Move::Ref { src, dst } => move_ref(refs, br, src, dst),
             }
         }
     }
     edge.target as usize
+}
+
+#[inline(never)]
+fn move_ref(refs: &mut [Option<Ref>], br: usize, src: RefReg, dst: RefReg) {
+    if src.index() != dst.index() {
+        let v = read_ref(refs, br, src);
+        refs[br + dst.index()] = v;
+    }
 }
 
 fn native_args(

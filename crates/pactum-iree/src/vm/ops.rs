@@ -101,27 +101,11 @@ fn keep_nan(_x: f32, y: f32) -> f32 {
 
 /// The reference's f64 `log`/`log2` of a negative number is the positive quiet NaN; Rust's
 /// carries the sign bit.
-fn positive_nan<T: PartialEq + Copy + Into<f64> + FromNan>(x: T, y: T) -> T {
-    if y.into().is_nan() && !x.into().is_nan() {
-        T::nan()
+fn positive_nan(x: f64, y: f64) -> f64 {
+    if y.is_nan() && !x.is_nan() {
+        f64::NAN
     } else {
         y
-    }
-}
-
-trait FromNan {
-    fn nan() -> Self;
-}
-
-impl FromNan for f32 {
-    fn nan() -> f32 {
-        f32::NAN
-    }
-}
-
-impl FromNan for f64 {
-    fn nan() -> f64 {
-        f64::NAN
     }
 }
 
@@ -223,7 +207,6 @@ macro_rules! int_ops {
         #[inline]
         pub fn $bin(op: IBin, a: $t, b: $t) -> $t {
             match op {
-                IBin::Add => a.wrapping_add(b),
                 IBin::Sub => a.wrapping_sub(b),
                 IBin::Mul => a.wrapping_mul(b),
                 IBin::And => a & b,

@@ -849,8 +849,16 @@ impl<'a> Verifier<'a> {
                         table: self.out.switch_refs.len() as u32 - 1,
                     }
                 }
-                0x22 => bin32(IBin::Add),
-                0x23 => bin32(IBin::Sub),
+                0x22 => AddI32 {
+                    a: r(0),
+                    b: r(1),
+                    d: r(2),
+                },
+                0x23 => SubI32 {
+                    a: r(0),
+                    b: r(1),
+                    d: r(2),
+                },
                 0x24 => bin32(IBin::Mul),
                 0x25 => Div32 {
                     op: IDiv::DivS,
@@ -882,7 +890,11 @@ impl<'a> Verifier<'a> {
                     c: r(2),
                     d: r(3),
                 },
-                0x2A => bin64(IBin::Add),
+                0x2A => AddI64 {
+                    a: r(0),
+                    b: r(1),
+                    d: r(2),
+                },
                 0x2B => bin64(IBin::Sub),
                 0x2C => bin64(IBin::Mul),
                 0x2D => Div64 {
@@ -1000,8 +1012,7 @@ impl<'a> Verifier<'a> {
                 },
                 0x47 => conv(c::Conv::ExtI32I64S),
                 0x48 => conv(c::Conv::ExtI32I64U),
-                0x49 => Cmp32 {
-                    op: ICmp::Eq,
+                0x49 => CmpEqI32 {
                     a: r(0),
                     b: r(1),
                     d: r(2),
@@ -1012,8 +1023,7 @@ impl<'a> Verifier<'a> {
                     b: r(1),
                     d: r(2),
                 },
-                0x4B => Cmp32 {
-                    op: ICmp::LtS,
+                0x4B => CmpLtI32S {
                     a: r(0),
                     b: r(1),
                     d: r(2),
@@ -1024,11 +1034,7 @@ impl<'a> Verifier<'a> {
                     b: r(1),
                     d: r(2),
                 },
-                0x4D => Un32 {
-                    op: IUn::Nz,
-                    a: r(0),
-                    d: r(1),
-                },
+                0x4D => NzI32 { a: r(0), d: r(1) },
                 0x4E => Cmp64 {
                     op: ICmp::Eq,
                     a: r(0),
