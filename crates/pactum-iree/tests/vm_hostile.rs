@@ -182,3 +182,26 @@ fn mutated_hand_assembled_programs_never_panic_or_hang() {
     assert_eq!(results[0], Value::I32(0));
     eprintln!("{mutations} mutations of {code_len} bytes: {loaded} loaded");
 }
+
+/// Found by the vm_load fuzz target: a module whose name holds a '.' loaded, but none of its
+/// exports could be named (`module.function` splits at the first '.'). It is refused at load.
+#[test]
+fn module_names_with_a_dot_are_refused_at_load() {
+    use pactum_iree::vm::{Context, Limits, LinkError, VmError};
+    use pactum_iree::vmfb::{BytecodeModule, Container, ModuleDef};
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vmfb/vm_direct.vmfb");
+    let bytes = std::fs::read(path).unwrap();
+    let mut def = ModuleDef::from_module(&BytecodeModule::parse(&bytes).unwrap()).unwrap();
+    for name in ["vm.direct", "a.b.c"] {
+        def.name = name.to_owned();
+        let renamed = def.write(Container::FlatBuffer);
+        let error = Context::new(Limits::default())
+            .load_bytecode(renamed)
+            .unwrap_err();
+        assert!(
+            matches!(&error, VmError::Link { error: LinkError::BadModuleName(n), .. } if n == name),
+            "{error}"
+        );
+    }
+}

@@ -189,6 +189,12 @@ impl Context {
     }
 
     fn check_new_name(&self, name: &str) -> Result<(), VmError> {
+        if name.is_empty() || name.contains('.') {
+            return Err(VmError::Link {
+                module: name.to_owned(),
+                error: LinkError::BadModuleName(name.to_owned()),
+            });
+        }
         if self.modules.iter().any(|m| m.name() == name) {
             return Err(VmError::Link {
                 module: name.to_owned(),

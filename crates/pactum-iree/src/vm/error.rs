@@ -359,6 +359,9 @@ pub enum LinkError {
     UnknownType(String),
     /// A module of this name is already registered.
     DuplicateModule(String),
+    /// A module name that functions cannot be named through: empty, or holding a `.` (full
+    /// names are `module.function`, split at the first `.`).
+    BadModuleName(String),
     /// A required dependency is missing or too old.
     Dependency {
         /// The module depended on.
@@ -406,6 +409,11 @@ impl fmt::Display for LinkError {
             LinkError::DuplicateModule(name) => {
                 write!(f, "a module named {name:?} is already registered")
             }
+            LinkError::BadModuleName(name) => write!(
+                f,
+                "module name {name:?} cannot be used: full names are `module.function`, split \
+                 at the first '.', so a module name must be non-empty and hold no '.'"
+            ),
             LinkError::Dependency {
                 name,
                 minimum_version,
