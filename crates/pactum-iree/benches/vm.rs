@@ -100,3 +100,20 @@ fn load_and_verify_vm_direct(bencher: Bencher) {
         context
     });
 }
+
+/// `vm_scalars.spin(1000000)`: the VM-heavy fixture export (a million trips of a 14-instruction
+/// loop), the same module and input `bench/run_vm_bench.sh` gives `iree-benchmark-module`.
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn spin_fixture(bencher: Bencher) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vmfb/vm_scalars.vmfb");
+    let mut context = Context::new(Limits::default());
+    context
+        .load_bytecode(VmfbFile::open(path).unwrap())
+        .unwrap();
+    let spin = context.lookup_export("vm_scalars.spin").unwrap();
+    bencher.bench(|| {
+        context
+            .invoke(black_box(&spin), &[Value::I32(1_000_000)])
+            .unwrap()
+    });
+}
