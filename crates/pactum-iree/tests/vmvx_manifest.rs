@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use pactum_iree::hal::{DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule, c_format_g};
+use pactum_iree::hal::{
+    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule, c_format_g,
+};
 use pactum_iree::vm::{Context, Limits, Ref, StatusCode, Value, VmError};
 use pactum_iree::vmfb::VmfbFile;
 use pactum_testing::iree::{
@@ -47,11 +49,18 @@ fn tensor_input(text: &str) -> Value {
     let ty = HalElementType::parse(parts.pop().unwrap()).unwrap();
     let shape: Vec<u64> = parts.iter().map(|d| d.parse().unwrap()).collect();
     let count: u64 = shape.iter().product();
-    let tokens: Vec<&str> = body.split([' ', '[', ']']).filter(|t| !t.is_empty()).collect();
+    let tokens: Vec<&str> = body
+        .split([' ', '[', ']'])
+        .filter(|t| !t.is_empty())
+        .collect();
     let mut bytes = Vec::new();
     for k in 0..count as usize {
         // iree-run-module repeats a single value to fill the shape.
-        let token = if tokens.len() == 1 { tokens[0] } else { tokens[k] };
+        let token = if tokens.len() == 1 {
+            tokens[0]
+        } else {
+            tokens[k]
+        };
         let size = ty.byte_size() as usize;
         if ty.numerical_type() == 0x21 {
             let v: f64 = match token {
@@ -166,7 +175,10 @@ fn every_vmvx_fixture_run_matches_iree_run_module() {
         let iree = run.run().unwrap_or_else(|e| panic!("{run}: {e}"));
         match (run_in_pactum(run), &iree.results) {
             (Ok(ours), Ok(_)) => {
-                assert_eq!(ours, iree.stdout, "{run}: pactum (left) vs iree-run-module (right)")
+                assert_eq!(
+                    ours, iree.stdout,
+                    "{run}: pactum (left) vs iree-run-module (right)"
+                )
             }
             (Err((status, message)), Err(failure)) => {
                 assert_eq!(status, failure.status, "{run}: {message}");
