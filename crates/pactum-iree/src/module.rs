@@ -3,9 +3,13 @@
 //!
 //! Arguments convert by the export's calling convention: `i`/`I` take ints (and bools),
 //! `f`/`F` floats or ints, `r` a reference (`None`, a value returned by an earlier call, a
-//! list as an `Array`, bytes as a `!vm.buffer`). Results convert back: integers, floats, lists
-//! as `Array`s, buffers as `Bytes`, and any other reference as an [`Obj<VmRef>`] that can be
-//! passed back into calls. One result is returned as itself, several as an `Array`, none as
+//! list as an `Array`, bytes as a `!vm.buffer`, a CPU [`Tensor`] as a `!hal.buffer_view`
+//! copied into a HAL buffer). Results convert back: integers, floats, lists as `Array`s,
+//! buffers as `Bytes`, buffer views as `Tensor`s, and any other reference as an
+//! [`Obj<VmRef>`] that can be passed back into calls.
+//!
+//! Every module's context holds IREE's `hal` module ([`HalModule`]) with a local synchronous
+//! CPU device, so modules compiled for the `vmvx` backend run entirely in pactum's VM. One result is returned as itself, several as an `Array`, none as
 //! `None`. A wrong call (count, kind, range) is a `TypeError` or `ValueError` naming the
 //! argument.
 //!

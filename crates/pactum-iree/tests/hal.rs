@@ -350,7 +350,7 @@ fn command_buffers_check_binding_slots() {
     fill(0).unwrap();
     assert_eq!(fill(1).unwrap_err().status, StatusCode::InvalidArgument);
     assert_eq!(fill(-1).unwrap_err().status, StatusCode::InvalidArgument);
-    call(&hal, "command_buffer.finalize", &[cb.clone()]).unwrap();
+    call(&hal, "command_buffer.finalize", std::slice::from_ref(&cb)).unwrap();
     assert_eq!(fill(0).unwrap_err().status, StatusCode::FailedPrecondition);
     // Executed without a table, the slot is missing.
     let execute = call(

@@ -28,5 +28,5 @@ pub use executable::{Binding, DISPATCH_CCONV, HalExecutable, MAX_WORKGROUPS, VMV
 pub use native::{HalModule, REF_TYPES};
 pub use objects::{
     DENSE_ROW_MAJOR, HalAllocator, HalBuffer, HalBufferView, HalDevice, HalFence, HalFile,
-    WHOLE_BUFFER, shape_text,
+    MAX_RANK, WHOLE_BUFFER, shape_text,
 };

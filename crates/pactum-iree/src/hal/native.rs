@@ -223,16 +223,32 @@ fn dims(args: &Args<'_>, at: usize) -> Result<Vec<u64>, NativeError> {
         .collect()
 }
 
-/// `*` and `?` glob match, as the device id query uses.
+/// `*` and `?` glob match, as the device id query uses; linear backtracking (one retry
+/// point), so hostile patterns cannot take exponential time.
 fn glob(pattern: &[u8], text: &[u8]) -> bool {
-    match pattern.split_first() {
-        None => text.is_empty(),
-        Some((b'*', rest)) => (0..=text.len()).any(|k| glob(rest, &text[k..])),
-        Some((&c, rest)) => match text.split_first() {
-            Some((&t, text_rest)) if c == b'?' || c == t => glob(rest, text_rest),
-            _ => false,
-        },
+    let (mut p, mut t) = (0, 0);
+    let mut retry: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                retry = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == b'?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match retry {
+                Some((rp, rt)) => {
+                    p = rp + 1;
+                    t = rt + 1;
+                    retry = Some((rp, rt + 1));
+                }
+                None => return false,
+            },
+        }
     }
+    pattern[p.min(pattern.len())..].iter().all(|&c| c == b'*')
 }
 
 /// The device's id.
@@ -642,5 +658,10 @@ mod tests {
         assert!(glob(b"*", b""));
         assert!(!glob(b"cuda*", b"local-sync"));
         assert!(glob(b"local-?ync", b"local-sync"));
+        assert!(glob(b"*sync", b"local-sync"));
+        assert!(!glob(b"local", b"local-sync"));
+        assert!(!glob(b"local-sync-x", b"local-sync"));
+        let hostile = b"*a".repeat(10_000);
+        assert!(!glob(&hostile, b"local-sync"));
     }
 }

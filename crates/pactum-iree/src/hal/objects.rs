@@ -263,6 +263,9 @@ pub struct HalBufferView {
     pub encoding_type: u32,
 }
 
+/// The highest rank a buffer view may have.
+pub const MAX_RANK: usize = 128;
+
 /// The dense row-major encoding.
 pub const DENSE_ROW_MAJOR: u32 = 1;
 
@@ -287,6 +290,12 @@ impl HalBufferView {
         element_type: HalElementType,
         encoding_type: u32,
     ) -> Result<HalBufferView, NativeError> {
+        if shape.len() > MAX_RANK {
+            return Err(invalid(format!(
+                "buffer view rank {} exceeds the limit of {MAX_RANK}",
+                shape.len()
+            )));
+        }
         let needed = HalBufferView::byte_length(&shape, element_type)
             .ok_or_else(|| invalid(format!("shape `{}` overflows", shape_text(&shape))))?;
         if needed > buffer.len() {
