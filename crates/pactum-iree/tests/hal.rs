@@ -490,3 +490,85 @@ fn structured_vmvx_exports_return_lists_of_tensors() {
     };
     assert_eq!(rows, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
 }
+
+/// The vmvx executable embedded in `vmvx_tensors.vmfb` (the inner ZIP after the outer entry
+/// named `*_vmvx_bytecode_fb.fb`).
+fn embedded_executable() -> Vec<u8> {
+    let bytes = std::fs::read(format!(
+        "{}/tests/fixtures/vmfb/vmvx_tensors.vmfb",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let name = b"vmvx_tensors_linked_vmvx_vmvx_bytecode_fb.fb";
+    let entry = bytes.windows(name.len()).position(|w| w == name).unwrap();
+    let inner = bytes[entry..]
+        .windows(4)
+        .position(|w| w == b"PK\x03\x04")
+        .unwrap();
+    bytes[entry + inner..].to_vec()
+}
+
+#[test]
+fn dispatches_check_ordinals_counts_and_bindings() {
+    use pactum_iree::hal::{Binding, HalExecutable};
+    let executable =
+        HalExecutable::create("vmvx-bytecode-fb", embedded_executable(), Limits::default())
+            .unwrap();
+    let ordinal = executable
+        .lookup("add_one_dispatch_0_elementwise_D_f32")
+        .unwrap() as i64;
+    assert!(executable.lookup("no_such_dispatch").is_none());
+    let buffer = HalBuffer::allocate(16, None).unwrap();
+    let binding = |offset: i64| Binding {
+        buffer: buffer.clone(),
+        offset,
+        length: WHOLE_BUFFER,
+    };
+    let e = executable
+        .dispatch(
+            executable.export_count() as i64,
+            [1, 1, 1],
+            &[],
+            &[binding(0)],
+        )
+        .unwrap_err();
+    assert_eq!(e.status, StatusCode::InvalidArgument);
+    let e = executable
+        .dispatch(ordinal, [u32::MAX, u32::MAX, 1], &[], &[binding(0)])
+        .unwrap_err();
+    assert_eq!(e.status, StatusCode::ResourceExhausted);
+    // Missing bindings and constants trap in the VM with an error, never a panic.
+    assert!(executable.dispatch(ordinal, [1, 1, 1], &[], &[]).is_err());
+    assert!(
+        executable
+            .dispatch(ordinal, [1, 1, 1], &[], &[binding(17)])
+            .is_err()
+    );
+    // Zero workgroups run nothing.
+    executable.dispatch(ordinal, [0, 1, 1], &[], &[]).unwrap();
+}
+
+#[test]
+fn vm_views_share_the_hal_buffers_bytes() {
+    use std::sync::atomic::AtomicU8;
+    let buffer = HalBuffer::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7], None).unwrap();
+    let view = buffer.vm_view(2, 4).unwrap();
+    assert!(view.is_mutable());
+    assert_eq!(view.to_vec(), [2, 3, 4, 5]);
+    view.write(0, &[9]).unwrap();
+    assert_eq!(buffer.to_vec(), [0, 1, 9, 3, 4, 5, 6, 7]);
+    assert!(view.write(4, &[1]).is_err());
+    assert!(buffer.vm_view(6, 4).is_err());
+    // Overlapping copies between two views of the same cells behave like memmove.
+    let cells: Arc<[AtomicU8]> = (0u8..8).map(AtomicU8::new).collect();
+    let low = VmBuffer::shared(cells.clone(), 0..6).unwrap();
+    let high = VmBuffer::shared(cells.clone(), 2..8).unwrap();
+    VmBuffer::copy(&low, 0, &high, 0, 6).unwrap();
+    assert_eq!(high.to_vec(), [0, 1, 2, 3, 4, 5]);
+    let cells: Arc<[AtomicU8]> = (0u8..8).map(AtomicU8::new).collect();
+    let low = VmBuffer::shared(cells.clone(), 0..6).unwrap();
+    let high = VmBuffer::shared(cells.clone(), 2..8).unwrap();
+    VmBuffer::copy(&high, 0, &low, 0, 6).unwrap();
+    assert_eq!(low.to_vec(), [2, 3, 4, 5, 6, 7]);
+    assert!(VmBuffer::shared(cells, 4..9).is_none());
+}
