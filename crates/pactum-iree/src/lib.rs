@@ -21,6 +21,7 @@
 
 pub mod buffer;
 pub mod function_abi;
+pub mod hal;
 pub mod module;
 pub mod signature;
 pub mod structured;

@@ -3,9 +3,13 @@
 //!
 //! Arguments convert by the export's calling convention: `i`/`I` take ints (and bools),
 //! `f`/`F` floats or ints, `r` a reference (`None`, a value returned by an earlier call, a
-//! list as an `Array`, bytes as a `!vm.buffer`). Results convert back: integers, floats, lists
-//! as `Array`s, buffers as `Bytes`, and any other reference as an [`Obj<VmRef>`] that can be
-//! passed back into calls. One result is returned as itself, several as an `Array`, none as
+//! list as an `Array`, bytes as a `!vm.buffer`, a CPU [`Tensor`] as a `!hal.buffer_view`
+//! copied into a HAL buffer). Results convert back: integers, floats, lists as `Array`s,
+//! buffers as `Bytes`, buffer views as `Tensor`s, and any other reference as an
+//! [`Obj<VmRef>`] that can be passed back into calls.
+//!
+//! Every module's context holds IREE's `hal` module ([`HalModule`]) with a local synchronous
+//! CPU device, so modules compiled for the `vmvx` backend run entirely in pactum's VM. One result is returned as itself, several as an `Array`, none as
 //! `None`. A wrong call (count, kind, range) is a `TypeError` or `ValueError` naming the
 //! argument.
 //!
@@ -26,7 +30,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use pactum::{Any, AnyView, Array, Bytes, Error, ErrorKind, Function, List, Obj, Result};
+use pactum::{
+    Any, AnyView, Array, Bytes, DataType, Error, ErrorKind, Function, List, Obj, Result, Tensor,
+};
+use pactum_sys::dlpack::{DLDataTypeCode, DLDeviceType};
+
+use crate::hal::{DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule};
 
 use crate::signature::Signature;
 use crate::structured::StructuredFunction;
@@ -116,7 +125,9 @@ impl IreeModule {
             };
             signatures.push((export.local_name.to_owned(), signature));
         }
-        let mut context = Context::new(limits);
+        let mut context = Context::new(limits.clone());
+        let hal = HalModule::new(context.memory_budget().cloned(), limits);
+        context.register_native(Arc::new(hal)).map_err(vm_error)?;
         let name = context.load_bytecode(file.clone()).map_err(vm_error)?;
         let exports = signatures
             .into_iter()
@@ -382,12 +393,8 @@ fn to_ref(arg: &AnyView<'_>, depth: usize) -> Result<Option<Ref>> {
             .map_err(|e| Error::new(ErrorKind::VALUE_ERROR, e.to_string()))?;
         return Ok(Some(Ref::List(Arc::new(list))));
     }
-    if arg.get::<pactum::Tensor>().is_ok() {
-        return Err(Error::new(
-            ErrorKind::TYPE_ERROR,
-            "tensor arguments need IREE's HAL module, which this build of pactum does not \
-             provide yet",
-        ));
+    if let Ok(tensor) = arg.get::<Tensor>() {
+        return Ok(Some(Ref::Object(Arc::new(tensor_to_buffer_view(&tensor)?))));
     }
     Err(Error::new(
         ErrorKind::TYPE_ERROR,
@@ -426,6 +433,155 @@ fn from_value(value: Value) -> Result<Any> {
                 .collect::<Result<Vec<_>>>()?;
             Any::from(Array::new(items))
         }
-        Value::Ref(Some(other)) => Any::from(Obj::new(VmRef(other))),
+        Value::Ref(Some(other)) => match other.downcast_ref::<HalBufferView>() {
+            Some(view) => match buffer_view_to_tensor(view)? {
+                Some(tensor) => Any::from(tensor),
+                None => Any::from(Obj::new(VmRef(other))),
+            },
+            None => Any::from(Obj::new(VmRef(other))),
+        },
     })
+}
+
+/// The HAL element type of a pactum data type (integers are signless, as the compiler's
+/// tensors are; booleans are `i1` stored in bytes).
+pub fn hal_element_type(dtype: DataType) -> Option<HalElementType> {
+    if dtype.lanes != 1 {
+        return None;
+    }
+    let bits = u32::from(dtype.bits);
+    let numerical = match dtype.code {
+        DLDataTypeCode::FLOAT if matches!(bits, 16 | 32 | 64) => 0x21,
+        DLDataTypeCode::BFLOAT if bits == 16 => 0x22,
+        DLDataTypeCode::INT if matches!(bits, 8 | 16 | 32 | 64) => 0x10,
+        DLDataTypeCode::UINT if matches!(bits, 8 | 16 | 32 | 64) => 0x12,
+        DLDataTypeCode::BOOL if bits == 8 => return Some(HalElementType::I1),
+        _ => return None,
+    };
+    Some(HalElementType(numerical << 24 | bits))
+}
+
+/// The pactum data type of a HAL element type (`None` for types pactum has none for).
+pub fn data_type(element_type: HalElementType) -> Option<DataType> {
+    let bits = element_type.bit_count();
+    let code = match (element_type.numerical_type(), bits) {
+        (0x10 | 0x13, 1) | (0x13, 8) => return Some(DataType::BOOL),
+        (0x10 | 0x11, 8 | 16 | 32 | 64) => DLDataTypeCode::INT,
+        (0x12, 8 | 16 | 32 | 64) => DLDataTypeCode::UINT,
+        (0x21, 16 | 32 | 64) => DLDataTypeCode::FLOAT,
+        (0x22, 16) => DLDataTypeCode::BFLOAT,
+        _ => return None,
+    };
+    Some(DataType::scalar(code, bits as u8))
+}
+
+/// The unsigned integer type of the same size, to move elements as plain bits.
+fn bits_type(dtype: DataType) -> Result<DataType> {
+    Ok(match dtype.element_bytes() {
+        Some(1) => DataType::U8,
+        Some(2) => DataType::U16,
+        Some(4) => DataType::U32,
+        Some(8) => DataType::U64,
+        _ => {
+            return Err(Error::new(
+                ErrorKind::TYPE_ERROR,
+                format!("tensors of {dtype} cannot be passed to IREE modules"),
+            ));
+        }
+    })
+}
+
+/// The elements of a CPU tensor as little-endian bytes, row-major.
+fn tensor_bytes(tensor: &Tensor) -> Result<Vec<u8>> {
+    let compact = tensor.to_contiguous()?;
+    let bits = compact.view_as(bits_type(compact.dtype())?)?;
+    Ok(match bits.dtype().bits {
+        8 => bits.to_vec::<u8>()?,
+        16 => bits
+            .to_vec::<u16>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        32 => bits
+            .to_vec::<u32>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        _ => bits
+            .to_vec::<u64>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+    })
+}
+
+/// A CPU tensor copied into a HAL buffer, as a dense row-major buffer view.
+pub fn tensor_to_buffer_view(tensor: &Tensor) -> Result<HalBufferView> {
+    if tensor.device().device_type != DLDeviceType::CPU {
+        return Err(Error::new(
+            ErrorKind::VALUE_ERROR,
+            format!(
+                "IREE modules run on pactum's local CPU device: expected a CPU tensor, got one \
+                 on {}",
+                tensor.device()
+            ),
+        ));
+    }
+    let element_type = hal_element_type(tensor.dtype()).ok_or_else(|| {
+        Error::new(
+            ErrorKind::TYPE_ERROR,
+            format!(
+                "tensors of {} cannot be passed to IREE modules",
+                tensor.dtype()
+            ),
+        )
+    })?;
+    let bytes = tensor_bytes(tensor)?;
+    let hal = |e: crate::vm::NativeError| Error::new(ErrorKind::VALUE_ERROR, e.message);
+    let buffer = HalBuffer::from_bytes(&bytes, None).map_err(hal)?;
+    let shape = tensor.shape().iter().map(|&d| d.max(0) as u64).collect();
+    HalBufferView::new(buffer, shape, element_type, DENSE_ROW_MAJOR).map_err(hal)
+}
+
+/// A dense buffer view copied into a new CPU tensor; `None` when pactum has no data type for
+/// its elements or it is not dense row-major.
+pub fn buffer_view_to_tensor(view: &HalBufferView) -> Result<Option<Tensor>> {
+    let Some(dtype) = data_type(view.element_type) else {
+        return Ok(None);
+    };
+    if view.encoding_type != DENSE_ROW_MAJOR {
+        return Ok(None);
+    }
+    let shape = view
+        .shape
+        .iter()
+        .map(|&d| i64::try_from(d))
+        .collect::<std::result::Result<Vec<i64>, _>>()
+        .map_err(|_| Error::new(ErrorKind::VALUE_ERROR, "buffer view dimension too large"))?;
+    let tensor = Tensor::empty(&shape, dtype)?;
+    let bytes = view.to_bytes();
+    let bits = tensor.view_as(bits_type(dtype)?)?;
+    let size = dtype.element_bytes().unwrap_or(1);
+    match size {
+        1 => bits.copy_from_slice(&bytes)?,
+        2 => bits.copy_from_slice(
+            &bytes
+                .chunks_exact(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect::<Vec<_>>(),
+        )?,
+        4 => bits.copy_from_slice(
+            &bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect::<Vec<_>>(),
+        )?,
+        _ => bits.copy_from_slice(
+            &bytes
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .collect::<Vec<_>>(),
+        )?,
+    }
+    Ok(Some(tensor))
 }

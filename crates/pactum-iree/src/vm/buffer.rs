@@ -89,6 +89,12 @@ enum Storage {
         len: usize,
     },
     Mutable(Box<[AtomicU8]>),
+    /// A mutable window onto cells shared with other owners (a HAL buffer's bytes).
+    Shared {
+        cells: Arc<[AtomicU8]>,
+        start: usize,
+        len: usize,
+    },
 }
 
 /// A VM byte buffer.
@@ -146,10 +152,24 @@ impl VmBuffer {
         })
     }
 
+    /// A mutable view of `cells[range]`, sharing the cells (no copy): writes through the view
+    /// are seen by every other holder of `cells`. `None` when the range is not inside.
+    pub fn shared(cells: Arc<[AtomicU8]>, range: Range<usize>) -> Option<VmBuffer> {
+        cells.get(range.clone())?;
+        Some(VmBuffer {
+            storage: Storage::Shared {
+                cells,
+                start: range.start,
+                len: range.len(),
+            },
+            _charge: Charge::default(),
+        })
+    }
+
     /// The length in bytes.
     pub fn len(&self) -> usize {
         match &self.storage {
-            Storage::ReadOnly { len, .. } => *len,
+            Storage::ReadOnly { len, .. } | Storage::Shared { len, .. } => *len,
             Storage::Mutable(cells) => cells.len(),
         }
     }
@@ -161,7 +181,7 @@ impl VmBuffer {
 
     /// Whether the buffer can be written.
     pub fn is_mutable(&self) -> bool {
-        matches!(self.storage, Storage::Mutable(_))
+        !matches!(self.storage, Storage::ReadOnly { .. })
     }
 
     /// The byte range `offset..offset+length`, checked.
@@ -181,29 +201,36 @@ impl VmBuffer {
     fn read_only_slice(&self) -> Option<&[u8]> {
         match &self.storage {
             Storage::ReadOnly { owner, start, len } => owner.bytes().get(*start..start + len),
-            Storage::Mutable(_) => None,
+            Storage::Mutable(_) | Storage::Shared { .. } => None,
+        }
+    }
+
+    fn mutable_cells(&self) -> Option<&[AtomicU8]> {
+        match &self.storage {
+            Storage::Mutable(cells) => Some(cells),
+            Storage::Shared { cells, start, len } => cells.get(*start..start + len),
+            Storage::ReadOnly { .. } => None,
         }
     }
 
     fn cells(&self) -> Result<&[AtomicU8], BufferError> {
-        match &self.storage {
-            Storage::Mutable(cells) => Ok(cells),
-            Storage::ReadOnly { .. } => Err(BufferError::ReadOnly),
-        }
+        self.mutable_cells().ok_or(BufferError::ReadOnly)
     }
 
     /// Copies bytes starting at byte `offset` into `out`.
     pub fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), BufferError> {
         let range = self.range(offset, out.len() as u64)?;
-        match &self.storage {
-            Storage::Mutable(cells) => {
-                for (o, c) in out.iter_mut().zip(&cells[range]) {
+        match self.mutable_cells() {
+            Some(cells) => {
+                for (o, c) in out.iter_mut().zip(cells.get(range).unwrap_or(&[])) {
                     *o = c.load(Relaxed);
                 }
             }
-            Storage::ReadOnly { .. } => {
+            None => {
                 let bytes = self.read_only_slice().unwrap_or(&[]);
-                out.copy_from_slice(bytes.get(range).unwrap_or(&[]));
+                if let Some(src) = bytes.get(range) {
+                    out.copy_from_slice(src);
+                }
             }
         }
         Ok(())
@@ -257,15 +284,20 @@ impl VmBuffer {
         let cells = target.cells()?;
         let dst = target.range(target_offset, length)?;
         let dst_cells = &cells[dst.clone()];
-        match (&source.storage, source.read_only_slice()) {
+        match (source.mutable_cells(), source.read_only_slice()) {
             (_, Some(bytes)) => {
                 for (c, &b) in dst_cells.iter().zip(bytes.get(src).unwrap_or(&[])) {
                     c.store(b, Relaxed);
                 }
             }
-            (Storage::Mutable(src_cells), None) => {
-                let src_cells = &src_cells[src.clone()];
-                if std::ptr::eq(source, target) && dst.start > src.start {
+            (Some(src_cells), None) => {
+                let src_cells = src_cells.get(src.clone()).unwrap_or(&[]);
+                // Overlap is possible only when both views share cells: copy backwards when
+                // the target starts after the source in memory.
+                let overlapping_forward = std::ptr::eq(src_cells.as_ptr(), dst_cells.as_ptr())
+                    || (dst_cells.as_ptr() > src_cells.as_ptr()
+                        && dst_cells.as_ptr() < src_cells.as_ptr().wrapping_add(src_cells.len()));
+                if overlapping_forward {
                     for (c, s) in dst_cells.iter().zip(src_cells).rev() {
                         c.store(s.load(Relaxed), Relaxed);
                     }
@@ -275,7 +307,7 @@ impl VmBuffer {
                     }
                 }
             }
-            (Storage::ReadOnly { .. }, None) => {}
+            (None, None) => {}
         }
         Ok(())
     }
@@ -288,14 +320,14 @@ impl VmBuffer {
         mut f: impl FnMut(&[u8]),
     ) -> Result<(), BufferError> {
         let range = self.range(offset, length)?;
-        match &self.storage {
-            Storage::ReadOnly { .. } => f(self
+        match self.mutable_cells() {
+            None => f(self
                 .read_only_slice()
                 .and_then(|b| b.get(range))
                 .unwrap_or(&[])),
-            Storage::Mutable(cells) => {
+            Some(cells) => {
                 let mut chunk = [0u8; 256];
-                for part in cells[range].chunks(chunk.len()) {
+                for part in cells.get(range).unwrap_or(&[]).chunks(chunk.len()) {
                     for (o, c) in chunk.iter_mut().zip(part) {
                         *o = c.load(Relaxed);
                     }

@@ -1,0 +1,376 @@
+//! The HAL's reference objects: devices, allocators, buffers, buffer views, fences, files.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+
+use super::element::HalElementType;
+use crate::vm::{Charge, MemoryBudget, NativeError, RefObject, StatusCode, VmBuffer};
+
+/// IREE's "whole buffer" length (`-1`): everything from the offset on.
+pub const WHOLE_BUFFER: i64 = -1;
+
+/// An error with status `INVALID_ARGUMENT`.
+pub(crate) fn invalid(message: impl Into<String>) -> NativeError {
+    NativeError::new(StatusCode::InvalidArgument, message)
+}
+
+/// An error with status `OUT_OF_RANGE`.
+pub(crate) fn out_of_range(message: impl Into<String>) -> NativeError {
+    NativeError::new(StatusCode::OutOfRange, message)
+}
+
+/// The local CPU device (`local-sync`): queue work runs at once, on the caller's thread.
+#[derive(Debug, Default)]
+pub struct HalDevice;
+
+impl RefObject for HalDevice {
+    fn type_name(&self) -> &str {
+        "hal.device"
+    }
+}
+
+/// The device's allocator: host memory, charged to the context's memory budget.
+#[derive(Debug, Default)]
+pub struct HalAllocator;
+
+impl RefObject for HalAllocator {
+    fn type_name(&self) -> &str {
+        "hal.allocator"
+    }
+}
+
+/// The bytes of one allocation, shared by every buffer that views it.
+struct Allocation {
+    cells: Arc<[AtomicU8]>,
+    _charge: Charge,
+}
+
+/// A `!hal.buffer`: a byte range of an allocation (subspans share the allocation).
+#[derive(Clone)]
+pub struct HalBuffer {
+    allocation: Arc<Allocation>,
+    offset: usize,
+    length: usize,
+}
+
+impl fmt::Debug for HalBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HalBuffer")
+            .field("offset", &self.offset)
+            .field("length", &self.length)
+            .finish()
+    }
+}
+
+impl RefObject for HalBuffer {
+    fn type_name(&self) -> &str {
+        "hal.buffer"
+    }
+}
+
+impl HalBuffer {
+    /// A zero-filled buffer of `length` bytes, charged to `budget`.
+    pub fn allocate(
+        length: i64,
+        budget: Option<&Arc<MemoryBudget>>,
+    ) -> Result<HalBuffer, NativeError> {
+        let length = usize::try_from(length)
+            .map_err(|_| invalid(format!("allocation size {length} is negative")))?;
+        let charge = Charge::new(budget, length).map_err(|o| {
+            NativeError::new(
+                StatusCode::ResourceExhausted,
+                format!(
+                    "allocating {length} bytes exceeds the memory budget of {} bytes",
+                    o.limit
+                ),
+            )
+        })?;
+        let mut cells = Vec::new();
+        cells.try_reserve_exact(length).map_err(|_| {
+            NativeError::new(
+                StatusCode::ResourceExhausted,
+                format!("could not allocate {length} bytes"),
+            )
+        })?;
+        cells.resize_with(length, || AtomicU8::new(0));
+        Ok(HalBuffer {
+            allocation: Arc::new(Allocation {
+                cells: Arc::from(cells),
+                _charge: charge,
+            }),
+            offset: 0,
+            length,
+        })
+    }
+
+    /// A new buffer holding a copy of `bytes`, charged to `budget`.
+    pub fn from_bytes(
+        bytes: &[u8],
+        budget: Option<&Arc<MemoryBudget>>,
+    ) -> Result<HalBuffer, NativeError> {
+        let buffer = HalBuffer::allocate(bytes.len() as i64, budget)?;
+        buffer.write(0, bytes)?;
+        Ok(buffer)
+    }
+
+    /// The length in bytes.
+    pub fn len(&self) -> u64 {
+        self.length as u64
+    }
+
+    /// Whether the buffer is empty.
+    pub fn is_empty(&self) -> bool {
+        self.length == 0
+    }
+
+    /// The range `offset..offset+length` of this buffer, checked (`length` may be
+    /// [`WHOLE_BUFFER`]), relative to this buffer.
+    pub fn range(&self, offset: i64, length: i64) -> Result<Range<usize>, NativeError> {
+        let len = self.length as u64;
+        let bad = || {
+            out_of_range(format!(
+                "byte range {offset}..{offset}+{length} is outside the buffer of {len} bytes"
+            ))
+        };
+        let start = u64::try_from(offset).map_err(|_| bad())?;
+        if start > len {
+            return Err(bad());
+        }
+        let count = if length == WHOLE_BUFFER {
+            len - start
+        } else {
+            u64::try_from(length).map_err(|_| bad())?
+        };
+        let end = start
+            .checked_add(count)
+            .filter(|&e| e <= len)
+            .ok_or_else(bad)?;
+        Ok(start as usize..end as usize)
+    }
+
+    /// The buffer viewing `offset..offset+length` of this one (no copy).
+    pub fn subspan(&self, offset: i64, length: i64) -> Result<HalBuffer, NativeError> {
+        let range = self.range(offset, length)?;
+        Ok(HalBuffer {
+            allocation: self.allocation.clone(),
+            offset: self.offset + range.start,
+            length: range.len(),
+        })
+    }
+
+    fn cells(&self, range: Range<usize>) -> &[AtomicU8] {
+        self.allocation
+            .cells
+            .get(self.offset + range.start..self.offset + range.end)
+            .unwrap_or(&[])
+    }
+
+    /// A `!vm.buffer` sharing `offset..offset+length` of this buffer's bytes.
+    pub fn vm_view(&self, offset: i64, length: i64) -> Result<VmBuffer, NativeError> {
+        let range = self.range(offset, length)?;
+        VmBuffer::shared(
+            self.allocation.cells.clone(),
+            self.offset + range.start..self.offset + range.end,
+        )
+        .ok_or_else(|| out_of_range("buffer view outside its allocation"))
+    }
+
+    /// Copies `out.len()` bytes at `offset` into `out`.
+    pub fn read(&self, offset: i64, out: &mut [u8]) -> Result<(), NativeError> {
+        let range = self.range(offset, out.len() as i64)?;
+        for (o, c) in out.iter_mut().zip(self.cells(range)) {
+            *o = c.load(Relaxed);
+        }
+        Ok(())
+    }
+
+    /// All bytes, copied.
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.cells(0..self.length)
+            .iter()
+            .map(|c| c.load(Relaxed))
+            .collect()
+    }
+
+    /// Writes `bytes` at `offset`.
+    pub fn write(&self, offset: i64, bytes: &[u8]) -> Result<(), NativeError> {
+        let range = self.range(offset, bytes.len() as i64)?;
+        for (c, &b) in self.cells(range).iter().zip(bytes) {
+            c.store(b, Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Fills `offset..offset+length` with a 1, 2 or 4 (or 8) byte little-endian `pattern`.
+    pub fn fill(
+        &self,
+        offset: i64,
+        length: i64,
+        pattern: u64,
+        pattern_length: i64,
+    ) -> Result<(), NativeError> {
+        if !matches!(pattern_length, 1 | 2 | 4 | 8) {
+            return Err(invalid(format!(
+                "fill pattern length {pattern_length} is not 1, 2, 4 or 8"
+            )));
+        }
+        let range = self.range(offset, length)?;
+        let n = pattern_length as usize;
+        if range.start % n != 0 || range.len() % n != 0 {
+            return Err(invalid(format!(
+                "fill range {offset}+{} is not aligned to the pattern length {n}",
+                range.len()
+            )));
+        }
+        let bytes = pattern.to_le_bytes();
+        for (c, &b) in self.cells(range).iter().zip(bytes[..n].iter().cycle()) {
+            c.store(b, Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Copies `length` bytes from `source[source_offset..]` to `target[target_offset..]`
+    /// (as `memmove` when they overlap).
+    pub fn copy(
+        source: &HalBuffer,
+        source_offset: i64,
+        target: &HalBuffer,
+        target_offset: i64,
+        length: i64,
+    ) -> Result<(), NativeError> {
+        let src = source.range(source_offset, length)?;
+        let dst = target.range(target_offset, length)?;
+        let bytes: Vec<u8> = source.cells(src).iter().map(|c| c.load(Relaxed)).collect();
+        for (c, b) in target.cells(dst).iter().zip(bytes) {
+            c.store(b, Relaxed);
+        }
+        Ok(())
+    }
+}
+
+/// A `!hal.buffer_view`: a buffer with a shape, an element type and an encoding.
+#[derive(Debug, Clone)]
+pub struct HalBufferView {
+    /// The buffer (exactly the bytes the view covers, or more).
+    pub buffer: HalBuffer,
+    /// The dimensions.
+    pub shape: Vec<u64>,
+    /// The element type.
+    pub element_type: HalElementType,
+    /// The encoding type (`1` = dense row-major).
+    pub encoding_type: u32,
+}
+
+/// The highest rank a buffer view may have.
+pub const MAX_RANK: usize = 128;
+
+/// The dense row-major encoding.
+pub const DENSE_ROW_MAJOR: u32 = 1;
+
+impl RefObject for HalBufferView {
+    fn type_name(&self) -> &str {
+        "hal.buffer_view"
+    }
+}
+
+impl HalBufferView {
+    /// The bytes the shape and element type need (`None` on overflow).
+    pub fn byte_length(shape: &[u64], element_type: HalElementType) -> Option<u64> {
+        shape
+            .iter()
+            .try_fold(element_type.byte_size(), |acc, &d| acc.checked_mul(d))
+    }
+
+    /// A view of `buffer` with `shape`; the buffer must hold the elements.
+    pub fn new(
+        buffer: HalBuffer,
+        shape: Vec<u64>,
+        element_type: HalElementType,
+        encoding_type: u32,
+    ) -> Result<HalBufferView, NativeError> {
+        if shape.len() > MAX_RANK {
+            return Err(invalid(format!(
+                "buffer view rank {} exceeds the limit of {MAX_RANK}",
+                shape.len()
+            )));
+        }
+        let needed = HalBufferView::byte_length(&shape, element_type)
+            .ok_or_else(|| invalid(format!("shape `{}` overflows", shape_text(&shape))))?;
+        if needed > buffer.len() {
+            return Err(out_of_range(format!(
+                "shape `{}` of {} needs {needed} bytes; the buffer holds {}",
+                shape_text(&shape),
+                element_type.describe(),
+                buffer.len()
+            )));
+        }
+        Ok(HalBufferView {
+            buffer,
+            shape,
+            element_type,
+            encoding_type,
+        })
+    }
+
+    /// The element count.
+    pub fn element_count(&self) -> u64 {
+        self.shape.iter().product()
+    }
+
+    /// The bytes of the elements, copied.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let len = HalBufferView::byte_length(&self.shape, self.element_type).unwrap_or(0);
+        let mut bytes = self.buffer.to_vec();
+        bytes.truncate(len as usize);
+        bytes
+    }
+
+    /// The view printed as `iree-run-module` prints it (`2x3xf32=[1 2 3][4 5 6]`), with at
+    /// most `max_elements` elements.
+    pub fn format(&self, max_elements: u64) -> String {
+        super::element::format_tensor(
+            &self.shape,
+            self.element_type,
+            &self.to_bytes(),
+            max_elements,
+        )
+    }
+}
+
+/// A shape as `2x3` (empty for a scalar).
+pub fn shape_text(shape: &[u64]) -> String {
+    shape
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
+/// A `!hal.fence`. Execution is synchronous, so every fence is signalled when created.
+#[derive(Debug, Default)]
+pub struct HalFence;
+
+impl RefObject for HalFence {
+    fn type_name(&self) -> &str {
+        "hal.fence"
+    }
+}
+
+/// A `!hal.file` over host memory (`hal.ex.file.from_memory`).
+#[derive(Debug)]
+pub struct HalFile {
+    /// The bytes.
+    pub buffer: Arc<VmBuffer>,
+    /// Where the file starts in `buffer`.
+    pub offset: u64,
+    /// Its length.
+    pub length: u64,
+}
+
+impl RefObject for HalFile {
+    fn type_name(&self) -> &str {
+        "hal.file"
+    }
+}
