@@ -35,7 +35,7 @@ use pactum::{
 };
 use pactum_sys::dlpack::{DLDataTypeCode, DLDeviceType};
 
-use crate::hal::{DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule};
+use crate::hal::{DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule};
 
 use crate::signature::Signature;
 use crate::structured::StructuredFunction;
@@ -68,6 +68,9 @@ struct Export {
     function: VmFunction,
     /// The user-level signature its reflection records (`iree.abi`, or SIP), if any.
     signature: Option<Signature>,
+    /// Whether it follows the coarse-fences model (`iree.abi.model`): an async export whose
+    /// last two arguments are a wait fence and a signal fence, which the caller makes.
+    coarse_fences: bool,
 }
 
 impl std::fmt::Debug for IreeModule {
@@ -119,11 +122,15 @@ impl IreeModule {
         let module = file.module()?;
         let mut signatures = Vec::new();
         for export in module.exports() {
-            let signature = match module.export_signature(&export).map(|s| s.abi()) {
-                Some(Ok(abi)) => abi.signature().and_then(|s| s.ok()),
-                _ => None,
+            let (signature, coarse_fences) = match module.export_signature(&export).map(|s| s.abi())
+            {
+                Some(Ok(abi)) => (
+                    abi.signature().and_then(|s| s.ok()),
+                    abi.model.as_deref() == Some("coarse-fences"),
+                ),
+                _ => (None, false),
             };
-            signatures.push((export.local_name.to_owned(), signature));
+            signatures.push((export.local_name.to_owned(), signature, coarse_fences));
         }
         let mut context = Context::new(limits.clone());
         let hal = HalModule::new(context.memory_budget().cloned(), limits);
@@ -131,7 +138,7 @@ impl IreeModule {
         let name = context.load_bytecode(file.clone()).map_err(vm_error)?;
         let exports = signatures
             .into_iter()
-            .map(|(export, signature)| {
+            .map(|(export, signature, coarse_fences)| {
                 let function = context
                     .lookup_export(&format!("{name}.{export}"))
                     .map_err(vm_error)?;
@@ -139,6 +146,7 @@ impl IreeModule {
                     name: export,
                     function,
                     signature,
+                    coarse_fences,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -204,7 +212,28 @@ impl IreeModule {
     /// Export `name` as a packed function over its flat calling convention.
     pub fn flat_function(&self, name: &str) -> Result<Function> {
         let export = self.export(name)?;
-        let cconv = Cconv::parse(export.function.cconv())?;
+        let mut cconv = Cconv::parse(export.function.cconv())?;
+        if export.coarse_fences {
+            // The wait and signal fences are the caller's to make: pactum makes them, so users
+            // call an async export like any other.
+            let user = cconv
+                .args
+                .len()
+                .checked_sub(2)
+                .filter(|_| cconv.args.ends_with(b"rr"));
+            let Some(user) = user else {
+                return Err(Error::new(
+                    ErrorKind::VALUE_ERROR,
+                    format!(
+                        "export `{name}` follows the coarse-fences model but its calling \
+                         convention {} does not end with two fences",
+                        export.function.cconv()
+                    ),
+                ));
+            };
+            cconv.args.truncate(user);
+            cconv.fences = true;
+        }
         let module = self.clone();
         let function = export.function.clone();
         let display = format!("{}.{name}", self.inner.name);
@@ -249,6 +278,14 @@ impl IreeModule {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        let mut values = values;
+        if cconv.fences {
+            // The local device is synchronous: the wait fence is already reached, and the
+            // signal fence is reached when the call returns.
+            for _ in 0..2 {
+                values.push(Value::Ref(Some(Ref::Object(Arc::new(HalFence)))));
+            }
+        }
         let results = self
             .inner
             .context
@@ -270,6 +307,8 @@ impl IreeModule {
 #[derive(Clone, Debug)]
 struct Cconv {
     args: Vec<u8>,
+    /// Whether a wait fence and a signal fence follow the arguments (coarse-fences model).
+    fences: bool,
 }
 
 impl Cconv {
@@ -284,6 +323,7 @@ impl Cconv {
         }
         Ok(Cconv {
             args: args.bytes().filter(|&b| b != b'v').collect(),
+            fences: false,
         })
     }
 

@@ -161,3 +161,32 @@ fn lists_and_buffers_cross_as_arrays_and_bytes() {
     assert!(<VmRef as pactum::ObjectType>::type_index() >= 128);
     let _: Option<Obj<VmRef>> = None;
 }
+
+#[test]
+fn async_exports_get_their_fences_from_pactum() {
+    // `add_async` follows the coarse-fences model: its calling convention ends with a wait
+    // and a signal fence, which pactum makes; users pass only the tensors.
+    let module = module("async_export_vmvx.vmfb");
+    assert!(module.calling_convention("add_async").unwrap().contains("rrrr"));
+    let a = pactum::Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+    let b = pactum::Tensor::from_slice(&[0.5f32, -1.0, 2.0, 0.25], &[4]).unwrap();
+    let sum: pactum::Tensor = module
+        .function("add_async")
+        .unwrap()
+        .call_typed((&a, &b))
+        .unwrap();
+    let expected: Vec<f32> = a
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .zip(b.to_vec::<f32>().unwrap())
+        .map(|(x, y)| x + y)
+        .collect();
+    assert_eq!(sum.to_vec::<f32>().unwrap(), expected);
+    let error = module
+        .function("add_async")
+        .unwrap()
+        .call_typed::<_, Any>((&a,))
+        .unwrap_err();
+    assert!(error.message().contains("argument"), "{error}");
+}

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use pactum_iree::hal::{
-    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule, c_format_g,
+    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, c_format_g,
 };
 use pactum_iree::vm::{Context, Limits, Ref, StatusCode, Value, VmError};
 use pactum_iree::vmfb::VmfbFile;
@@ -103,6 +103,16 @@ fn inputs(cconv: &str, texts: &[String]) -> Vec<Value> {
             'r' => tensor_input(text),
             other => panic!("input kind {other} for {text:?}"),
         })
+        .collect::<Vec<Value>>()
+        .into_iter()
+        // An async export (coarse-fences model) takes a wait and a signal fence after its
+        // arguments, which iree-run-module makes itself; so does this harness.
+        .chain(
+            (args.chars().filter(|c| *c != 'v').count() == texts.len() + 2 && args.ends_with("rr"))
+                .then(|| (0..2).map(|_| Value::Ref(Some(Ref::Object(Arc::new(HalFence))))))
+                .into_iter()
+                .flatten(),
+        )
         .collect()
 }
 
