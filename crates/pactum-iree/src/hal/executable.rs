@@ -51,12 +51,15 @@ pub struct Binding {
 }
 
 impl HalExecutable {
-    /// Loads executable `data` of `format` with `limits` for its calls.
+    /// Loads executable `data` of `format` with `limits` for its calls. Its float arithmetic
+    /// flushes subnormals to zero whatever `limits` say, as IREE's local devices run
+    /// dispatches (`iree_fpu_state_push(IREE_FPU_STATE_FLAG_FLUSH_DENORMALS_TO_ZERO)`).
     pub fn create(
         format: &str,
         data: Vec<u8>,
-        limits: Limits,
+        mut limits: Limits,
     ) -> Result<HalExecutable, NativeError> {
+        limits.flush_denormals = true;
         if format != VMVX_FORMAT {
             return Err(NativeError::new(
                 StatusCode::Unimplemented,

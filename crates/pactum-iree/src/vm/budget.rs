@@ -128,6 +128,10 @@ pub struct Limits {
     /// Bytes of buffers, lists and module globals the context may hold at once; `None` for
     /// no limit (a hostile module can then exhaust the host's memory).
     pub memory: Option<usize>,
+    /// Whether float arithmetic flushes subnormal operands and results to zero (x86's
+    /// DAZ + FTZ, Arm's FZ), as IREE's local devices do around every dispatch; on for the
+    /// contexts of vmvx executables, off by default.
+    pub flush_denormals: bool,
 }
 
 impl Default for Limits {
@@ -138,6 +142,7 @@ impl Default for Limits {
             max_stack_bytes: 8 << 20,
             fuel: None,
             memory: Some(1 << 30),
+            flush_denormals: false,
         }
     }
 }

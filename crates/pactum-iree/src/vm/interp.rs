@@ -392,6 +392,7 @@ impl<'a> Machine<'a> {
             let regs = &mut stack.i32s[frame_bi..];
             let refs = &mut stack.refs[frame_br..];
             let (bi, br) = (0usize, 0usize);
+            let ftz = self.limits.flush_denormals;
 
             macro_rules! g32 {
                 ($r:expr) => {
@@ -418,6 +419,19 @@ impl<'a> Machine<'a> {
                 ($r:expr) => {
                     f64::from_bits(g64!($r))
                 };
+            }
+            // Float arithmetic operands and results, flushed when the limits say so.
+            macro_rules! fz32 {
+                ($v:expr) => {{
+                    let v: f32 = $v;
+                    if ftz { ops::flush_f32(v) } else { v }
+                }};
+            }
+            macro_rules! fz64 {
+                ($v:expr) => {{
+                    let v: f64 = $v;
+                    if ftz { ops::flush_f64(v) } else { v }
+                }};
             }
             macro_rules! tri {
                 ($e:expr) => {
@@ -764,8 +778,8 @@ impl<'a> Machine<'a> {
                         Conv::F32Ui64 => s64!(d, ops::cast_f32_ui64(f32r!(a))),
                         Conv::Si64F32 => g32!(d) = (g64!(a) as i64 as f32).to_bits(),
                         Conv::Ui64F32 => g32!(d) = (g64!(a) as f32).to_bits(),
-                        Conv::F64F32 => g32!(d) = (f64r!(a) as f32).to_bits(),
-                        Conv::F32F64 => s64!(d, f64::from(f32r!(a)).to_bits()),
+                        Conv::F64F32 => g32!(d) = fz32!(fz64!(f64r!(a)) as f32).to_bits(),
+                        Conv::F32F64 => s64!(d, f64::from(fz32!(f32r!(a))).to_bits()),
                         Conv::Si32F64 => s64!(d, f64::from(g32!(a) as i32).to_bits()),
                         Conv::Ui32F64 => s64!(d, f64::from(g32!(a)).to_bits()),
                         Conv::F64I32 => g32!(d) = ops::cast_f64_i32(f64r!(a)) as u32,
@@ -786,27 +800,42 @@ impl<'a> Machine<'a> {
                     }
 
                     Inst::BinF32 { op, a, b, d } => {
-                        g32!(d) = ops::bin_f32(op, f32r!(a), f32r!(b)).to_bits();
+                        let r = ops::bin_f32(op, fz32!(f32r!(a)), fz32!(f32r!(b)));
+                        g32!(d) = fz32!(r).to_bits();
                     }
                     Inst::BinF64 { op, a, b, d } => {
-                        s64!(d, ops::bin_f64(op, f64r!(a), f64r!(b)).to_bits());
+                        let r = ops::bin_f64(op, fz64!(f64r!(a)), fz64!(f64r!(b)));
+                        s64!(d, fz64!(r).to_bits());
                     }
-                    Inst::UnF32 { op, a, d } => g32!(d) = ops::un_f32(op, f32r!(a)).to_bits(),
-                    Inst::UnF64 { op, a, d } => s64!(d, ops::un_f64(op, f64r!(a)).to_bits()),
+                    // abs and neg are sign-bit operations, which flushing leaves alone.
+                    Inst::UnF32 { op, a, d } => {
+                        g32!(d) = match op {
+                            FUn::Abs | FUn::Neg => ops::un_f32(op, f32r!(a)),
+                            _ => fz32!(ops::un_f32(op, fz32!(f32r!(a)))),
+                        }
+                        .to_bits();
+                    }
+                    Inst::UnF64 { op, a, d } => {
+                        let r = match op {
+                            FUn::Abs | FUn::Neg => ops::un_f64(op, f64r!(a)),
+                            _ => fz64!(ops::un_f64(op, fz64!(f64r!(a)))),
+                        };
+                        s64!(d, r.to_bits());
+                    }
                     Inst::FmaF32 { a, b, c, d } => {
                         // Unfused, as the reference's x86-64 build.
-                        let product = f32r!(a) * f32r!(b);
-                        g32!(d) = (product + f32r!(c)).to_bits();
+                        let product = fz32!(fz32!(f32r!(a)) * fz32!(f32r!(b)));
+                        g32!(d) = fz32!(product + fz32!(f32r!(c))).to_bits();
                     }
                     Inst::FmaF64 { a, b, c, d } => {
-                        let product = f64r!(a) * f64r!(b);
-                        s64!(d, (product + f64r!(c)).to_bits());
+                        let product = fz64!(fz64!(f64r!(a)) * fz64!(f64r!(b)));
+                        s64!(d, fz64!(product + fz64!(f64r!(c))).to_bits());
                     }
                     Inst::CmpF32 { op, a, b, d } => {
-                        g32!(d) = u32::from(ops::cmp_f32(op, f32r!(a), f32r!(b)));
+                        g32!(d) = u32::from(ops::cmp_f32(op, fz32!(f32r!(a)), fz32!(f32r!(b))));
                     }
                     Inst::CmpF64 { op, a, b, d } => {
-                        g32!(d) = u32::from(ops::cmp_f64(op, f64r!(a), f64r!(b)));
+                        g32!(d) = u32::from(ops::cmp_f64(op, fz64!(f64r!(a)), fz64!(f64r!(b))));
                     }
 
                     Inst::Br { edge } => {

@@ -16,6 +16,24 @@ fn to_i64_or_min(rounded: f64) -> i64 {
 }
 
 /// `llroundf`: round half away from zero to an i64.
+/// `x`, or zero of its sign when it is subnormal (flush-to-zero).
+pub fn flush_f32(x: f32) -> f32 {
+    if x.is_subnormal() {
+        0.0f32.copysign(x)
+    } else {
+        x
+    }
+}
+
+/// `x`, or zero of its sign when it is subnormal (flush-to-zero).
+pub fn flush_f64(x: f64) -> f64 {
+    if x.is_subnormal() {
+        0.0f64.copysign(x)
+    } else {
+        x
+    }
+}
+
 pub fn llround_f32(x: f32) -> i64 {
     to_i64_or_min(f64::from(x.round()))
 }
@@ -299,6 +317,10 @@ mod tests {
         assert_eq!(round_even_f32(-0.5).to_bits(), 0);
         assert_eq!(round_even_f64(-0.3).to_bits(), (-0.0f64).to_bits());
         assert_eq!(un_f32(FUn::Round, -2.5), -3.0);
+        assert_eq!(flush_f32(1e-40).to_bits(), 0);
+        assert_eq!(flush_f32(-1e-40).to_bits(), (-0.0f32).to_bits());
+        assert_eq!(flush_f32(f32::MIN_POSITIVE), f32::MIN_POSITIVE);
+        assert_eq!(flush_f64(-5e-324).to_bits(), (-0.0f64).to_bits());
         assert!(cmp_f32(FCmp::NeO, f32::NAN, 1.0));
         assert!(!cmp_f32(FCmp::EqO, f32::NAN, f32::NAN));
         assert!(cmp_f64(FCmp::LtU, f64::NAN, 1.0));
