@@ -119,10 +119,19 @@ struct Frame {
     site: u32,
 }
 
+/// Slots of the i32 bank a frame's register window spans: every `u16` register index and
+/// the high half of a 64-bit pair at the last one. The interpreter indexes a fixed-size array
+/// of this length, so register accesses need no bounds checks (a `u16` is always in range).
+const WINDOW: usize = (1 << 16) + 1;
+
 /// Register storage and frames of one invocation (reused between invocations).
+///
+/// The i32 bank is kept at least `WINDOW` slots longer than the top frame's base, so every
+/// frame's window is a whole array; slots past `i32_top` belong to no frame.
 #[derive(Default)]
 pub struct Stack {
     i32s: Vec<u32>,
+    i32_top: usize,
     refs: Vec<Option<Ref>>,
     frames: Vec<Frame>,
 }
@@ -130,7 +139,8 @@ pub struct Stack {
 impl Stack {
     fn clear(&mut self) {
         self.frames.clear();
-        self.i32s.clear();
+        // The slots are kept (a frame zeroes its own on entry).
+        self.i32_top = 0;
         // Released here, not when the stack is reused.
         self.refs.clear();
     }
@@ -331,9 +341,20 @@ impl<'a> Machine<'a> {
             });
         }
         self.stack_bytes = total;
-        let base_i = stack.i32s.len();
+        let base_i = stack.i32_top;
         let base_r = stack.refs.len();
-        stack.i32s.resize(base_i + code.i32_count as usize, 0);
+        let count = code.i32_count as usize;
+        let need = base_i + count.max(WINDOW);
+        if stack.i32s.len() < need {
+            if stack.i32s.is_empty() {
+                // Zeroed allocation: pages the frames never touch cost nothing.
+                stack.i32s = vec![0; need];
+            } else {
+                stack.i32s.resize(need, 0);
+            }
+        }
+        stack.i32s[base_i..base_i + count].fill(0);
+        stack.i32_top = base_i + count;
         stack.refs.resize(base_r + code.ref_count as usize, None);
         stack.frames.push(Frame {
             instance,
@@ -348,7 +369,7 @@ impl<'a> Machine<'a> {
 
     fn pop(&mut self, stack: &mut Stack) {
         if let Some(frame) = stack.frames.pop() {
-            stack.i32s.truncate(frame.base_i);
+            stack.i32_top = frame.base_i;
             stack.refs.truncate(frame.base_r);
             let code = &self.instances[frame.instance as usize].functions[frame.function as usize];
             self.stack_bytes = self
@@ -389,7 +410,16 @@ impl<'a> Machine<'a> {
             let mut fuel = self.fuel;
             // The frame's registers as slices: indices are frame-relative from here on.
             let (frame_bi, frame_br) = (bi, br);
-            let regs = &mut stack.i32s[frame_bi..];
+            let Ok(regs) =
+                <&mut [u32; WINDOW]>::try_from(&mut stack.i32s[frame_bi..frame_bi + WINDOW])
+            else {
+                return Err(locate(
+                    trap(TrapKind::Unsupported, "register window out of range"),
+                    instance,
+                    code,
+                    ip,
+                ));
+            };
             let refs = &mut stack.refs[frame_br..];
             let (bi, br) = (0usize, 0usize);
 
@@ -1148,7 +1178,7 @@ fn write64(regs: &mut [u32], at: usize, v: u64) {
 #[inline(always)]
 fn take_edge(
     code: &FunctionCode,
-    regs: &mut [u32],
+    regs: &mut [u32; WINDOW],
     refs: &mut [Option<Ref>],
     bi: usize,
     br: usize,
