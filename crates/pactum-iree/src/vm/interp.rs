@@ -381,6 +381,12 @@ impl<'a> Machine<'a> {
     fn run(mut self, entry: Entry<'_>, stack: &mut Stack) -> Result<Vec<Value>, VmError> {
         let (bi, br) = self.push(stack, entry.instance, entry.function, ENTRY, None)?;
         let code = &self.instances[entry.instance as usize].functions[entry.function as usize];
+        let entry_cost = u64::from(code.entry_cost);
+        if self.fuel < entry_cost {
+            let instance = &self.instances[entry.instance as usize];
+            return Err(out_of_fuel(self.limits, instance, code, 0));
+        }
+        self.fuel -= entry_cost;
         for (value, &(kind, slot)) in entry.args.iter().zip(&code.params) {
             let slot = usize::from(slot);
             match (value, kind) {
@@ -465,15 +471,24 @@ impl<'a> Machine<'a> {
                 };
             }
 
+            macro_rules! charge {
+                ($cost:expr) => {{
+                    let cost = u64::from($cost);
+                    if fuel < cost {
+                        return Err(out_of_fuel(self.limits, instance, code, ip - 1));
+                    }
+                    fuel -= cost;
+                }};
+            }
+            macro_rules! branch {
+                ($edge:expr) => {{
+                    let edge = code.edges[$edge as usize];
+                    charge!(edge.cost);
+                    ip = take_edge(code, regs, refs, bi, br, edge);
+                }};
+            }
+
             loop {
-                if fuel == 0 {
-                    return Err(VmError::BudgetExhausted {
-                        kind: BudgetKind::Fuel,
-                        limit: self.limits.fuel.unwrap_or(u64::MAX),
-                        location: Some(location(instance, code, ip)),
-                    });
-                }
-                fuel -= 1;
                 let Some(&inst) = code.insts.get(ip) else {
                     // The verifier ends every block with a terminator; this cannot happen.
                     return Err(locate(
@@ -839,12 +854,10 @@ impl<'a> Machine<'a> {
                         g32!(d) = u32::from(ops::cmp_f64(op, f64r!(a), f64r!(b)));
                     }
 
-                    Inst::Br { edge } => {
-                        ip = take_edge(code, regs, refs, bi, br, edge);
-                    }
+                    Inst::Br { edge } => branch!(edge),
                     Inst::CondBr { c, t, f } => {
                         let edge = if g32!(c) != 0 { t } else { f };
-                        ip = take_edge(code, regs, refs, bi, br, edge);
+                        branch!(edge);
                     }
                     Inst::BrTable { index, table } => {
                         let table = &code.tables[table as usize];
@@ -854,7 +867,7 @@ impl<'a> Machine<'a> {
                             .and_then(|i| table.cases.get(i))
                             .copied()
                             .unwrap_or(table.default);
-                        ip = take_edge(code, regs, refs, bi, br, edge);
+                        branch!(edge);
                     }
                     Inst::Call { site } => {
                         let call = &code.calls[site as usize];
@@ -869,6 +882,7 @@ impl<'a> Machine<'a> {
                                     index,
                                     name,
                                 }) => {
+                                    charge!(call.cost);
                                     let args = native_args(call, regs, refs, bi, br);
                                     let results = match module.call(*index, &args) {
                                         Ok(results) => results,
@@ -927,6 +941,9 @@ impl<'a> Machine<'a> {
                                 )),
                             },
                         };
+                        let callee_code =
+                            &instances[callee_instance as usize].functions[callee as usize];
+                        charge!(u64::from(call.cost) + u64::from(callee_code.entry_cost));
                         // Save the caller's place and enter the callee.
                         if let Some(frame) = stack.frames.last_mut() {
                             frame.ip = ip as u32;
@@ -1163,6 +1180,16 @@ impl<'a> Machine<'a> {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn out_of_fuel(limits: &Limits, instance: &Instance, code: &FunctionCode, ip: usize) -> VmError {
+    VmError::BudgetExhausted {
+        kind: BudgetKind::Fuel,
+        limit: limits.fuel.unwrap_or(u64::MAX),
+        location: Some(location(instance, code, ip)),
+    }
+}
+
 #[inline]
 fn read64(regs: &[u32], at: usize) -> u64 {
     u64::from(regs[at]) | (u64::from(regs[at + 1]) << 32)
@@ -1182,9 +1209,8 @@ fn take_edge(
     refs: &mut [Option<Ref>],
     bi: usize,
     br: usize,
-    edge: u32,
+    edge: Edge,
 ) -> usize {
-    let edge = code.edges[edge as usize];
     if edge.moves.len != 0 {
         for &m in &code.moves[edge.moves.range()] {
             match m {
