@@ -471,6 +471,7 @@ impl<'a> Machine<'a> {
                 };
             }
 
+            let insts: &[Inst] = &code.insts;
             macro_rules! charge {
                 ($cost:expr) => {{
                     let cost = u64::from($cost);
@@ -489,7 +490,7 @@ impl<'a> Machine<'a> {
             }
 
             loop {
-                let Some(&inst) = code.insts.get(ip) else {
+                let Some(&inst) = insts.get(ip) else {
                     // The verifier ends every block with a terminator; this cannot happen.
                     return Err(locate(
                         trap(TrapKind::Unsupported, "ran past the end of the function"),
