@@ -167,7 +167,12 @@ fn async_exports_get_their_fences_from_pactum() {
     // `add_async` follows the coarse-fences model: its calling convention ends with a wait
     // and a signal fence, which pactum makes; users pass only the tensors.
     let module = module("async_export_vmvx.vmfb");
-    assert!(module.calling_convention("add_async").unwrap().contains("rrrr"));
+    assert!(
+        module
+            .calling_convention("add_async")
+            .unwrap()
+            .contains("rrrr")
+    );
     let a = pactum::Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
     let b = pactum::Tensor::from_slice(&[0.5f32, -1.0, 2.0, 0.25], &[4]).unwrap();
     let sum: pactum::Tensor = module

@@ -109,6 +109,9 @@ pub struct Edge {
     pub target: u32,
     /// Into [`FunctionCode::moves`].
     pub moves: Span,
+    /// Fuel the edge charges: the instructions of the target's segment (see
+    /// [`FunctionCode::entry_cost`]).
+    pub cost: u32,
 }
 
 /// A `br_table`.
@@ -172,6 +175,8 @@ pub struct CallSite {
     pub results: Box<[(Kind, u16)]>,
     /// For `call.yieldable`: the instruction to continue at.
     pub then: Option<u32>,
+    /// Fuel the call charges for the caller's segment it continues with.
+    pub cost: u32,
 }
 
 /// Floating-point binary operations.
@@ -889,6 +894,22 @@ pub enum Inst {
     },
 }
 
+impl Inst {
+    /// Whether the instruction ends a fuel segment (a transfer of control).
+    pub fn ends_segment(&self) -> bool {
+        matches!(
+            self,
+            Inst::Br { .. }
+                | Inst::CondBr { .. }
+                | Inst::BrTable { .. }
+                | Inst::Call { .. }
+                | Inst::Return { .. }
+                | Inst::Fail { .. }
+                | Inst::Yield { .. }
+        )
+    }
+}
+
 /// A verified, pre-decoded function.
 #[derive(Clone, Debug, Default)]
 pub struct FunctionCode {
@@ -898,6 +919,10 @@ pub struct FunctionCode {
     pub ordinal: u32,
     /// The instructions.
     pub insts: Vec<Inst>,
+    /// Fuel charged on entry. Fuel is charged per segment, a run of instructions that ends
+    /// with the first branch, call, return, fail or yield: on entering a function, taking an
+    /// edge and continuing after a call, for all the instructions of the segment at once.
+    pub entry_cost: u32,
     /// The byte offset of each instruction in the function's bytecode.
     pub pcs: Vec<u32>,
     /// i32-bank slots a frame needs (the verifier's rounded count).

@@ -119,10 +119,19 @@ struct Frame {
     site: u32,
 }
 
+/// Slots of the i32 bank a frame's register window spans: every `u16` register index and
+/// the high half of a 64-bit pair at the last one. The interpreter indexes a fixed-size array
+/// of this length, so register accesses need no bounds checks (a `u16` is always in range).
+const WINDOW: usize = (1 << 16) + 1;
+
 /// Register storage and frames of one invocation (reused between invocations).
+///
+/// The i32 bank is kept at least `WINDOW` slots longer than the top frame's base, so every
+/// frame's window is a whole array; slots past `i32_top` belong to no frame.
 #[derive(Default)]
 pub struct Stack {
     i32s: Vec<u32>,
+    i32_top: usize,
     refs: Vec<Option<Ref>>,
     frames: Vec<Frame>,
 }
@@ -130,7 +139,8 @@ pub struct Stack {
 impl Stack {
     fn clear(&mut self) {
         self.frames.clear();
-        self.i32s.clear();
+        // The slots are kept (a frame zeroes its own on entry).
+        self.i32_top = 0;
         // Released here, not when the stack is reused.
         self.refs.clear();
     }
@@ -331,9 +341,20 @@ impl<'a> Machine<'a> {
             });
         }
         self.stack_bytes = total;
-        let base_i = stack.i32s.len();
+        let base_i = stack.i32_top;
         let base_r = stack.refs.len();
-        stack.i32s.resize(base_i + code.i32_count as usize, 0);
+        let count = code.i32_count as usize;
+        let need = base_i + count.max(WINDOW);
+        if stack.i32s.len() < need {
+            if stack.i32s.is_empty() {
+                // Zeroed allocation: pages the frames never touch cost nothing.
+                stack.i32s = vec![0; need];
+            } else {
+                stack.i32s.resize(need, 0);
+            }
+        }
+        stack.i32s[base_i..base_i + count].fill(0);
+        stack.i32_top = base_i + count;
         stack.refs.resize(base_r + code.ref_count as usize, None);
         stack.frames.push(Frame {
             instance,
@@ -348,7 +369,7 @@ impl<'a> Machine<'a> {
 
     fn pop(&mut self, stack: &mut Stack) {
         if let Some(frame) = stack.frames.pop() {
-            stack.i32s.truncate(frame.base_i);
+            stack.i32_top = frame.base_i;
             stack.refs.truncate(frame.base_r);
             let code = &self.instances[frame.instance as usize].functions[frame.function as usize];
             self.stack_bytes = self
@@ -360,6 +381,12 @@ impl<'a> Machine<'a> {
     fn run(mut self, entry: Entry<'_>, stack: &mut Stack) -> Result<Vec<Value>, VmError> {
         let (bi, br) = self.push(stack, entry.instance, entry.function, ENTRY, None)?;
         let code = &self.instances[entry.instance as usize].functions[entry.function as usize];
+        let entry_cost = u64::from(code.entry_cost);
+        if self.fuel < entry_cost {
+            let instance = &self.instances[entry.instance as usize];
+            return Err(out_of_fuel(self.limits, instance, code, 0));
+        }
+        self.fuel -= entry_cost;
         for (value, &(kind, slot)) in entry.args.iter().zip(&code.params) {
             let slot = usize::from(slot);
             match (value, kind) {
@@ -389,7 +416,16 @@ impl<'a> Machine<'a> {
             let mut fuel = self.fuel;
             // The frame's registers as slices: indices are frame-relative from here on.
             let (frame_bi, frame_br) = (bi, br);
-            let regs = &mut stack.i32s[frame_bi..];
+            let Ok(regs) =
+                <&mut [u32; WINDOW]>::try_from(&mut stack.i32s[frame_bi..frame_bi + WINDOW])
+            else {
+                return Err(locate(
+                    trap(TrapKind::Unsupported, "register window out of range"),
+                    instance,
+                    code,
+                    ip,
+                ));
+            };
             let refs = &mut stack.refs[frame_br..];
             let (bi, br) = (0usize, 0usize);
             let ftz = self.limits.flush_denormals;
@@ -449,16 +485,26 @@ impl<'a> Machine<'a> {
                 };
             }
 
+            let insts: &[Inst] = &code.insts;
+            macro_rules! charge {
+                ($cost:expr) => {{
+                    let cost = u64::from($cost);
+                    if fuel < cost {
+                        return Err(out_of_fuel(self.limits, instance, code, ip - 1));
+                    }
+                    fuel -= cost;
+                }};
+            }
+            macro_rules! branch {
+                ($edge:expr) => {{
+                    let edge = code.edges[$edge as usize];
+                    charge!(edge.cost);
+                    ip = take_edge(code, regs, refs, bi, br, edge);
+                }};
+            }
+
             loop {
-                if fuel == 0 {
-                    return Err(VmError::BudgetExhausted {
-                        kind: BudgetKind::Fuel,
-                        limit: self.limits.fuel.unwrap_or(u64::MAX),
-                        location: Some(location(instance, code, ip)),
-                    });
-                }
-                fuel -= 1;
-                let Some(&inst) = code.insts.get(ip) else {
+                let Some(&inst) = insts.get(ip) else {
                     // The verifier ends every block with a terminator; this cannot happen.
                     return Err(locate(
                         trap(TrapKind::Unsupported, "ran past the end of the function"),
@@ -838,12 +884,10 @@ impl<'a> Machine<'a> {
                         g32!(d) = u32::from(ops::cmp_f64(op, fz64!(f64r!(a)), fz64!(f64r!(b))));
                     }
 
-                    Inst::Br { edge } => {
-                        ip = take_edge(code, regs, refs, bi, br, edge);
-                    }
+                    Inst::Br { edge } => branch!(edge),
                     Inst::CondBr { c, t, f } => {
                         let edge = if g32!(c) != 0 { t } else { f };
-                        ip = take_edge(code, regs, refs, bi, br, edge);
+                        branch!(edge);
                     }
                     Inst::BrTable { index, table } => {
                         let table = &code.tables[table as usize];
@@ -853,7 +897,7 @@ impl<'a> Machine<'a> {
                             .and_then(|i| table.cases.get(i))
                             .copied()
                             .unwrap_or(table.default);
-                        ip = take_edge(code, regs, refs, bi, br, edge);
+                        branch!(edge);
                     }
                     Inst::Call { site } => {
                         let call = &code.calls[site as usize];
@@ -868,6 +912,7 @@ impl<'a> Machine<'a> {
                                     index,
                                     name,
                                 }) => {
+                                    charge!(call.cost);
                                     let args = native_args(call, regs, refs, bi, br);
                                     let results = match module.call(*index, &args) {
                                         Ok(results) => results,
@@ -926,6 +971,9 @@ impl<'a> Machine<'a> {
                                 )),
                             },
                         };
+                        let callee_code =
+                            &instances[callee_instance as usize].functions[callee as usize];
+                        charge!(u64::from(call.cost) + u64::from(callee_code.entry_cost));
                         // Save the caller's place and enter the callee.
                         if let Some(frame) = stack.frames.last_mut() {
                             frame.ip = ip as u32;
@@ -1162,6 +1210,16 @@ impl<'a> Machine<'a> {
     }
 }
 
+#[cold]
+#[inline(never)]
+fn out_of_fuel(limits: &Limits, instance: &Instance, code: &FunctionCode, ip: usize) -> VmError {
+    VmError::BudgetExhausted {
+        kind: BudgetKind::Fuel,
+        limit: limits.fuel.unwrap_or(u64::MAX),
+        location: Some(location(instance, code, ip)),
+    }
+}
+
 #[inline]
 fn read64(regs: &[u32], at: usize) -> u64 {
     u64::from(regs[at]) | (u64::from(regs[at + 1]) << 32)
@@ -1177,13 +1235,12 @@ fn write64(regs: &mut [u32], at: usize, v: u64) {
 #[inline(always)]
 fn take_edge(
     code: &FunctionCode,
-    regs: &mut [u32],
+    regs: &mut [u32; WINDOW],
     refs: &mut [Option<Ref>],
     bi: usize,
     br: usize,
-    edge: u32,
+    edge: Edge,
 ) -> usize {
-    let edge = code.edges[edge as usize];
     if edge.moves.len != 0 {
         for &m in &code.moves[edge.moves.range()] {
             match m {

@@ -498,6 +498,7 @@ impl<'a> Verifier<'a> {
                 start: moves_start,
                 len: count as u16,
             },
+            cost: 0,
         });
         self.edge_targets.push((index, target, self.at));
         Ok(index as u32)
@@ -636,6 +637,7 @@ impl<'a> Verifier<'a> {
             args: args.into(),
             results: out_results.into(),
             then: None,
+            cost: 0,
         });
         Ok(index as u32)
     }
@@ -1639,7 +1641,40 @@ impl<'a> Verifier<'a> {
         for &(site, target, _) in &self.call_targets {
             self.out.calls[site].then = Some(markers[&target]);
         }
+        self.charge_segments();
         Ok(self.out)
+    }
+
+    /// Fills in the fuel costs: each entry point of a segment charges the instructions from
+    /// there to the segment's end.
+    fn charge_segments(&mut self) {
+        let out = &mut self.out;
+        let n = out.insts.len();
+        // cost[i]: instructions from i to the end of its segment (cost[n] = 0).
+        let mut cost = vec![0u32; n + 1];
+        for i in (0..n).rev() {
+            let rest = if out.insts[i].ends_segment() {
+                0
+            } else {
+                cost[i + 1]
+            };
+            cost[i] = rest.saturating_add(1);
+        }
+        let at = |i: usize| cost.get(i).copied().unwrap_or(0);
+        out.entry_cost = at(0);
+        for edge in &mut out.edges {
+            edge.cost = at(edge.target as usize);
+        }
+        for (i, inst) in out.insts.iter().enumerate() {
+            if let Inst::Call { site } = *inst {
+                if let Some(call) = out.calls.get_mut(site as usize) {
+                    call.cost = match call.then {
+                        Some(then) => at(then as usize),
+                        None => at(i + 1),
+                    };
+                }
+            }
+        }
     }
 }
 
