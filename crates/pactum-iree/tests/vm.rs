@@ -1104,3 +1104,57 @@ fn load_errors_name_what_is_missing() {
     .unwrap_err();
     assert!(err.to_string().contains("memory budget"), "{err}");
 }
+
+/// `vm.yield` suspends an invocation until the host resumes it; pactum's hosts are
+/// synchronous, so it resumes at once: its remap, then its target. A loop whose back edge is
+/// a yield computes what the same loop with a branch computes, and still stops on fuel.
+#[test]
+fn yield_resumes_at_once_on_a_synchronous_host() {
+    // sum(n): s = 0; while n != 0 { s += n; n -= 1 }, the back edge a `br` (0x56) or a
+    // `yield` (0x5D), the loop state in registers 1 (s) and 0 (n).
+    let sum = |back_edge: u8| -> Vec<u8> {
+        let mut f = Func::new("sum", "0i_i", 8, 0);
+        f.block();
+        f.const_i32(0, 1).const_i32(1, 2);
+        let to_head = f.br(0);
+        let head = f.block();
+        f.patch(to_head, head);
+        // more = (n != 0) (cmp.nz.i32); if more -> body else -> exit
+        f.op(0x4D).r(0).r(3);
+        f.op(0x57).r(3);
+        let to_body = f.target(0);
+        f.remap(&[]);
+        let to_exit = f.target(0);
+        f.remap(&[]);
+        let body = f.block();
+        f.patch(to_body, body);
+        f.bin(0x22, 1, 0, 1).bin(0x23, 0, 2, 0);
+        f.op(back_edge);
+        let back = f.target(head);
+        f.remap(&[]);
+        let _ = back;
+        let exit = f.block();
+        f.patch(to_exit, exit);
+        f.ret(&[1]);
+        asm::bytes(&asm::module("y", &[f]))
+    };
+    let run = |bytes: Vec<u8>, n: i32, limits: Limits| {
+        let mut context = Context::new(limits);
+        context.load_bytecode(bytes).unwrap();
+        context.call("y.sum", &[Value::I32(n)])
+    };
+    for n in [0, 1, 10, 1000] {
+        let yielding = run(sum(0x5D), n, Limits::default()).unwrap();
+        assert_eq!(
+            yielding,
+            run(sum(0x56), n, Limits::default()).unwrap(),
+            "sum({n})"
+        );
+        assert_eq!(yielding, [Value::I32(n * (n + 1) / 2)], "sum({n})");
+    }
+    let error = run(sum(0x5D), 1_000_000, Limits::with_fuel(10_000)).unwrap_err();
+    assert!(
+        error.to_string().contains("fuel") || error.to_string().contains("instruction"),
+        "{error}"
+    );
+}

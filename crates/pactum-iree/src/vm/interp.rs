@@ -1070,12 +1070,10 @@ impl<'a> Machine<'a> {
                         );
                         g32!(d) = u32::from(resolved);
                     }
-                    Inst::Yield { .. } => {
-                        fault!(trap(
-                            TrapKind::Unsupported,
-                            "vm.yield: pactum does not suspend invocations"
-                        ));
-                    }
+                    // A yield suspends the invocation until the host resumes it. pactum's hosts
+                    // are synchronous (the local device finishes work before returning), so
+                    // the invocation resumes at once: the yield's remap, then its target.
+                    Inst::Yield { edge } => branch!(edge),
                     Inst::ReleaseMoved { regs: list } => {
                         for &r in &code.regs[list.range()] {
                             if r & 0xC000 == 0xC000 {

@@ -15,8 +15,9 @@
 //! [`Limits`] bound call depth, register memory, instructions executed and the memory of
 //! buffers, lists and globals: a hostile module gets an error, never a panic, hang or OOM.
 //!
-//! The VM is safe Rust throughout. Not supported: `vm.yield` (it traps with
-//! [`TrapKind::Unsupported`]); `call.yieldable` runs as a plain call followed by a branch.
+//! The VM is safe Rust throughout. Its hosts are synchronous (native modules finish their work
+//! before returning), so an invocation is never left suspended: `vm.yield` resumes at once
+//! (its remap, then its target), and `call.yieldable` runs as a call followed by a branch.
 //!
 //! ```
 //! use pactum_iree::vm::{Context, Limits, Value};
