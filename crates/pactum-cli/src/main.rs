@@ -188,6 +188,10 @@ fn split_call_options(args: Vec<String>) -> anyhow::Result<(Vec<String>, CallOpt
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // `.vmfb` files load wherever a module path is accepted (`ffi.ModuleLoadFromFile`).
+    if let Err(error) = pactum_iree::module::register_vmfb_loader() {
+        eprintln!("warning: the .vmfb module loader is not available: {error}");
+    }
     match std::panic::catch_unwind(|| run(cli)) {
         Ok(Ok(())) => std::process::ExitCode::SUCCESS,
         Ok(Err(error)) => {

@@ -625,3 +625,69 @@ pub fn buffer_view_to_tensor(view: &HalBufferView) -> Result<Option<Tensor>> {
     }
     Ok(Some(tensor))
 }
+
+/// The global function that loads `.vmfb` files for `ffi.ModuleLoadFromFile` (and so for
+/// [`pactum::Module::load`]): `(path: str, format: str) -> Module`, like
+/// `ffi.Module.load_from_file.so`.
+pub const VMFB_LOADER: &str = "ffi.Module.load_from_file.vmfb";
+
+/// The kind `ffi.ModuleGetKind` reports for modules the `.vmfb` loader makes.
+pub const VMFB_KIND: &str = "vmfb";
+
+/// An [`IreeModule`] served as a TVM FFI module (kind [`VMFB_KIND`]): each export by name as
+/// [`IreeModule::function`] gives it, an unknown name `None`.
+struct VmfbModuleImpl(IreeModule);
+
+impl pactum::ModuleImpl for VmfbModuleImpl {
+    fn kind(&self) -> &str {
+        VMFB_KIND
+    }
+
+    fn get_function(&self, name: &str) -> Result<Option<Function>> {
+        if self.0.export_names().any(|export| export == name) {
+            self.0.function(name).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+impl IreeModule {
+    /// This module as a TVM FFI [`pactum::Module`] of kind `vmfb` (see
+    /// [`pactum::Module::from_impl`], which needs pactum's own runtime).
+    pub fn into_module(self) -> Result<pactum::Module> {
+        pactum::Module::from_impl(Arc::new(VmfbModuleImpl(self)))
+    }
+}
+
+/// Registers [`VMFB_LOADER`], so that `ffi.ModuleLoadFromFile` (and [`pactum::Module::load`])
+/// loads a `.vmfb` the way it loads a shared library: an [`IreeModule`] with default
+/// [`Limits`], served as a module of kind `vmfb`.
+///
+/// Idempotent: a loader already registered under that name (by an earlier call, or by anyone
+/// else) is kept. Needs pactum's own runtime to make the modules; under the official
+/// `libtvm_ffi.so` the registration succeeds but each load reports
+/// [`pactum::Module::from_impl`]'s error.
+pub fn register_vmfb_loader() -> Result<()> {
+    static REGISTERING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = REGISTERING.lock().unwrap_or_else(|p| p.into_inner());
+    if Function::get_global(VMFB_LOADER).is_some() {
+        return Ok(());
+    }
+    let loader = Function::from_packed(|args: &[AnyView<'_>]| {
+        let path = match args {
+            [path, _] | [path] => path.get::<&str>()?,
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::TYPE_ERROR,
+                    format!(
+                        "{VMFB_LOADER}(path: str, format: str) takes 2 arguments, got {}",
+                        args.len()
+                    ),
+                ));
+            }
+        };
+        Ok(IreeModule::load(path)?.into_module()?.into())
+    });
+    loader.register_global(VMFB_LOADER, false)
+}

@@ -53,7 +53,7 @@ pub use containers::{Array, Dict, List, Map};
 pub use dtype::{DataType, Device};
 pub use error::{Error, ErrorKind, Result};
 pub use function::{Function, TypedFunction};
-pub use module::Module;
+pub use module::{Module, ModuleImpl};
 pub use object::{Obj, ObjectRef, ObjectRefType, ObjectType, WeakObjectRef};
 pub use shape::Shape;
 pub use string::{Bytes, String};

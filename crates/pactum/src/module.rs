@@ -4,6 +4,7 @@
 //! works with the official runtime (whose modules are C++ objects) and with pactum's own.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
@@ -11,6 +12,42 @@ use crate::any::{Any, AnyView};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 use crate::object::ObjectRef;
+
+/// The global function of pactum's runtime that makes a module served by functions (the bridge
+/// behind [`Module::from_impl`]): `(kind: str, get_function: Function, get_text: Function) ->
+/// Module`, where `get_function(name) -> Optional[Function]` and `get_text(what, name) ->
+/// Optional[str]` with `what` one of `metadata`, `doc`.
+///
+/// The bridge is made of TVM FFI functions rather than a Rust trait object so that any copy of
+/// pactum in the process (a Rust module loaded by a C program running `pactum-capi`, say) can
+/// make modules in the one runtime that serves the process.
+pub const MODULE_FROM_FUNCTIONS: &str = "pactum.Module.from_functions";
+
+/// A module whose functions are served by Rust code, for [`Module::from_impl`].
+///
+/// The runtime asks it on every `ffi.ModuleGetFunction` (and `ModuleImplementsFunction`,
+/// metadata and doc lookups) that reaches the module; imports added with
+/// `ffi.ModuleImportModule` are searched after it, as for library modules.
+pub trait ModuleImpl: Send + Sync + 'static {
+    /// The module kind `ffi.ModuleGetKind` reports (`vmfb`, ...); must not be empty.
+    fn kind(&self) -> &str;
+
+    /// The function exported as `name`, `None` when there is none (an error only for a
+    /// failure to produce it).
+    fn get_function(&self, name: &str) -> Result<Option<Function>>;
+
+    /// The metadata JSON of export `name` (as `__tvm_ffi__metadata_<name>` gives it), if any.
+    fn function_metadata(&self, name: &str) -> Option<std::string::String> {
+        let _ = name;
+        None
+    }
+
+    /// The documentation of export `name` (as `__tvm_ffi__doc_<name>` gives it), if any.
+    fn function_doc(&self, name: &str) -> Option<std::string::String> {
+        let _ = name;
+        None
+    }
+}
 
 /// A loaded module (`ffi.Module`).
 #[repr(transparent)]
@@ -51,6 +88,58 @@ impl Module {
         global("ffi.ModuleLoadFromFile")?.call_typed::<_, Module>((text,))
     }
 
+    /// A module whose functions `implementation` serves (see [`ModuleImpl`]), usable wherever
+    /// a loaded library is: `ffi.ModuleGetFunction`, imports, `ffi.ModuleGetKind`, C callers.
+    ///
+    /// Needs pactum's own runtime (the built-in provider, or `pactum-capi`'s `libtvm_ffi.so`):
+    /// where the official library serves the process this is a `RuntimeError` saying so.
+    pub fn from_impl(implementation: Arc<dyn ModuleImpl>) -> Result<Module> {
+        let bridge = Function::get_global(MODULE_FROM_FUNCTIONS).ok_or_else(|| {
+            let runtime = match crate::runtime::kind() {
+                crate::runtime::RuntimeKind::Builtin => "pactum's built-in runtime".to_owned(),
+                crate::runtime::RuntimeKind::Host { path } => format!("the library {path}"),
+            };
+            Error::new(
+                ErrorKind::RUNTIME_ERROR,
+                format!(
+                    "Module::from_impl needs pactum's own runtime, which registers \
+                     `{MODULE_FROM_FUNCTIONS}`; this process is served by {runtime}, which does \
+                     not (the official libtvm_ffi.so cannot hold modules served by Rust code)"
+                ),
+            )
+        })?;
+        let kind = implementation.kind().to_owned();
+        let functions = implementation.clone();
+        let get_function = Function::from_packed(move |args: &[AnyView<'_>]| {
+            let [name] = args else {
+                return Err(Error::new(
+                    ErrorKind::TYPE_ERROR,
+                    format!("get_function takes 1 argument (name), got {}", args.len()),
+                ));
+            };
+            Ok(functions.get_function(name.get::<&str>()?)?.into())
+        });
+        let get_text = Function::from_packed(move |args: &[AnyView<'_>]| {
+            let [what, name] = args else {
+                return Err(Error::new(
+                    ErrorKind::TYPE_ERROR,
+                    format!(
+                        "get_text takes 2 arguments (what, name), got {}",
+                        args.len()
+                    ),
+                ));
+            };
+            let name = name.get::<&str>()?;
+            let text = match what.get::<&str>()? {
+                "metadata" => implementation.function_metadata(name),
+                "doc" => implementation.function_doc(name),
+                _ => None,
+            };
+            Ok(text.map(|t| crate::String::from(t.as_str())).into())
+        });
+        bridge.call_typed::<_, Module>((kind.as_str(), &get_function, &get_text))
+    }
+
     /// The function exported as `name`, searching imported modules too; `None` if absent.
     pub fn get_function(&self, name: &str) -> Result<Option<Function>> {
         global("ffi.ModuleGetFunction")?.call_typed::<_, Option<Function>>((self, name, true))
@@ -83,7 +172,8 @@ impl Module {
             .call_typed::<_, Option<crate::String>>((self, name, true))
     }
 
-    /// The module kind (`library` for shared libraries).
+    /// The module kind (`library` for shared libraries, [`ModuleImpl::kind`] for modules made
+    /// by [`from_impl`](Self::from_impl)).
     pub fn kind(&self) -> Result<crate::String> {
         global("ffi.ModuleGetKind")?.call_typed::<_, crate::String>((self,))
     }

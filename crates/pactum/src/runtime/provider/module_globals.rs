@@ -1,23 +1,25 @@
 //! The built-in `ffi.*` globals over modules: loading files (`ffi.ModuleLoadFromFile`,
 //! `ffi.Module.load_from_file.so`), `ffi.SystemLib`, looking functions up, imports, and the
-//! module pins of `ffi.ModuleGlobalsAdd`.
+//! module pins of `ffi.ModuleGlobalsAdd`, and `pactum.Module.from_functions` (modules served by
+//! Rust code, behind `Module::from_impl`).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use super::builtin::{
-    ARRAY_OF_STR, BOOL, INT, MODULE, NONE, OPTIONAL_FUNCTION, OPTIONAL_STR, STR, packed, typed,
+    ARRAY_OF_STR, BOOL, FUNCTION, INT, MODULE, NONE, OPTIONAL_FUNCTION, OPTIONAL_STR, STR, packed,
+    typed,
 };
 use super::modules::{
     clear_imports, ensure_ours, get_function, get_function_text, import_module,
-    load_shared_library, load_system_lib,
+    load_shared_library, load_system_lib, module_kind, served_module,
 };
 use super::registry::BuiltinGlobal;
 use crate::any::Any;
 use crate::containers::Array;
 use crate::error::{Error, ErrorKind};
 use crate::function::Function;
-use crate::module::Module;
+use crate::module::{MODULE_FROM_FUNCTIONS, Module};
 
 fn module_globals_pins() -> MutexGuard<'static, HashMap<usize, Module>> {
     static PINS: OnceLock<Mutex<HashMap<usize, Module>>> = OnceLock::new();
@@ -127,18 +129,17 @@ pub(crate) fn module_globals() -> Vec<BuiltinGlobal> {
             Ok(Any::from(""))
         }),
         typed("ffi.ModuleGetKind", &[MODULE], STR, |a| {
-            ensure_ours(&a.get::<Module>(0)?)?;
-            Ok(Any::from("library"))
+            Ok(Any::from(module_kind(&a.get::<Module>(0)?)?.as_str()))
         }),
         typed("ffi.ModuleGetWriteFormats", &[MODULE], ARRAY_OF_STR, |a| {
             ensure_ours(&a.get::<Module>(0)?)?;
             Ok(Array::new([]).into())
         }),
         typed("ffi.ModuleWriteToFile", &[MODULE, STR, STR], NONE, |a| {
-            ensure_ours(&a.get::<Module>(0)?)?;
+            let kind = module_kind(&a.get::<Module>(0)?)?;
             Err(Error::new(
                 ErrorKind::RUNTIME_ERROR,
-                "Module[library] does not support WriteToFile",
+                format!("Module[{kind}] does not support WriteToFile"),
             ))
         }),
         typed("ffi.ModuleImportModule", &[MODULE, MODULE], NONE, |a| {
@@ -171,6 +172,19 @@ pub(crate) fn module_globals() -> Vec<BuiltinGlobal> {
             let module = load_system_lib(&prefix)?;
             Ok(system_libs().entry(prefix).or_insert(module).clone().into())
         }),
+        typed(
+            MODULE_FROM_FUNCTIONS,
+            &[STR, FUNCTION, FUNCTION],
+            MODULE,
+            |a| {
+                Ok(served_module(
+                    &a.get::<crate::String>(0)?,
+                    a.get::<Function>(1)?,
+                    a.get::<Function>(2)?,
+                )?
+                .into())
+            },
+        ),
         typed("ffi.Module.load_from_file.so", &[STR, STR], MODULE, |a| {
             Ok(load_shared_library(&a.get::<crate::String>(0)?)?.into())
         }),

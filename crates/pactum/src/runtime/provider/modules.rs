@@ -30,6 +30,14 @@ enum Symbols {
     Library(core::mem::ManuallyDrop<libloading::os::unix::Library>),
     /// Symbols registered with `TVMFFIEnvModRegisterSystemLibSymbol`, looked up under a prefix.
     System { prefix: std::string::String },
+    /// Functions served by code (`pactum::ModuleImpl`, through `pactum.Module.from_functions`):
+    /// no symbols; `get_function(name) -> Optional[Function]` and
+    /// `get_text(what, name) -> Optional[str]` (`what` is `metadata` or `doc`) answer lookups.
+    Served {
+        kind: std::string::String,
+        get_function: Function,
+        get_text: Function,
+    },
 }
 
 impl Symbols {
@@ -47,6 +55,7 @@ impl Symbols {
                     .or_else(|| table.get(name))
                     .map(|&p| p as *mut c_void)
             }
+            Symbols::Served { .. } => None,
         }
     }
 
@@ -60,6 +69,7 @@ impl Symbols {
                     .or_else(|| table.get(&format!("__tvm_ffi_{name}")))
                     .map(|&p| p as *mut c_void)
             }
+            Symbols::Served { .. } => None,
         }
     }
 }
@@ -207,7 +217,11 @@ pub(crate) fn get_function(
     query_imports: bool,
 ) -> Result<Option<Function>> {
     let cell = cell_of(module)?;
-    if let Some(symbol) = cell.symbols.function_symbol(name) {
+    if let Symbols::Served { get_function, .. } = &*cell.symbols {
+        if let Some(function) = get_function.call_typed::<_, Option<Function>>((name,))? {
+            return Ok(Some(function));
+        }
+    } else if let Some(symbol) = cell.symbols.function_symbol(name) {
         return Ok(Some(wrap_symbol(module, symbol)));
     }
     if query_imports {
@@ -229,7 +243,11 @@ pub(crate) fn get_function_text(
     query_imports: bool,
 ) -> Result<Option<crate::String>> {
     let cell = cell_of(module)?;
-    if let Some(symbol) = cell.symbols.lookup(&format!("__tvm_ffi__{what}_{name}")) {
+    if let Symbols::Served { get_text, .. } = &*cell.symbols {
+        if let Some(text) = get_text.call_typed::<_, Option<crate::String>>((what, name))? {
+            return Ok(Some(text));
+        }
+    } else if let Some(symbol) = cell.symbols.lookup(&format!("__tvm_ffi__{what}_{name}")) {
         let getter = wrap_symbol(module, symbol);
         let value = getter.call(&[])?;
         let type_index = value.type_index();
@@ -523,6 +541,35 @@ pub(crate) fn lookup_from_imports(
 /// layout).
 pub(crate) fn ensure_ours(module: &Module) -> Result<()> {
     cell_of(module).map(|_| ())
+}
+
+/// `ModuleGetKind`: `library` for loaded libraries and system libraries, the implementation's
+/// kind for served modules.
+pub(crate) fn module_kind(module: &Module) -> Result<std::string::String> {
+    Ok(match &*cell_of(module)?.symbols {
+        Symbols::Served { kind, .. } => kind.clone(),
+        Symbols::Library(_) | Symbols::System { .. } => "library".to_owned(),
+    })
+}
+
+/// `pactum.Module.from_functions`: a module whose functions, metadata and docs are answered by
+/// `get_function(name) -> Optional[Function]` and `get_text(what, name) -> Optional[str]`.
+pub(crate) fn served_module(
+    kind: &str,
+    get_function: Function,
+    get_text: Function,
+) -> Result<Module> {
+    if kind.is_empty() {
+        return Err(Error::new(
+            ErrorKind::VALUE_ERROR,
+            "a served module needs a non-empty kind",
+        ));
+    }
+    Ok(new_module(Arc::new(Symbols::Served {
+        kind: kind.to_owned(),
+        get_function,
+        get_text,
+    })))
 }
 
 /// `ModuleClearImports`.
