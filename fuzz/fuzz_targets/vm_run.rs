@@ -42,6 +42,7 @@ fuzz_target!(|data: &[u8]| {
         max_stack_bytes: 1 << 20,
         fuel: Some(200_000),
         memory: Some(64 << 20),
+        ..Limits::default()
     });
     // Reference types the module's type table names (HAL objects...) are registered first, so
     // that modules importing a native module still load and verify.
