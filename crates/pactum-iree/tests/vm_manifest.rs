@@ -10,36 +10,9 @@ use pactum_iree::vm::{Context, Limits, Ref, StatusCode, Value, VmError};
 use pactum_iree::vmfb::VmfbFile;
 use pactum_testing::iree::{IreeValue, ManifestRun, manifest_runs, render_results, tool_or_skip};
 
-/// C's `printf("%g", x)`: 6 significant digits, trailing zeros removed, exponent form outside
-/// [1e-4, 1e6), `inf`, `-nan` with the sign bit.
+/// C's `printf("%g", x)`, as iree-run-module prints scalars.
 fn c_g(x: f64) -> String {
-    if x.is_nan() {
-        return if x.is_sign_negative() { "-nan" } else { "nan" }.to_owned();
-    }
-    if x.is_infinite() {
-        return if x < 0.0 { "-inf" } else { "inf" }.to_owned();
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0" } else { "0" }.to_owned();
-    }
-    // The exponent after rounding to 6 significant digits.
-    let scientific = format!("{x:.5e}");
-    let (mantissa, exponent) = scientific.split_once('e').unwrap();
-    let exponent: i32 = exponent.parse().unwrap();
-    let trim = |text: &str| -> String {
-        if text.contains('.') {
-            text.trim_end_matches('0').trim_end_matches('.').to_owned()
-        } else {
-            text.to_owned()
-        }
-    };
-    if (-4..6).contains(&exponent) {
-        let decimals = (5 - exponent).max(0) as usize;
-        trim(&format!("{x:.decimals$}"))
-    } else {
-        let sign = if exponent < 0 { '-' } else { '+' };
-        format!("{}e{sign}{:02}", trim(mantissa), exponent.abs())
-    }
+    pactum_iree::hal::c_format_g(x, false)
 }
 
 /// A VM result as iree-run-module prints it.
