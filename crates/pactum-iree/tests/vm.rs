@@ -5,7 +5,6 @@
 mod asm;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use asm::{Func, MV, R};
@@ -21,133 +20,8 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// An IREE runtime tool from the pinned wheel: `$PACTUM_IREE_TOOLS/<name>` or `.venv/bin/<name>`.
-fn iree_tool(name: &str) -> PathBuf {
-    let dir = std::env::var_os("PACTUM_IREE_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin"));
-    let tool = dir.join(name);
-    assert!(
-        tool.exists(),
-        "{} missing: run scripts/test.sh (it installs the pinned iree-base-runtime into .venv) or set PACTUM_IREE_TOOLS",
-        tool.display()
-    );
-    tool
-}
-
-/// `iree-run-module` on `function` of `module` with `inputs`: stdout, or the error output.
-fn iree_run(module: &Path, function: &str, inputs: &[String]) -> Result<String, String> {
-    let mut command = Command::new(iree_tool("iree-run-module"));
-    command
-        .arg(format!("--module={}", module.display()))
-        .arg(format!("--function={function}"));
-    for input in inputs {
-        command.arg(format!("--input={input}"));
-    }
-    let output = command.output().expect("run iree-run-module");
-    if output.status.success() {
-        Ok(String::from_utf8(output.stdout).unwrap())
-    } else {
-        Err(String::from_utf8_lossy(&output.stderr).into_owned())
-    }
-}
-
-/// `result[i]: TYPE=VALUE` lines as `(TYPE, VALUE)`.
-fn parse_results(stdout: &str) -> Vec<(String, String)> {
-    stdout
-        .lines()
-        .filter_map(|line| line.strip_prefix("result["))
-        .map(|rest| {
-            let (_, value) = rest.split_once("]: ").unwrap();
-            let (ty, v) = value.split_once('=').unwrap();
-            (ty.to_owned(), v.to_owned())
-        })
-        .collect()
-}
-
-/// Whether our value is what iree-run-module printed (floats printed with 6 digits).
-fn same(ours: &Value, ty: &str, text: &str) -> bool {
-    let close = |a: f64, b: f64| {
-        a == b || (a - b).abs() <= 1e-5 * b.abs().max(1e-30) || (a.is_nan() && b.is_nan())
-    };
-    match (ours, ty) {
-        (Value::I32(v), "i32") => text.parse::<i32>() == Ok(*v),
-        (Value::I64(v), "i64") => text.parse::<i64>() == Ok(*v),
-        (Value::F32(v), "f32") => text.parse::<f64>().is_ok_and(|t| close(f64::from(*v), t)),
-        (Value::F64(v), "f64") => text.parse::<f64>().is_ok_and(|t| close(*v, t)),
-        _ => false,
-    }
-}
-
-fn assert_same(what: &str, ours: &[Value], stdout: &str) {
-    let theirs = parse_results(stdout);
-    assert_eq!(
-        ours.len(),
-        theirs.len(),
-        "{what}: ours {ours:?}, iree {stdout}"
-    );
-    for (k, (o, (ty, text))) in ours.iter().zip(&theirs).enumerate() {
-        assert!(
-            same(o, ty, text),
-            "{what}: result {k}: ours {o}, iree {ty}={text}"
-        );
-    }
-}
-
-/// Parses iree-run-module inputs by the function's calling convention.
-fn inputs(cconv: &str, texts: &[String]) -> Vec<Value> {
-    let args = cconv.trim_start_matches('0').split('_').next().unwrap();
-    args.chars()
-        .filter(|c| *c != 'v')
-        .zip(texts)
-        .map(|(c, t)| match c {
-            'i' => Value::I32(t.parse().unwrap()),
-            'I' => Value::I64(t.parse().unwrap()),
-            'f' => Value::F32(t.parse().unwrap()),
-            'F' => Value::F64(t.parse().unwrap()),
-            other => panic!("input kind {other}"),
-        })
-        .collect()
-}
-
-#[test]
-fn vm_direct_runs_like_iree_run_module() {
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture("manifest.json")).unwrap()).unwrap();
-    let mut runs = 0;
-    for entry in manifest["fixtures"].as_array().unwrap() {
-        let file = entry["file"].as_str().unwrap();
-        if !file.starts_with("vm_direct") {
-            continue;
-        }
-        let path = fixture(file);
-        let mut context = Context::new(Limits::default());
-        assert_eq!(
-            context
-                .load_bytecode(VmfbFile::open(&path).unwrap())
-                .unwrap(),
-            "vm_direct"
-        );
-        for run in entry["runs"].as_array().unwrap() {
-            let function = run["function"].as_str().unwrap();
-            let texts: Vec<String> = run["inputs"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|v| v.as_str().unwrap().to_owned())
-                .collect();
-            let f = context
-                .lookup_export(&format!("vm_direct.{function}"))
-                .unwrap();
-            let ours = context.invoke(&f, &inputs(f.cconv(), &texts)).unwrap();
-            let what = format!("{file} {function}{texts:?}");
-            assert_same(&what, &ours, run["expected_output"].as_str().unwrap());
-            assert_same(&what, &ours, &iree_run(&path, function, &texts).unwrap());
-            runs += 1;
-        }
-    }
-    assert_eq!(runs, 8);
-}
+// vm_direct's runs against iree-run-module are in tests/vm_manifest.rs, with every other
+// VM-only fixture run, compared as exact text.
 
 #[test]
 fn globals_persist_across_calls_and_rodata_is_shared() {

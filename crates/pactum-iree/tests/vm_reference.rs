@@ -12,17 +12,9 @@ use std::process::Command;
 use asm::{Func, MV, R};
 use pactum_iree::vm::{Context, Limits, Value};
 
+/// A tool of the pinned iree-base-runtime; missing is a failure (the peer is part of the setup).
 fn iree_tool(name: &str) -> PathBuf {
-    let dir = std::env::var_os("PACTUM_IREE_TOOLS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin"));
-    let tool = dir.join(name);
-    assert!(
-        tool.exists(),
-        "{} missing: run scripts/test.sh (it installs the pinned iree-base-runtime into .venv) or set PACTUM_IREE_TOOLS",
-        tool.display()
-    );
-    tool
+    pactum_testing::iree::tool(name).unwrap_or_else(|message| panic!("{message}"))
 }
 
 fn scratch(name: &str) -> PathBuf {
