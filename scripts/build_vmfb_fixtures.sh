@@ -219,6 +219,8 @@ def verify(path, fx):
         "ref_globals": j.get("module_state", {}).get("global_ref_count", 0) > 0,
         "llvm-cpu": b"embedded-elf-x86_64" in emb
                     and any(b.startswith(b"\x7fELF") for b in ext_bytes),
+        "llvm-cpu-system": b"system-elf-x86_64" in emb
+                           and any(b.startswith(b"\x7fELF") for b in ext_bytes),
         "vmvx": b"vmvx-bytecode-fb" in emb,
         "zip_container": kind == "zip",
         "bare_container": kind == "flatbuffer",
