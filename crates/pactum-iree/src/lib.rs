@@ -22,6 +22,7 @@
 pub mod buffer;
 pub mod function_abi;
 pub mod hal;
+pub mod host_memory;
 pub mod module;
 pub mod signature;
 pub mod structured;

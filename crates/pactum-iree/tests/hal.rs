@@ -284,6 +284,13 @@ fn queries_answer_like_the_local_sync_device() {
     );
     assert_eq!(
         query("hal.executable.format", "embedded-elf-x86_64"),
+        [
+            Value::I32(1),
+            Value::I64(i64::from(cfg!(target_arch = "x86_64")))
+        ]
+    );
+    assert_eq!(
+        query("hal.executable.format", "cuda-nvptx-fb"),
         [Value::I32(1), Value::I64(0)]
     );
     assert_eq!(query("no.such", "key"), [Value::I32(0), Value::I64(0)]);
@@ -306,11 +313,17 @@ fn executables_refuse_other_formats_and_garbage() {
             ],
         )
     };
-    let e = create("embedded-elf-x86_64", b"\x7fELF").unwrap_err();
+    let e = create("cuda-nvptx-fb", b"\x7fELF").unwrap_err();
     assert_eq!(e.status, StatusCode::Unimplemented);
-    assert!(e.message.contains("embedded-elf-x86_64"), "{e}");
+    assert!(e.message.contains("cuda-nvptx-fb"), "{e}");
     for garbage in [&b""[..], b"PK\x03\x04garbage", &[0xFF; 64]] {
         assert!(create("vmvx-bytecode-fb", garbage).is_err());
+    }
+    #[cfg(target_arch = "x86_64")]
+    for garbage in [&b""[..], b"\x7fELF", &[0xFF; 64]] {
+        let e = create("embedded-elf-x86_64", garbage).unwrap_err();
+        assert_eq!(e.status, StatusCode::InvalidArgument, "{e}");
+        assert!(e.message.contains("embedded ELF"), "{e}");
     }
 }
 
@@ -510,10 +523,15 @@ fn embedded_executable() -> Vec<u8> {
 
 #[test]
 fn dispatches_check_ordinals_counts_and_bindings() {
-    use pactum_iree::hal::{Binding, HalExecutable};
-    let executable =
-        HalExecutable::create("vmvx-bytecode-fb", embedded_executable(), Limits::default())
-            .unwrap();
+    use pactum_iree::hal::{Binding, HalExecutable, Workers};
+    let executable = HalExecutable::create(
+        "vmvx-bytecode-fb",
+        embedded_executable(),
+        &[],
+        Limits::default(),
+    )
+    .unwrap();
+    let workers = Workers::CallerThread;
     let ordinal = executable
         .lookup("add_one_dispatch_0_elementwise_D_f32")
         .unwrap() as i64;
@@ -530,27 +548,40 @@ fn dispatches_check_ordinals_counts_and_bindings() {
             [1, 1, 1],
             &[],
             &[binding(0)],
+            &workers,
         )
         .unwrap_err();
     assert_eq!(e.status, StatusCode::InvalidArgument);
     let e = executable
-        .dispatch(ordinal, [u32::MAX, u32::MAX, 1], &[], &[binding(0)])
+        .dispatch(
+            ordinal,
+            [u32::MAX, u32::MAX, 1],
+            &[],
+            &[binding(0)],
+            &workers,
+        )
         .unwrap_err();
     assert_eq!(e.status, StatusCode::ResourceExhausted);
     // Missing bindings and constants trap in the VM with an error, never a panic.
-    assert!(executable.dispatch(ordinal, [1, 1, 1], &[], &[]).is_err());
     assert!(
         executable
-            .dispatch(ordinal, [1, 1, 1], &[], &[binding(17)])
+            .dispatch(ordinal, [1, 1, 1], &[], &[], &workers)
+            .is_err()
+    );
+    assert!(
+        executable
+            .dispatch(ordinal, [1, 1, 1], &[], &[binding(17)], &workers)
             .is_err()
     );
     // Zero workgroups run nothing.
-    executable.dispatch(ordinal, [0, 1, 1], &[], &[]).unwrap();
+    executable
+        .dispatch(ordinal, [0, 1, 1], &[], &[], &workers)
+        .unwrap();
 }
 
 #[test]
 fn vm_views_share_the_hal_buffers_bytes() {
-    use std::sync::atomic::AtomicU8;
+    use pactum_iree::host_memory::HostMemory;
     let buffer = HalBuffer::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7], None).unwrap();
     let view = buffer.vm_view(2, 4).unwrap();
     assert!(view.is_mutable());
@@ -560,12 +591,12 @@ fn vm_views_share_the_hal_buffers_bytes() {
     assert!(view.write(4, &[1]).is_err());
     assert!(buffer.vm_view(6, 4).is_err());
     // Overlapping copies between two views of the same cells behave like memmove.
-    let cells: Arc<[AtomicU8]> = (0u8..8).map(AtomicU8::new).collect();
+    let cells = Arc::new(HostMemory::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7]).unwrap());
     let low = VmBuffer::shared(cells.clone(), 0..6).unwrap();
     let high = VmBuffer::shared(cells.clone(), 2..8).unwrap();
     VmBuffer::copy(&low, 0, &high, 0, 6).unwrap();
     assert_eq!(high.to_vec(), [0, 1, 2, 3, 4, 5]);
-    let cells: Arc<[AtomicU8]> = (0u8..8).map(AtomicU8::new).collect();
+    let cells = Arc::new(HostMemory::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7]).unwrap());
     let low = VmBuffer::shared(cells.clone(), 0..6).unwrap();
     let high = VmBuffer::shared(cells.clone(), 2..8).unwrap();
     VmBuffer::copy(&high, 0, &low, 0, 6).unwrap();

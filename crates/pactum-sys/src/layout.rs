@@ -70,3 +70,32 @@ mod memref_descriptors {
     assert_layout!(UnrankedMemRefDescriptor, size = 16, align = 8, rank @ 0, descriptor @ 8);
     const _: () = assert!(ranked_descriptor_bytes(2) == size_of::<MemRefDescriptor<2>>());
 }
+
+// IREE's executable library ABI, version 6 (offsets checked against an IREE 3.13 library).
+#[cfg(target_pointer_width = "64")]
+mod iree_hal_64 {
+    use super::*;
+    use crate::iree_hal::*;
+
+    assert_layout!(IreeHalExecutableLibraryHeader, size = 24, align = 8,
+        version @ 0, name @ 8, features @ 16, sanitizer @ 20);
+    assert_layout!(IreeHalExecutableEnvironmentV0, size = 96, align = 8,
+        constants @ 0, import_thunk @ 8, import_funcs @ 16, import_contexts @ 24, processor @ 32);
+    assert_layout!(IreeHalExecutableDispatchStateV0, size = 48, align = 8,
+        workgroup_size_x @ 0, workgroup_size_y @ 4, workgroup_size_z @ 8, constant_count @ 10,
+        workgroup_count_x @ 12, workgroup_count_y @ 16, workgroup_count_z @ 20,
+        max_concurrency @ 22, binding_count @ 23, constants @ 24, binding_ptrs @ 32,
+        binding_lengths @ 40);
+    assert_layout!(IreeHalExecutableWorkgroupStateV0, size = 32, align = 8,
+        workgroup_id_x @ 0, workgroup_id_y @ 4, workgroup_id_z @ 8, reserved @ 10,
+        processor_id @ 12, local_memory @ 16, local_memory_size @ 24);
+    assert_layout!(IreeHalExecutableDispatchAttrsV0, size = 64, align = 8,
+        flags @ 0, local_memory_pages @ 8, constant_count @ 10, binding_count @ 11,
+        workgroup_size_x @ 12, workgroup_size_y @ 16, workgroup_size_z @ 20,
+        parameter_count @ 22, reserved_1 @ 24);
+    assert_layout!(IreeHalExecutableExportTableV0, size = 80, align = 8,
+        count @ 0, ptrs @ 8, attrs @ 16, params @ 24, occupancy @ 32, names @ 40, tags @ 48,
+        parameter_names @ 56, source_locations @ 64, stage_locations @ 72);
+    assert_layout!(IreeHalExecutableLibraryV0, size = 128, align = 8,
+        header @ 0, imports @ 8, exports @ 24, constants @ 104, sources @ 112);
+}

@@ -20,6 +20,7 @@
 pub mod capi;
 pub mod dlpack;
 pub mod forwarder;
+pub mod iree_hal;
 mod layout;
 pub mod mlir;
 pub mod tvm_ffi;

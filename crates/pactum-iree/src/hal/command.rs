@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use super::executable::{Binding, HalExecutable};
 use super::objects::{HalBuffer, invalid};
+use super::workers::Workers;
 use crate::vm::{NativeError, Ref, RefObject, StatusCode};
 
 /// The most commands one command buffer may record.
@@ -145,7 +146,7 @@ impl HalCommandBuffer {
     }
 
     /// Runs every command, resolving slots through `table`.
-    pub fn execute(&self, table: &[TableEntry]) -> Result<(), NativeError> {
+    pub fn execute(&self, table: &[TableEntry], workers: &Workers) -> Result<(), NativeError> {
         let commands = self.lock().commands.clone();
         let resolve = |r: &BufferRef, offset: i64| -> Result<(HalBuffer, i64), NativeError> {
             match r {
@@ -206,7 +207,7 @@ impl HalCommandBuffer {
                     let executable = executable
                         .downcast_ref::<HalExecutable>()
                         .ok_or_else(|| invalid("dispatch of something not an executable"))?;
-                    executable.dispatch(*ordinal, *count, constants, &bindings)?;
+                    executable.dispatch(*ordinal, *count, constants, &bindings, workers)?;
                 }
             }
         }

@@ -21,12 +21,17 @@ mod element;
 mod executable;
 mod native;
 mod objects;
+mod workers;
 
 pub use command::{BufferRef, Command, HalCommandBuffer};
 pub use element::{HalElementType, c_format_g, format_tensor};
-pub use executable::{Binding, DISPATCH_CCONV, HalExecutable, MAX_WORKGROUPS, VMVX_FORMAT};
+pub use executable::{
+    Binding, DISPATCH_CCONV, ElfError, HalExecutable, MAX_WORKGROUPS, NativeExecutable,
+    VMVX_FORMAT, VmvxExecutable, embedded_elf_format, is_supported_format, system_elf_format,
+};
 pub use native::{HalModule, REF_TYPES};
 pub use objects::{
     DENSE_ROW_MAJOR, HalAllocator, HalBuffer, HalBufferView, HalDevice, HalFence, HalFile,
     MAX_RANK, WHOLE_BUFFER, shape_text,
 };
+pub use workers::Workers;

@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use super::command::{BufferRef, Command, HalCommandBuffer, TableEntry};
 use super::element::HalElementType;
-use super::executable::HalExecutable;
+use super::executable::{HalExecutable, is_supported_format};
 use super::objects::{
     HalAllocator, HalBuffer, HalBufferView, HalDevice, HalFence, HalFile, invalid, out_of_range,
     shape_text,
 };
+use super::workers::Workers;
 use crate::vm::{
     Limits, MemoryBudget, NativeError, NativeFunction, NativeModule, Ref, StatusCode, Value,
     VmBuffer,
@@ -35,6 +36,7 @@ pub const REF_TYPES: &[&str] = &[
 const FUNCTIONS: &[(&str, &str)] = &[
     ("ex.file.from_memory", "0rIirIIi_r"),
     ("allocator.allocate", "0rIiiI_r"),
+    ("allocator.import", "0riIiirII_r"),
     ("buffer.assert", "0rrrIii_v"),
     ("buffer.load", "0rIi_i"),
     ("buffer_view.create", "0rIIiiCID_r"),
@@ -84,6 +86,7 @@ pub struct HalModule {
     limits: Limits,
     device: Ref,
     allocator: Ref,
+    workers: Workers,
 }
 
 impl std::fmt::Debug for HalModule {
@@ -95,8 +98,20 @@ impl std::fmt::Debug for HalModule {
 impl HalModule {
     /// A module whose allocations are charged to `budget` and whose executables run with
     /// `limits`.
+    /// Native dispatches run on the process-wide worker pool ([`Workers::shared`]).
     pub fn new(budget: Option<Arc<MemoryBudget>>, limits: Limits) -> HalModule {
+        HalModule::with_workers(budget, limits, Workers::shared())
+    }
+
+    /// A module whose native dispatches run on `workers` ([`Workers::CallerThread`]: on the
+    /// calling thread only, IREE's `local-sync`).
+    pub fn with_workers(
+        budget: Option<Arc<MemoryBudget>>,
+        limits: Limits,
+        workers: Workers,
+    ) -> HalModule {
         HalModule {
+            workers,
             functions: FUNCTIONS
                 .iter()
                 .map(|(name, cconv)| NativeFunction::new(*name, *cconv))
@@ -186,6 +201,13 @@ impl<'a> Args<'a> {
                 r.type_name()
             ))
         })
+    }
+
+    fn opt_vm_buffer(&self, i: usize) -> Result<Option<&'a Arc<VmBuffer>>, NativeError> {
+        match self.opt_ref(i)? {
+            None => Ok(None),
+            Some(_) => self.vm_buffer(i).map(Some),
+        }
     }
 
     /// The text of a `!vm.buffer` argument (empty for null).
@@ -349,7 +371,7 @@ impl HalModule {
 
     fn execute_queue(&self, a: &Args<'_>, table: &[TableEntry]) -> Result<Vec<Value>, NativeError> {
         let cb = a.obj::<HalCommandBuffer>(4, "hal.command_buffer")?;
-        cb.execute(table)?;
+        cb.execute(table, &self.workers)?;
         Ok(vec![])
     }
 
@@ -378,6 +400,42 @@ impl HalModule {
             "allocator.allocate" => {
                 a.obj::<HalAllocator>(0, "hal.allocator")?;
                 vec![self.alloc(a.i64(4)?)?]
+            }
+            "allocator.import" => {
+                a.obj::<HalAllocator>(0, "hal.allocator")?;
+                let is_try = a.i32(1)? != 0;
+                let source = a.vm_buffer(5)?;
+                let (offset, length) = (a.i64(6)?, a.i64(7)?);
+                let available = source.len() as i64;
+                let length = if length == -1 { available } else { length };
+                if length < 0
+                    || offset < 0
+                    || offset > available
+                    || offset.checked_add(length).is_none_or(|end| end > available)
+                {
+                    return Err(invalid(format!(
+                        "byte range out of bounds (requested {offset}-{} of available \
+                         {available})",
+                        offset.saturating_add(length) - 1
+                    )));
+                }
+                if source.is_mutable() {
+                    // IREE aliases a mutable source; pactum's buffers own their bytes, so it
+                    // cannot. A `try` import returns null and the module allocates and copies.
+                    if is_try {
+                        return Ok(vec![Value::Ref(None)]);
+                    }
+                    return Err(NativeError::new(
+                        StatusCode::Unimplemented,
+                        "importing a mutable !vm.buffer without copying is not supported",
+                    ));
+                }
+                // A read-only source (rodata) is imported for constant use: a copy behaves the same.
+                let mut bytes = vec![0; length as usize];
+                source
+                    .read(offset as u64, &mut bytes)
+                    .map_err(|e| invalid(format!("argument 5: {e}")))?;
+                vec![obj(HalBuffer::from_bytes(&bytes, self.budget.as_ref())?)]
             }
             "buffer.assert" => {
                 let message = a.string(1)?;
@@ -494,10 +552,10 @@ impl HalModule {
                 let key = a.string(2)?;
                 let (ok, value) = match category.as_str() {
                     "hal.device.id" => (1, i64::from(glob(key.as_bytes(), DEVICE_ID.as_bytes()))),
-                    "hal.executable.format" => {
-                        (1, i64::from(key == super::executable::VMVX_FORMAT))
+                    "hal.executable.format" => (1, i64::from(is_supported_format(&key))),
+                    "hal.device" | "hal.dispatch" if key == "concurrency" => {
+                        (1, self.workers.concurrency() as i64)
                     }
-                    "hal.device" | "hal.dispatch" if key == "concurrency" => (1, 1),
                     _ => (0, 0),
                 };
                 vec![Value::I32(ok), Value::I64(value)]
@@ -572,9 +630,22 @@ impl HalModule {
                 a.obj::<HalDevice>(0, "hal.device")?;
                 let format = a.string(2)?;
                 let data = a.vm_buffer(3)?.to_vec();
+                let constants = match a.opt_vm_buffer(4)? {
+                    Some(buffer) => buffer
+                        .to_vec()
+                        .chunks(4)
+                        .map(|c| {
+                            c.try_into().map(u32::from_le_bytes).map_err(|_| {
+                                invalid("argument 4: executable constants are not 4-byte values")
+                            })
+                        })
+                        .collect::<Result<Vec<u32>, NativeError>>()?,
+                    None => Vec::new(),
+                };
                 vec![obj(HalExecutable::create(
                     &format,
                     data,
+                    &constants,
                     self.limits.clone(),
                 )?)]
             }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use super::element::HalElementType;
+use crate::host_memory::HostMemory;
 use crate::vm::{Charge, MemoryBudget, NativeError, RefObject, StatusCode, VmBuffer};
 
 /// IREE's "whole buffer" length (`-1`): everything from the offset on.
@@ -43,7 +44,7 @@ impl RefObject for HalAllocator {
 
 /// The bytes of one allocation, shared by every buffer that views it.
 struct Allocation {
-    cells: Arc<[AtomicU8]>,
+    cells: Arc<HostMemory>,
     _charge: Charge,
 }
 
@@ -87,17 +88,15 @@ impl HalBuffer {
                 ),
             )
         })?;
-        let mut cells = Vec::new();
-        cells.try_reserve_exact(length).map_err(|_| {
+        let cells = HostMemory::zeroed(length).ok_or_else(|| {
             NativeError::new(
                 StatusCode::ResourceExhausted,
                 format!("could not allocate {length} bytes"),
             )
         })?;
-        cells.resize_with(length, || AtomicU8::new(0));
         Ok(HalBuffer {
             allocation: Arc::new(Allocation {
-                cells: Arc::from(cells),
+                cells: Arc::new(cells),
                 _charge: charge,
             }),
             offset: 0,
@@ -163,6 +162,7 @@ impl HalBuffer {
     fn cells(&self, range: Range<usize>) -> &[AtomicU8] {
         self.allocation
             .cells
+            .cells()
             .get(self.offset + range.start..self.offset + range.end)
             .unwrap_or(&[])
     }
@@ -175,6 +175,20 @@ impl HalBuffer {
             self.offset + range.start..self.offset + range.end,
         )
         .ok_or_else(|| out_of_range("buffer view outside its allocation"))
+    }
+
+    /// The address and length of `offset..offset+length`, for native dispatch code.
+    pub(crate) fn native_range(
+        &self,
+        offset: i64,
+        length: i64,
+    ) -> Result<(*mut u8, usize), NativeError> {
+        let range = self.range(offset, length)?;
+        let start = self.offset + range.start;
+        Ok((
+            self.allocation.cells.as_mut_ptr().wrapping_add(start),
+            range.len(),
+        ))
     }
 
     /// Copies `out.len()` bytes at `offset` into `out`.

@@ -9,6 +9,8 @@
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
+
+use crate::host_memory::HostMemory;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use super::budget::{Charge, MemoryBudget, OverBudget};
@@ -91,7 +93,7 @@ enum Storage {
     Mutable(Box<[AtomicU8]>),
     /// A mutable window onto cells shared with other owners (a HAL buffer's bytes).
     Shared {
-        cells: Arc<[AtomicU8]>,
+        cells: Arc<HostMemory>,
         start: usize,
         len: usize,
     },
@@ -154,8 +156,8 @@ impl VmBuffer {
 
     /// A mutable view of `cells[range]`, sharing the cells (no copy): writes through the view
     /// are seen by every other holder of `cells`. `None` when the range is not inside.
-    pub fn shared(cells: Arc<[AtomicU8]>, range: Range<usize>) -> Option<VmBuffer> {
-        cells.get(range.clone())?;
+    pub fn shared(cells: Arc<HostMemory>, range: Range<usize>) -> Option<VmBuffer> {
+        cells.cells().get(range.clone())?;
         Some(VmBuffer {
             storage: Storage::Shared {
                 cells,
@@ -208,7 +210,7 @@ impl VmBuffer {
     fn mutable_cells(&self) -> Option<&[AtomicU8]> {
         match &self.storage {
             Storage::Mutable(cells) => Some(cells),
-            Storage::Shared { cells, start, len } => cells.get(*start..start + len),
+            Storage::Shared { cells, start, len } => cells.cells().get(*start..start + len),
             Storage::ReadOnly { .. } => None,
         }
     }

@@ -1,5 +1,7 @@
-//! Every run of the vmvx fixtures (`manifest.json`, backend `vmvx`) through pactum's VM with
-//! the `hal` module, and through the pinned `iree-run-module`, on the same inputs: pactum's
+//! Every run of the fixtures that use the HAL (`manifest.json`, backends `vmvx` and
+//! `llvm-cpu`) through pactum's VM with the `hal` module, and through the pinned
+//! `iree-run-module`, on the same inputs and device (`local-task`: pactum's worker pool;
+//! `local-sync`: the calling thread only): pactum's
 //! results are printed the way iree-run-module prints them (tensors as `2x3xf32=[...]`,
 //! scalars as C's `%g`, lists with their children) and the two outputs must be identical,
 //! text for text. Runs that must fail fail in both with the same IREE status.
@@ -7,7 +9,8 @@
 use std::sync::Arc;
 
 use pactum_iree::hal::{
-    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, c_format_g,
+    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, Workers,
+    c_format_g,
 };
 use pactum_iree::vm::{Context, Limits, Ref, StatusCode, Value, VmError};
 use pactum_iree::vmfb::VmfbFile;
@@ -121,16 +124,20 @@ fn status_name(error: &VmError) -> String {
     status.to_string()
 }
 
-fn context() -> Context {
+fn context(device: Option<&str>) -> Context {
     let mut context = Context::new(Limits::default());
-    let hal = HalModule::new(context.memory_budget().cloned(), Limits::default());
+    let workers = match device {
+        Some("local-sync") => Workers::CallerThread,
+        _ => Workers::shared(),
+    };
+    let hal = HalModule::with_workers(context.memory_budget().cloned(), Limits::default(), workers);
     context.register_native(Arc::new(hal)).unwrap();
     context
 }
 
 fn run_in_pactum(run: &ManifestRun) -> Result<String, (String, String)> {
     let file = Arc::new(VmfbFile::open(&run.path).unwrap());
-    let mut context = context();
+    let mut context = context(run.device.as_deref());
     let name = context.load_bytecode(file).unwrap();
     let function = context
         .lookup_export(&format!("{name}.{}", run.function))
@@ -144,19 +151,17 @@ fn run_in_pactum(run: &ManifestRun) -> Result<String, (String, String)> {
     }
 }
 
-fn vmvx_runs() -> Vec<ManifestRun> {
+fn hal_runs(backend: &str) -> Vec<ManifestRun> {
     manifest_runs()
         .unwrap()
         .into_iter()
-        .filter(|run| run.backend == "vmvx")
+        .filter(|run| run.backend == backend)
         .collect()
 }
 
-/// Against the outputs recorded in the manifest (no tool needed).
-#[test]
-fn every_vmvx_fixture_run_matches_the_recorded_output() {
-    let runs = vmvx_runs();
-    assert!(runs.len() >= 20, "{} vmvx runs", runs.len());
+fn matches_the_recorded_output(backend: &str, at_least: usize) {
+    let runs = hal_runs(backend);
+    assert!(runs.len() >= at_least, "{} {backend} runs", runs.len());
     for run in &runs {
         let recorded = run.recorded().unwrap();
         match (run_in_pactum(run), &recorded.results) {
@@ -169,18 +174,11 @@ fn every_vmvx_fixture_run_matches_the_recorded_output() {
     }
 }
 
-/// Against iree-run-module, live.
-#[test]
-fn every_vmvx_fixture_run_matches_iree_run_module() {
-    if tool_or_skip(
-        "iree-run-module",
-        "every_vmvx_fixture_run_matches_iree_run_module",
-    )
-    .is_none()
-    {
+fn matches_iree_run_module(backend: &str, test: &str) {
+    if tool_or_skip("iree-run-module", test).is_none() {
         return;
     }
-    let runs = vmvx_runs();
+    let runs = hal_runs(backend);
     for run in &runs {
         let iree = run.run().unwrap_or_else(|e| panic!("{run}: {e}"));
         match (run_in_pactum(run), &iree.results) {
@@ -196,5 +194,32 @@ fn every_vmvx_fixture_run_matches_iree_run_module() {
             (ours, _) => panic!("{run}: pactum gave {ours:?}, iree-run-module {iree:?}"),
         }
     }
-    eprintln!("{} vmvx runs compared", runs.len());
+    eprintln!("{} {backend} runs compared", runs.len());
+}
+
+/// Against the outputs recorded in the manifest (no tool needed).
+#[test]
+fn every_vmvx_fixture_run_matches_the_recorded_output() {
+    matches_the_recorded_output("vmvx", 20);
+}
+
+/// Against iree-run-module, live.
+#[test]
+fn every_vmvx_fixture_run_matches_iree_run_module() {
+    matches_iree_run_module("vmvx", "every_vmvx_fixture_run_matches_iree_run_module");
+}
+
+/// Native code from IREE's `llvm-cpu` backend, against the recorded outputs.
+#[test]
+fn every_llvm_cpu_fixture_run_matches_the_recorded_output() {
+    matches_the_recorded_output("llvm-cpu", 10);
+}
+
+/// Native code from IREE's `llvm-cpu` backend, against iree-run-module, live.
+#[test]
+fn every_llvm_cpu_fixture_run_matches_iree_run_module() {
+    matches_iree_run_module(
+        "llvm-cpu",
+        "every_llvm_cpu_fixture_run_matches_iree_run_module",
+    );
 }

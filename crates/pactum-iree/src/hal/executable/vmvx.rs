@@ -10,65 +10,30 @@
 
 use std::sync::Arc;
 
-use super::objects::{HalBuffer, invalid};
+use super::Binding;
+use crate::hal::objects::invalid;
 use crate::vm::{
-    Context, ElementType, Function, Limits, NativeError, Ref, RefObject, RefType, StatusCode,
-    Value, VmBuffer, VmList,
+    Context, ElementType, Function, Limits, NativeError, Ref, RefType, StatusCode, Value, VmBuffer,
+    VmList,
 };
 use crate::vmfb::VmfbFile;
-
-/// The executable format pactum runs.
-pub const VMVX_FORMAT: &str = "vmvx-bytecode-fb";
 
 /// The calling convention of a vmvx dispatch function.
 pub const DISPATCH_CCONV: &str = "0rrriiiiiiiii_v";
 
-/// The most workgroups one dispatch may run.
-pub const MAX_WORKGROUPS: u64 = 1 << 24;
-
 /// A loaded vmvx executable.
 #[derive(Debug)]
-pub struct HalExecutable {
+pub struct VmvxExecutable {
     context: Context,
     exports: Vec<(String, Function)>,
 }
 
-impl RefObject for HalExecutable {
-    fn type_name(&self) -> &str {
-        "hal.executable"
-    }
-}
-
-/// A bound buffer range of a dispatch.
-#[derive(Debug, Clone)]
-pub struct Binding {
-    /// The buffer.
-    pub buffer: HalBuffer,
-    /// Where the range starts.
-    pub offset: i64,
-    /// Its length (or [`super::objects::WHOLE_BUFFER`]).
-    pub length: i64,
-}
-
-impl HalExecutable {
-    /// Loads executable `data` of `format` with `limits` for its calls. Its float arithmetic
-    /// flushes subnormals to zero whatever `limits` say, as IREE's local devices run
-    /// dispatches (`iree_fpu_state_push(IREE_FPU_STATE_FLAG_FLUSH_DENORMALS_TO_ZERO)`).
-    pub fn create(
-        format: &str,
-        data: Vec<u8>,
-        mut limits: Limits,
-    ) -> Result<HalExecutable, NativeError> {
+impl VmvxExecutable {
+    /// Loads executable `data` with `limits` for its calls. Its float arithmetic flushes
+    /// subnormals to zero whatever `limits` say, as IREE's local devices run dispatches
+    /// (`iree_fpu_state_push(IREE_FPU_STATE_FLAG_FLUSH_DENORMALS_TO_ZERO)`).
+    pub fn load(data: Vec<u8>, mut limits: Limits) -> Result<VmvxExecutable, NativeError> {
         limits.flush_denormals = true;
-        if format != VMVX_FORMAT {
-            return Err(NativeError::new(
-                StatusCode::Unimplemented,
-                format!(
-                    "executable format `{format}` is not supported (pactum's local device runs \
-                     `{VMVX_FORMAT}` only)"
-                ),
-            ));
-        }
         let file = Arc::new(VmfbFile::from_bytes(data));
         let names = {
             let module = file
@@ -107,49 +72,29 @@ impl HalExecutable {
             }
             exports.push((export, function));
         }
-        Ok(HalExecutable { context, exports })
+        Ok(VmvxExecutable { context, exports })
     }
 
-    /// The ordinal of export `name`.
-    pub fn lookup(&self, name: &str) -> Option<usize> {
-        self.exports.iter().position(|(n, _)| n == name)
+    /// The name of every export, by ordinal.
+    pub fn export_names(&self) -> impl Iterator<Item = &str> {
+        self.exports.iter().map(|(n, _)| n.as_str())
     }
 
-    /// The number of exports.
-    pub fn export_count(&self) -> usize {
-        self.exports.len()
-    }
-
-    /// Runs export `ordinal` for every workgroup of `count`.
+    /// Runs export `ordinal` for every workgroup of `count` (at least one), on the caller's
+    /// thread.
     pub fn dispatch(
         &self,
-        ordinal: i64,
+        ordinal: usize,
         count: [u32; 3],
         constants: &[i32],
         bindings: &[Binding],
     ) -> Result<(), NativeError> {
-        let (name, function) = usize::try_from(ordinal)
-            .ok()
-            .and_then(|i| self.exports.get(i))
-            .ok_or_else(|| {
-                invalid(format!(
-                    "executable has no export {ordinal} ({} exports)",
-                    self.exports.len()
-                ))
-            })?;
-        let total = count.iter().map(|&c| u64::from(c)).product::<u64>();
-        if total > MAX_WORKGROUPS {
-            return Err(NativeError::new(
-                StatusCode::ResourceExhausted,
-                format!(
-                    "dispatch of {}x{}x{} workgroups exceeds the limit of {MAX_WORKGROUPS}",
-                    count[0], count[1], count[2]
-                ),
-            ));
-        }
-        if total == 0 {
-            return Ok(());
-        }
+        let (name, function) = self.exports.get(ordinal).ok_or_else(|| {
+            invalid(format!(
+                "executable has no export {ordinal} ({} exports)",
+                self.exports.len()
+            ))
+        })?;
         let constant_bytes: Vec<u8> = constants.iter().flat_map(|c| c.to_le_bytes()).collect();
         let constants = Ref::Buffer(Arc::new(VmBuffer::from_bytes(&constant_bytes)));
         let local_memory = Ref::Buffer(Arc::new(VmBuffer::from_bytes(&[])));

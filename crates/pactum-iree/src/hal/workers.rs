@@ -1,0 +1,191 @@
+//! Who runs the workgroups of a native dispatch: the caller's thread alone (IREE's
+//! `local-sync`: deterministic, nothing shared) or a pool of worker threads (IREE's
+//! `local-task`). Pools are shared: one process-wide pool sized to the machine serves every
+//! device that does not ask for its own, so no call ever spawns threads.
+
+use std::sync::{Arc, OnceLock};
+
+use crate::vm::{NativeError, StatusCode};
+
+/// Where dispatches run.
+#[derive(Clone)]
+pub enum Workers {
+    /// Every workgroup on the calling thread, in order (x fastest, then y, then z).
+    CallerThread,
+    /// Workgroups spread over a thread pool; the caller waits for all of them.
+    Pool(Arc<rayon::ThreadPool>),
+}
+
+impl std::fmt::Debug for Workers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Workers::CallerThread => f.write_str("Workers::CallerThread"),
+            Workers::Pool(pool) => {
+                write!(f, "Workers::Pool({} threads)", pool.current_num_threads())
+            }
+        }
+    }
+}
+
+impl Default for Workers {
+    /// The shared pool.
+    fn default() -> Workers {
+        Workers::shared()
+    }
+}
+
+impl Workers {
+    /// The process-wide pool, one thread per available core (created on first use).
+    pub fn shared() -> Workers {
+        static SHARED: OnceLock<Option<Arc<rayon::ThreadPool>>> = OnceLock::new();
+        let pool = SHARED.get_or_init(|| {
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            build_pool(threads).ok().map(Arc::new)
+        });
+        match pool {
+            Some(pool) => Workers::Pool(pool.clone()),
+            // The system would not give us threads: run inline rather than fail.
+            None => Workers::CallerThread,
+        }
+    }
+
+    /// A pool of its own with `threads` threads (1 to 255).
+    pub fn with_threads(threads: usize) -> Result<Workers, NativeError> {
+        if !(1..=255).contains(&threads) {
+            return Err(NativeError::new(
+                StatusCode::InvalidArgument,
+                format!("{threads} worker threads: expected 1 to 255"),
+            ));
+        }
+        Ok(Workers::Pool(Arc::new(build_pool(threads)?)))
+    }
+
+    /// How many workgroups may run at once.
+    pub fn concurrency(&self) -> usize {
+        match self {
+            Workers::CallerThread => 1,
+            Workers::Pool(pool) => pool.current_num_threads(),
+        }
+    }
+
+    /// IREE's name for a device of this kind.
+    pub fn device_name(&self) -> &'static str {
+        match self {
+            Workers::CallerThread => "local-sync",
+            Workers::Pool(_) => "local-task",
+        }
+    }
+}
+
+fn build_pool(threads: usize) -> Result<rayon::ThreadPool, NativeError> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|k| format!("pactum-hal-{k}"))
+        .build()
+        .map_err(|e| {
+            NativeError::new(
+                StatusCode::ResourceExhausted,
+                format!("could not start {threads} worker threads: {e}"),
+            )
+        })
+}
+
+/// Flushes subnormal floats to zero on this thread while alive, as IREE's local devices run
+/// dispatches (`iree_fpu_state_push(IREE_FPU_STATE_FLAG_FLUSH_DENORMALS_TO_ZERO)`); restores
+/// the previous state when dropped.
+pub(crate) struct FlushDenormals {
+    #[cfg_attr(
+        not(any(target_arch = "x86_64", target_arch = "aarch64")),
+        allow(dead_code)
+    )]
+    saved: u64,
+}
+
+#[cfg(target_arch = "x86_64")]
+mod fpu {
+    /// MXCSR's FTZ (bit 15) and DAZ (bit 6).
+    pub const FLUSH: u64 = 0x8040;
+
+    pub fn read() -> u64 {
+        let mut value: u32 = 0;
+        // SAFETY: stmxcsr stores the 4-byte MXCSR to the given, valid, aligned location.
+        unsafe {
+            std::arch::asm!("stmxcsr [{}]", in(reg) &mut value, options(nostack, preserves_flags));
+        }
+        u64::from(value)
+    }
+
+    pub fn write(value: u64) {
+        let value = value as u32;
+        // SAFETY: ldmxcsr loads MXCSR from a valid location; `value` is a state read from
+        // MXCSR with only the FTZ/DAZ bits changed, which cannot fault.
+        unsafe {
+            std::arch::asm!("ldmxcsr [{}]", in(reg) &value, options(nostack, preserves_flags));
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod fpu {
+    /// FPCR's FZ bit.
+    pub const FLUSH: u64 = 1 << 24;
+
+    pub fn read() -> u64 {
+        let value: u64;
+        // SAFETY: reading FPCR has no side effects.
+        unsafe { std::arch::asm!("mrs {}, fpcr", out(reg) value, options(nomem, nostack)) };
+        value
+    }
+
+    pub fn write(value: u64) {
+        // SAFETY: `value` is FPCR as read with only the FZ bit changed.
+        unsafe { std::arch::asm!("msr fpcr, {}", in(reg) value, options(nomem, nostack)) };
+    }
+}
+
+impl FlushDenormals {
+    /// Turns flushing on for this thread.
+    pub fn on() -> FlushDenormals {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        {
+            let saved = fpu::read();
+            fpu::write(saved | fpu::FLUSH);
+            FlushDenormals { saved }
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        FlushDenormals { saved: 0 }
+    }
+}
+
+impl Drop for FlushDenormals {
+    fn drop(&mut self) {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        fpu::write(self.saved);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flushing_is_scoped_to_the_guard() {
+        let tiny = std::hint::black_box(f32::MIN_POSITIVE);
+        let half = std::hint::black_box(0.5f32);
+        assert!(tiny * half > 0.0, "subnormals exist by default");
+        {
+            let _guard = FlushDenormals::on();
+            #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+            assert_eq!(std::hint::black_box(tiny) * std::hint::black_box(half), 0.0);
+        }
+        assert!(tiny * half > 0.0, "the previous state is restored");
+    }
+
+    #[test]
+    fn pools_report_their_size_and_refuse_nonsense() {
+        assert_eq!(Workers::CallerThread.concurrency(), 1);
+        assert_eq!(Workers::with_threads(3).unwrap().concurrency(), 3);
+        assert!(Workers::with_threads(0).is_err());
+        assert!(Workers::shared().concurrency() >= 1);
+    }
+}
