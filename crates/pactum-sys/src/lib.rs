@@ -1,4 +1,5 @@
-//! Raw C ABI of TVM FFI, DLPack and MLIR memref descriptors, for pactum.
+//! Raw C ABI of TVM FFI, DLPack, MLIR memref descriptors and IREE's executable library
+//! (`iree_hal`: what `llvm-cpu` dispatch code exports), for pactum.
 //!
 //! This crate mirrors `tvm/ffi/c_api.h`, `tvm/ffi/extra/c_env_api.h` and `dlpack/dlpack.h` as
 //! shipped in `apache-tvm-ffi==0.1.15.post2`: `repr(C)` structs, constants, function-pointer
