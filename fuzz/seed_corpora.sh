@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Writes seed inputs for the fuzz targets into fuzz/corpus/<target>/ (not committed): the
 # signature targets' from the shared test vectors, which are read in place (see
-# ../shared/vectors/README.md; skipped with a note when they are absent), vmfb_module's and
-# mlir_signature's from the test fixtures, npy_reader's written by NumPy (.venv's, else
-# python3's; skipped with a note when there is none), and call_arguments' and
+# ../shared/vectors/README.md; skipped with a note when they are absent), vmfb_module's,
+# native_elf's and mlir_signature's from the test fixtures, npy_reader's written by NumPy
+# (.venv's, else python3's; skipped with a note when there is none), and call_arguments' and
 # capi_sequence's generated here.
 #
 # Usage: fuzz/seed_corpora.sh [VECTORS_DIR]   (default: <repo>/../shared/vectors)
@@ -35,7 +35,7 @@ else:
 seeds = {target: set() for target in (
     "iree_abi_json", "raw_signature", "sip_signature", "calling_convention", "declaration",
     "lexer", "structured_call", "vmfb_module", "mlir_signature", "call_arguments",
-    "capi_sequence", "vm_load", "vm_run",
+    "capi_sequence", "vm_load", "vm_run", "native_elf",
 )}
 
 def cases(document, section):
@@ -97,6 +97,22 @@ for path in sorted((repo / "crates/pactum-iree/tests/fixtures/vmfb").glob("*.vmf
     if path.name.startswith("vm_"):
         args = bytes(range(1, 65))
         seeds["vm_run"].add(len(args).to_bytes(2, "little") + path.read_bytes() + args)
+
+# native_elf: the ELFs inside the llvm-cpu test modules (embedded and system), from the magic
+# to the end of the section header table.
+for path in sorted((repo / "crates/pactum-iree/tests/fixtures/vmfb").glob("*llvm_cpu*.vmfb")):
+    data = path.read_bytes()
+    start = data.find(b"\x7fELF")
+    while start >= 0:
+        elf = data[start:]
+        if len(elf) >= 64:
+            shoff = int.from_bytes(elf[0x28:0x30], "little")
+            shentsize = int.from_bytes(elf[0x3a:0x3c], "little")
+            shnum = int.from_bytes(elf[0x3c:0x3e], "little")
+            end = shoff + shentsize * shnum
+            if 64 <= end <= len(elf):
+                seeds["native_elf"].add(elf[:end])
+        start = data.find(b"\x7fELF", start + 4)
 
 # mlir_signature: the func.func headers of the MLIR test modules.
 for path in sorted((repo / "crates/pactum-mlir/tests/mlir").glob("*.mlir")):

@@ -1,4 +1,5 @@
-//! `pactum call LIB.so|MODULE.vmfb FUNC ARG... [--out DIR] [--mlir DECLARATION]`.
+//! `pactum call LIB.so|MODULE.vmfb FUNC ARG... [--out DIR] [--mlir DECLARATION]
+//! [--device local-task|local-sync]`.
 
 use std::path::Path;
 
@@ -9,15 +10,42 @@ use pactum_mlir::MlirLibrary;
 
 use crate::library;
 use pactum_cli::args::{self, CallArg};
+use pactum_iree::hal::Workers;
+
+/// The device of a `.vmfb` call, named as iree-run-module's `--device`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Device {
+    /// Native dispatches on the process-wide pool of worker threads.
+    LocalTask,
+    /// Native dispatches on the calling thread only.
+    LocalSync,
+}
+
+impl Device {
+    /// Parses `local-task` or `local-sync`.
+    pub fn parse(text: &str) -> Result<Device> {
+        <Device as clap::ValueEnum>::from_str(text, false)
+            .map_err(|_| anyhow!("unknown device `{text}` (expected local-task or local-sync)"))
+    }
+
+    fn workers(self) -> Workers {
+        match self {
+            Device::LocalTask => Workers::shared(),
+            Device::LocalSync => Workers::CallerThread,
+        }
+    }
+}
 
 /// Runs a call and prints its result; tensors go to `out` when given. With `mlir`, the
 /// function is an MLIR-compiled one called through the memref convention with that signature.
+/// `device` (`.vmfb` modules only) picks who runs native dispatches.
 pub fn run(
     library_path: &Path,
     function: &str,
     raw_args: &[String],
     out: Option<&Path>,
     mlir: Option<&str>,
+    device: Option<Device>,
 ) -> Result<()> {
     let args = raw_args
         .iter()
@@ -35,7 +63,12 @@ pub fn run(
                     "--mlir is for MLIR-compiled shared libraries, not .vmfb modules"
                 ));
             }
-            vmfb_function(library_path, function)?
+            vmfb_function(library_path, function, device.unwrap_or(Device::LocalTask))?
+        }
+        _ if device.is_some() => {
+            return Err(anyhow!(
+                "--device is for .vmfb modules (local-task or local-sync), not shared libraries"
+            ));
         }
         // SAFETY: the user names the library and gives its function's declaration on the
         // command line, as they choose any library `pactum call` loads.
@@ -54,9 +87,11 @@ pub fn run(
 }
 
 /// Export `function` of an IREE bytecode module, run by pactum's VM (plain numbers convert to
-/// the declared parameter types, as iree-run-module does).
-fn vmfb_function(path: &Path, function: &str) -> Result<Function> {
-    let module = pactum_iree::module::IreeModule::load(path).map_err(|e| anyhow!("{e}"))?;
+/// the declared parameter types, as iree-run-module does), native dispatches on `device`.
+fn vmfb_function(path: &Path, function: &str, device: Device) -> Result<Function> {
+    let limits = pactum_iree::vm::Limits::default();
+    let module = pactum_iree::module::IreeModule::load_with(path, limits, device.workers())
+        .map_err(|e| anyhow!("{e}"))?;
     module.function(function).map_err(|e| anyhow!("{e}"))
 }
 

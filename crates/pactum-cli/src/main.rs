@@ -59,6 +59,11 @@ enum Command {
         /// `func.func` declaration or a function type such as `(memref<?xf32>, f32) -> f32`.
         #[arg(long, value_name = "DECLARATION")]
         mlir: Option<String>,
+        /// For a .vmfb: the device running its native (llvm-cpu) dispatches, as
+        /// iree-run-module's --device: local-task (a pool of worker threads, the default) or
+        /// local-sync (the calling thread only).
+        #[arg(long, value_enum)]
+        device: Option<call::Device>,
     },
     /// Read, check and convert IREE function signatures.
     Sig {
@@ -122,6 +127,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             args,
             out,
             mlir,
+            device,
         } => {
             let (args, options) = split_call_options(args)?;
             call::run(
@@ -130,6 +136,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &args,
                 out.or(options.out).as_deref(),
                 mlir.or(options.mlir).as_deref(),
+                device.or(options.device),
             )
         }
         Command::Sig { command } => match command {
@@ -155,9 +162,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 struct CallOptions {
     out: Option<PathBuf>,
     mlir: Option<String>,
+    device: Option<call::Device>,
 }
 
-/// Takes `--out DIR` and `--mlir DECL` (or `--out=DIR`, `--mlir=DECL`) out of the call
+/// Takes `--out DIR`, `--mlir DECL` and `--device D` (or `--out=DIR`, ...) out of the call
 /// arguments (clap reads every word after the function name as an argument, so that values
 /// such as `-7:i32` are not options).
 fn split_call_options(args: Vec<String>) -> anyhow::Result<(Vec<String>, CallOptions)> {
@@ -179,6 +187,13 @@ fn split_call_options(args: Vec<String>) -> anyhow::Result<(Vec<String>, CallOpt
             options.mlir = Some(declaration);
         } else if let Some(declaration) = word.strip_prefix("--mlir=") {
             options.mlir = Some(declaration.to_owned());
+        } else if word == "--device" {
+            let device = words.next().ok_or_else(|| {
+                anyhow::anyhow!("--device needs a device (local-task or local-sync)")
+            })?;
+            options.device = Some(call::Device::parse(&device)?);
+        } else if let Some(device) = word.strip_prefix("--device=") {
+            options.device = Some(call::Device::parse(device)?);
         } else {
             kept.push(word);
         }

@@ -565,3 +565,142 @@ fn call_runs_vmfb_exports_in_pactums_vm() {
         stderr(&output)
     );
 }
+
+/// The items of a printed result: one value, or `[a, b, ...]` split at the top level (tensor
+/// descriptions hold `, ` inside their brackets).
+fn printed_items(printed: &str, several: bool) -> Vec<String> {
+    let printed = printed.trim();
+    if !several {
+        return vec![printed.to_owned()];
+    }
+    let inner = printed
+        .strip_prefix('[')
+        .and_then(|p| p.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("not a list: {printed}"));
+    let (mut items, mut item, mut depth) = (Vec::new(), String::new(), 0);
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 && chars.peek() == Some(&' ') => {
+                chars.next();
+                items.push(std::mem::take(&mut item));
+                continue;
+            }
+            _ => {}
+        }
+        item.push(c);
+    }
+    items.push(item);
+    items
+}
+
+#[test]
+fn call_runs_llvm_cpu_vmfb_exports_on_both_devices_as_iree_run_module_does() {
+    use pactum_testing::iree::{IreeTensor, IreeValue, manifest_runs};
+    if !cfg!(target_arch = "x86_64") {
+        return; // the llvm-cpu fixtures hold x86-64 code
+    }
+    let dir = scratch("llvm-cpu");
+    let picks = [
+        ("mlp_llvm_cpu.vmfb", "predict"),
+        ("mlp_llvm_cpu.vmfb", "predict_dyn"),
+        ("tensors_llvm_cpu.vmfb", "add_mat"),
+        ("tensors_llvm_cpu.vmfb", "stats"),
+        ("tensors_llvm_cpu.vmfb", "int_ops"),
+        ("multi_export_llvm_cpu.vmfb", "add"),
+        ("multi_export_llvm_cpu.vmfb", "mul_add"),
+        ("multi_export_llvm_cpu.vmfb", "scale_dyn"),
+    ];
+    let runs = manifest_runs().unwrap();
+    let mut checked = 0;
+    for (file, function) in picks {
+        let run = runs
+            .iter()
+            .find(|r| r.file == file && r.function == function && r.fails.is_none())
+            .unwrap_or_else(|| panic!("no run of {file} @{function}"));
+        let recorded = run.recorded().unwrap();
+        let expected = recorded.expect_results();
+        let module = vmfb_fixture(file);
+        for device in ["local-task", "local-sync"] {
+            let out = dir.join(format!("{function}-{device}"));
+            let mut args = vec!["call", &module, function];
+            args.extend(run.inputs.iter().map(String::as_str));
+            let out_text = out.to_string_lossy().into_owned();
+            args.extend(["--device", device, "--out", &out_text]);
+            let output = pactum(&args, &dir);
+            assert!(
+                output.status.success(),
+                "{run} on {device}: {}",
+                stderr(&output)
+            );
+            let printed = stdout(&output);
+            let items = printed_items(printed.lines().next().unwrap(), expected.len() > 1);
+            assert_eq!(items.len(), expected.len(), "{run} on {device}: {printed}");
+            let mut next_tensor = 0;
+            for (item, value) in items.iter().zip(expected) {
+                match value {
+                    IreeValue::Tensor(tensor) => {
+                        assert!(item.starts_with("Tensor["), "{run}: {item}");
+                        let npy = out.join(format!("result_{next_tensor}.npy"));
+                        next_tensor += 1;
+                        let ours = pactum_npy::read_file(&npy).unwrap();
+                        let view = pactum_iree::module::tensor_to_buffer_view(&ours).unwrap();
+                        let ours = IreeTensor::parse(&view.format(1024)).unwrap();
+                        assert_eq!(&ours, tensor, "{run} on {device}");
+                    }
+                    IreeValue::Scalar { ty, text } => {
+                        let ours = if ty.starts_with('f') {
+                            pactum_iree::hal::c_format_g(item.parse::<f64>().unwrap(), false)
+                        } else {
+                            item.parse::<i64>().unwrap().to_string()
+                        };
+                        assert_eq!(&ours, text, "{run} on {device}: {printed}");
+                    }
+                    other => panic!("{run}: unexpected {other:?}"),
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 2 * picks.len());
+
+    // Both devices spelled as options anywhere, `=` included; a bad device and --device for a
+    // shared library are clear errors.
+    let module = vmfb_fixture("multi_export_llvm_cpu.vmfb");
+    let output = pactum(
+        &["call", "--device=local-sync", &module, "add", "7", "35"],
+        &dir,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), "42");
+    let output = pactum(
+        &["call", &module, "add", "--device=local-task", "7", "35"],
+        &dir,
+    );
+    assert_eq!(stdout(&output).trim(), "42", "{}", stderr(&output));
+    assert_clean_failure(
+        &pactum(
+            &["call", &module, "add", "7", "35", "--device", "gpu"],
+            &dir,
+        ),
+        "unknown device `gpu` (expected local-task or local-sync)",
+    );
+    let lib = kernels();
+    assert_clean_failure(
+        &pactum(
+            &[
+                "call",
+                lib.to_str().unwrap(),
+                "add_int",
+                "1",
+                "2",
+                "--device",
+                "local-sync",
+            ],
+            &dir,
+        ),
+        "--device is for .vmfb modules",
+    );
+}

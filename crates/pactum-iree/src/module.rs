@@ -8,10 +8,15 @@
 //! buffers as `Bytes`, buffer views as `Tensor`s, and any other reference as an
 //! [`Obj<VmRef>`] that can be passed back into calls.
 //!
-//! Every module's context holds IREE's `hal` module ([`HalModule`]) with a local synchronous
-//! CPU device, so modules compiled for the `vmvx` backend run entirely in pactum's VM. One result is returned as itself, several as an `Array`, none as
-//! `None`. A wrong call (count, kind, range) is a `TypeError` or `ValueError` naming the
-//! argument.
+//! Every module's context holds IREE's `hal` module ([`HalModule`]) with a local CPU device,
+//! so modules compiled for the `vmvx` backend (run by pactum's VM) and for `llvm-cpu` (native
+//! code, run by pactum's ELF loader) both run in-process. Native dispatches run on
+//! [`Workers::shared`], the process-wide pool (IREE's `local-task`), unless the module is
+//! loaded with other [`Workers`] ([`IreeModule::load_with`]; [`Workers::CallerThread`] is
+//! IREE's `local-sync`). Every call returns when its work is done: async exports included.
+//!
+//! One result is returned as itself, several as an `Array`, none as `None`. A wrong call
+//! (count, kind, range) is a `TypeError` or `ValueError` naming the argument.
 //!
 //! An export with `iree.abi` reflection is wrapped by the structured-call binder
 //! ([`StructuredFunction`]), so it takes nested dicts, lists and keyword arguments as the V1
@@ -35,7 +40,9 @@ use pactum::{
 };
 use pactum_sys::dlpack::{DLDataTypeCode, DLDeviceType};
 
-use crate::hal::{DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule};
+use crate::hal::{
+    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, Workers,
+};
 
 use crate::signature::Signature;
 use crate::structured::StructuredFunction;
@@ -61,6 +68,7 @@ struct Inner {
     context: Context,
     name: String,
     exports: Vec<Export>,
+    workers: Workers,
 }
 
 struct Export {
@@ -77,6 +85,7 @@ impl std::fmt::Debug for IreeModule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IreeModule")
             .field("name", &self.inner.name)
+            .field("workers", &self.inner.workers)
             .field(
                 "exports",
                 &self
@@ -95,14 +104,43 @@ fn vm_error(error: crate::vm::VmError) -> Error {
 }
 
 impl IreeModule {
-    /// Loads, verifies and links the module at `path` with the default [`Limits`].
+    /// Loads, verifies and links the module at `path` with the default [`Limits`]; native
+    /// dispatches run on the shared worker pool.
     pub fn load(path: impl AsRef<Path>) -> Result<IreeModule> {
         IreeModule::load_with_limits(path, Limits::default())
     }
 
     /// Loads the module at `path` with `limits` on every call (stack depth, instructions,
-    /// memory).
+    /// memory); native dispatches run on the shared worker pool.
     pub fn load_with_limits(path: impl AsRef<Path>, limits: Limits) -> Result<IreeModule> {
+        IreeModule::load_with(path, limits, Workers::shared())
+    }
+
+    /// Loads the module at `path` with `limits` on every call, its native (`llvm-cpu`)
+    /// dispatches run by `workers`: [`Workers::shared`] (IREE's `local-task`),
+    /// [`Workers::CallerThread`] (`local-sync`: the calling thread only, nothing shared) or a
+    /// pool of its own ([`Workers::with_threads`]). `vmvx` dispatches always run on the
+    /// calling thread.
+    ///
+    /// ```
+    /// use pactum_iree::hal::Workers;
+    /// use pactum_iree::module::IreeModule;
+    /// use pactum_iree::vm::Limits;
+    ///
+    /// let path = concat!(
+    ///     env!("CARGO_MANIFEST_DIR"),
+    ///     "/tests/fixtures/vmfb/multi_export_llvm_cpu.vmfb"
+    /// );
+    /// let module = IreeModule::load_with(path, Limits::default(), Workers::CallerThread)?;
+    /// assert_eq!(module.workers().device_name(), "local-sync");
+    /// assert_eq!(module.function("add")?.call_typed::<_, i64>((7, 35))?, 42);
+    /// # Ok::<(), pactum::Error>(())
+    /// ```
+    pub fn load_with(
+        path: impl AsRef<Path>,
+        limits: Limits,
+        workers: Workers,
+    ) -> Result<IreeModule> {
         let path = path.as_ref();
         let file = VmfbFile::open(path).map_err(|e| {
             Error::new(
@@ -110,15 +148,27 @@ impl IreeModule {
                 format!("cannot load {}: {e}", path.display()),
             )
         })?;
-        IreeModule::from_file(Arc::new(file), limits)
+        IreeModule::from_file(Arc::new(file), limits, workers)
     }
 
-    /// Loads a module from its bytes (either container).
+    /// Loads a module from its bytes (either container); native dispatches run on the shared
+    /// worker pool.
     pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<IreeModule> {
-        IreeModule::from_file(Arc::new(VmfbFile::from_bytes(bytes)), limits)
+        IreeModule::from_bytes_with(bytes, limits, Workers::shared())
     }
 
-    fn from_file(file: Arc<VmfbFile>, limits: Limits) -> Result<IreeModule> {
+    /// Loads a module from its bytes, its native dispatches run by `workers` (see
+    /// [`load_with`](Self::load_with)).
+    pub fn from_bytes_with(bytes: Vec<u8>, limits: Limits, workers: Workers) -> Result<IreeModule> {
+        IreeModule::from_file(Arc::new(VmfbFile::from_bytes(bytes)), limits, workers)
+    }
+
+    /// Who runs the module's native dispatches.
+    pub fn workers(&self) -> &Workers {
+        &self.inner.workers
+    }
+
+    fn from_file(file: Arc<VmfbFile>, limits: Limits, workers: Workers) -> Result<IreeModule> {
         let module = file.module()?;
         let mut signatures = Vec::new();
         for export in module.exports() {
@@ -133,7 +183,8 @@ impl IreeModule {
             signatures.push((export.local_name.to_owned(), signature, coarse_fences));
         }
         let mut context = Context::new(limits.clone());
-        let hal = HalModule::new(context.memory_budget().cloned(), limits);
+        let hal =
+            HalModule::with_workers(context.memory_budget().cloned(), limits, workers.clone());
         context.register_native(Arc::new(hal)).map_err(vm_error)?;
         let name = context.load_bytecode(file.clone()).map_err(vm_error)?;
         let exports = signatures
@@ -155,6 +206,7 @@ impl IreeModule {
                 context,
                 name,
                 exports,
+                workers,
             }),
         })
     }
@@ -280,8 +332,9 @@ impl IreeModule {
             .collect::<Result<Vec<_>>>()?;
         let mut values = values;
         if cconv.fences {
-            // The local device is synchronous: the wait fence is already reached, and the
-            // signal fence is reached when the call returns.
+            // The local device finishes every queue operation before it returns (a pool's
+            // workgroups included): the wait fence is already reached, and the signal fence is
+            // reached when the call returns.
             for _ in 0..2 {
                 values.push(Value::Ref(Some(Ref::Object(Arc::new(HalFence)))));
             }

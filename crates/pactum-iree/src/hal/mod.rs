@@ -37,7 +37,8 @@ pub use command::{BufferRef, Command, HalCommandBuffer};
 pub use element::{HalElementType, c_format_g, format_tensor};
 pub use executable::{
     Binding, DISPATCH_CCONV, ElfError, HalExecutable, MAX_WORKGROUPS, NativeExecutable,
-    VMVX_FORMAT, VmvxExecutable, embedded_elf_format, is_supported_format, system_elf_format,
+    NativeSummary, VMVX_FORMAT, VmvxExecutable, check_native_executable, embedded_elf_format,
+    is_supported_format, system_elf_format,
 };
 pub use native::{HalModule, REF_TYPES};
 pub use objects::{

@@ -352,8 +352,8 @@ impl ElfImage {
                     "relocation address",
                 )?;
                 let offset = image.u64(entry, "relocation")?;
-                let info = image.u64(entry + 8, "relocation")?;
-                let addend = image.u64(entry + 16, "relocation")?;
+                let info = image.u64(entry.saturating_add(8), "relocation")?;
+                let addend = image.u64(entry.saturating_add(16), "relocation")?;
                 let kind = (info & 0xffff_ffff) as u32;
                 let symbol = info >> 32;
                 if kind == 0 {
@@ -484,13 +484,14 @@ fn find_symbol(image: &Reader<'_>, tags: &DynamicTags, name: &str) -> Result<u64
         ));
     };
     let strings = image.slice(strtab, tags.strsz, "string table")?;
-    // DT_HASH: nbucket, nchain, ...; nchain is the number of symbols.
-    let count = image.u32(hash + 4, "hash table")?;
+    // DT_HASH: nbucket, nchain, ...; nchain is the number of symbols. Addresses come from
+    // the file: they saturate, so a hostile one is out of the image rather than wrapping.
+    let count = image.u32(hash.saturating_add(4), "hash table")?;
     for k in 0..u64::from(count) {
-        let entry = symtab + 24 * k;
+        let entry = symtab.saturating_add(24 * k);
         let name_offset = image.u32(entry, "symbol")? as usize;
-        let section = image.slice(entry + 6, 2, "symbol")?;
-        let value = image.u64(entry + 8, "symbol")?;
+        let section = image.slice(entry.saturating_add(6), 2, "symbol")?;
+        let value = image.u64(entry.saturating_add(8), "symbol")?;
         let symbol_name = strings
             .get(name_offset..)
             .and_then(|s| s.split(|&b| b == 0).next())

@@ -51,6 +51,45 @@ pub fn is_supported_format(format: &str) -> bool {
     format == VMVX_FORMAT || is_native_format(format)
 }
 
+/// What the loader's checks found in a native executable's ELF
+/// ([`check_native_executable`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NativeSummary {
+    /// The loadable segments: their addresses (relative to the image base) and protections
+    /// (`r-x`, `rw-`, ...).
+    pub segments: Vec<(std::ops::Range<u64>, String)>,
+    /// The image's size in bytes (the end of the highest segment).
+    pub image_bytes: u64,
+    /// The number of relative relocations applied at load.
+    pub relocations: usize,
+    /// The address of `iree_hal_executable_library_query`, relative to the image base.
+    pub query: u64,
+}
+
+/// Runs the checks the `llvm-cpu` loader makes on an executable's ELF (`embedded-elf-*` or
+/// `system-elf-*` data), and nothing else: nothing is mapped, no code runs. `Ok` means
+/// [`HalExecutable::create`] would map the file and call its query function; `Err` says why it
+/// refuses it, with the byte offset in the ELF of what was wrong. Safe on any bytes (for tests
+/// and fuzzing).
+pub fn check_native_executable(data: &[u8]) -> Result<NativeSummary, ElfError> {
+    let arch = elf::HOST_ARCH.ok_or_else(|| ElfError {
+        offset: None,
+        message: "embedded ELF executables are not supported on this architecture".into(),
+        unsupported: true,
+    })?;
+    let image = elf::ElfImage::parse(data, arch)?;
+    Ok(NativeSummary {
+        segments: image
+            .segments
+            .iter()
+            .map(|s| (s.memory.clone(), s.protection.to_string()))
+            .collect(),
+        image_bytes: image.bytes.len() as u64,
+        relocations: image.relocations.len(),
+        query: image.query,
+    })
+}
+
 /// The most workgroups one dispatch may run.
 pub const MAX_WORKGROUPS: u64 = 1 << 24;
 
