@@ -79,7 +79,9 @@ const FUNCTIONS: &[(&str, &str)] = &[
     ("fence.fail", "0ri_v"),
 ];
 
-/// The `hal` module: one local synchronous CPU device (`local-sync`).
+/// The `hal` module: one local CPU device, `local-task` (native dispatches on a worker pool)
+/// or `local-sync` (on the calling thread), by its [`Workers`]. Queue operations complete
+/// before they return.
 pub struct HalModule {
     functions: Vec<NativeFunction>,
     budget: Option<Arc<MemoryBudget>>,
@@ -272,9 +274,6 @@ fn glob(pattern: &[u8], text: &[u8]) -> bool {
     }
     pattern[p.min(pattern.len())..].iter().all(|&c| c == b'*')
 }
-
-/// The device's id.
-pub const DEVICE_ID: &str = "local-sync";
 
 fn buffer_operand(args: &Args<'_>, buffer_at: usize, slot: i32) -> Result<BufferRef, NativeError> {
     match args.opt_obj::<HalBuffer>(buffer_at, "hal.buffer")? {
@@ -551,7 +550,10 @@ impl HalModule {
                 let category = a.string(1)?;
                 let key = a.string(2)?;
                 let (ok, value) = match category.as_str() {
-                    "hal.device.id" => (1, i64::from(glob(key.as_bytes(), DEVICE_ID.as_bytes()))),
+                    "hal.device.id" => (
+                        1,
+                        i64::from(glob(key.as_bytes(), self.workers.device_name().as_bytes())),
+                    ),
                     "hal.executable.format" => (1, i64::from(is_supported_format(&key))),
                     "hal.device" | "hal.dispatch" if key == "concurrency" => {
                         (1, self.workers.concurrency() as i64)
