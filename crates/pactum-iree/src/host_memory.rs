@@ -1,14 +1,20 @@
-//! Host memory for HAL buffers: zero-filled, 64-byte aligned byte cells that the VM, the
-//! HAL and native dispatch code share.
+//! Host memory for HAL buffers: 64-byte aligned byte cells that the VM, the HAL and native
+//! dispatch code share.
 //!
 //! Code compiled by IREE for `llvm-cpu` assumes its bindings are aligned to 64 bytes (IREE's
 //! heap buffers are), so a `Vec` cannot hold them. Large blocks come from anonymous
-//! mappings: zero pages cost nothing until they are touched, as with IREE's `malloc`.
-//! Allocation failures are errors, never aborts.
+//! mappings (with transparent huge pages where the system offers them). Allocation failures
+//! are errors, never aborts.
+//!
+//! Fresh blocks are zero-filled. A [`BlockCache`] keeps large blocks its owner freed and hands
+//! them out again as they are, like IREE's allocator reusing freed memory: a model called in a
+//! loop then takes no page faults for its outputs. A HAL module owns one cache, so a reused
+//! block only ever holds bytes that the same module's buffers held before.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
 use std::sync::atomic::AtomicU8;
+use std::sync::{Arc, Mutex, Weak};
 
 /// The alignment of every block.
 pub const HOST_MEMORY_ALIGNMENT: usize = 64;
@@ -16,17 +22,24 @@ pub const HOST_MEMORY_ALIGNMENT: usize = 64;
 /// Blocks of at least this many bytes are anonymous mappings.
 const MAPPED_THRESHOLD: usize = 1 << 20;
 
-/// A fixed-size, zero-initialised, 64-byte aligned block of bytes with interior mutability.
+/// Mappings of at least this many bytes ask for transparent huge pages.
+const HUGE_PAGE_THRESHOLD: usize = 2 << 20;
+
+/// A fixed-size, 64-byte aligned block of bytes with interior mutability.
 pub struct HostMemory {
     ptr: NonNull<AtomicU8>,
     len: usize,
     owner: Owner,
+    /// Where the block goes back when dropped.
+    cache: Option<Weak<BlockCache>>,
 }
 
 enum Owner {
     Heap(Layout),
     // Never read: holding it keeps the mapping alive until the block is dropped.
     Mapped(#[allow(dead_code)] memmap2::MmapMut),
+    /// Moved into a cache: nothing to free.
+    Moved,
 }
 
 // SAFETY: the block is only ever accessed as `AtomicU8` cells (which are `Sync`) or through
@@ -49,11 +62,17 @@ impl HostMemory {
     pub fn zeroed(len: usize) -> Option<HostMemory> {
         if len >= MAPPED_THRESHOLD {
             let mut map = memmap2::MmapMut::map_anon(len).ok()?;
+            #[cfg(target_os = "linux")]
+            if len >= HUGE_PAGE_THRESHOLD {
+                // Only advice: where huge pages are off the mapping works as before.
+                let _ = map.advise(memmap2::Advice::HugePage);
+            }
             let ptr = NonNull::new(map.as_mut_ptr().cast::<AtomicU8>())?;
             return Some(HostMemory {
                 ptr,
                 len,
                 owner: Owner::Mapped(map),
+                cache: None,
             });
         }
         // One byte at least, so that even an empty block has a unique aligned address.
@@ -65,7 +84,20 @@ impl HostMemory {
             ptr,
             len,
             owner: Owner::Heap(layout),
+            cache: None,
         })
+    }
+
+    /// A block of `len` bytes from `cache` (holding whatever its last user left in it) or,
+    /// when it has none of that size, a fresh zero-filled one; either goes back to `cache`
+    /// when dropped.
+    pub fn reused_or_zeroed(len: usize, cache: &Arc<BlockCache>) -> Option<HostMemory> {
+        let mut block = match cache.take(len) {
+            Some(block) => block,
+            None => HostMemory::zeroed(len)?,
+        };
+        block.cache = Some(Arc::downgrade(cache));
+        Some(block)
     }
 
     /// A block holding a copy of `bytes`.
@@ -106,10 +138,92 @@ impl HostMemory {
 
 impl Drop for HostMemory {
     fn drop(&mut self) {
+        if let Some(cache) = self.cache.take().and_then(|c| c.upgrade()) {
+            if self.len >= BlockCache::MIN_BLOCK {
+                let block = HostMemory {
+                    ptr: self.ptr,
+                    len: self.len,
+                    owner: std::mem::replace(&mut self.owner, Owner::Moved),
+                    cache: None,
+                };
+                cache.give(block);
+                return;
+            }
+        }
         if let Owner::Heap(layout) = self.owner {
-            // SAFETY: `ptr` was returned by `alloc_zeroed(layout)` and is freed once, here.
+            // SAFETY: `ptr` was returned by `alloc_zeroed(layout)` and is freed once, here
+            // (a block moved into a cache has `Owner::Moved`).
             unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast::<u8>(), layout) };
         }
+    }
+}
+
+/// Freed blocks kept for reuse, by exact size, the oldest evicted first.
+#[derive(Debug)]
+pub struct BlockCache {
+    max_bytes: usize,
+    state: Mutex<CacheState>,
+}
+
+#[derive(Debug, Default)]
+struct CacheState {
+    blocks: std::collections::VecDeque<HostMemory>,
+    bytes: usize,
+}
+
+impl BlockCache {
+    /// Smaller blocks are not kept: the allocator serves them as fast.
+    pub const MIN_BLOCK: usize = 64 << 10;
+
+    /// A cache holding at most `max_bytes` of free blocks.
+    pub fn new(max_bytes: usize) -> Arc<BlockCache> {
+        Arc::new(BlockCache {
+            max_bytes,
+            state: Mutex::new(CacheState::default()),
+        })
+    }
+
+    /// The bytes held now.
+    pub fn held_bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
+        // A panic while holding the lock cannot leave the state inconsistent (each change is
+        // one push or pop with its byte count), so a poisoned lock is used as is.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn take(&self, len: usize) -> Option<HostMemory> {
+        let mut state = self.lock();
+        let index = state.blocks.iter().rposition(|b| b.len == len)?;
+        let block = state.blocks.remove(index)?;
+        state.bytes -= block.len;
+        Some(block)
+    }
+
+    fn give(&self, block: HostMemory) {
+        if block.len > self.max_bytes {
+            return;
+        }
+        let evicted = {
+            let mut state = self.lock();
+            state.bytes += block.len;
+            state.blocks.push_back(block);
+            let mut evicted = Vec::new();
+            while state.bytes > self.max_bytes {
+                match state.blocks.pop_front() {
+                    Some(old) => {
+                        state.bytes -= old.len;
+                        evicted.push(old);
+                    }
+                    None => break,
+                }
+            }
+            evicted
+        };
+        // Freed outside the lock.
+        drop(evicted);
     }
 }
 
@@ -137,6 +251,35 @@ mod tests {
         let copy = HostMemory::from_bytes(&[1, 2, 3]).unwrap();
         let bytes: Vec<u8> = copy.cells().iter().map(|c| c.load(Relaxed)).collect();
         assert_eq!(bytes, [1, 2, 3]);
+    }
+
+    #[test]
+    fn caches_hand_freed_blocks_back_and_stay_within_their_bound() {
+        let cache = BlockCache::new(3 * BlockCache::MIN_BLOCK);
+        let len = BlockCache::MIN_BLOCK;
+        let block = HostMemory::reused_or_zeroed(len, &cache).unwrap();
+        block.cells()[5].store(9, Relaxed);
+        let address = block.as_mut_ptr();
+        drop(block);
+        assert_eq!(cache.held_bytes(), len);
+        let again = HostMemory::reused_or_zeroed(len, &cache).unwrap();
+        assert_eq!(again.as_mut_ptr(), address, "the freed block is reused");
+        assert_eq!(again.cells()[5].load(Relaxed), 9, "as it was left");
+        assert_eq!(cache.held_bytes(), 0);
+        // Another size gets a fresh, zeroed block.
+        let other = HostMemory::reused_or_zeroed(2 * len, &cache).unwrap();
+        assert!(other.cells().iter().all(|c| c.load(Relaxed) == 0));
+        drop((again, other));
+        assert_eq!(cache.held_bytes(), 3 * len);
+        // Over the bound, the oldest go first.
+        drop(HostMemory::reused_or_zeroed(2 * len, &cache).unwrap());
+        assert!(cache.held_bytes() <= 3 * len);
+        // Small blocks and blocks outliving their cache are simply freed.
+        drop(HostMemory::reused_or_zeroed(64, &cache).unwrap());
+        assert!(cache.held_bytes() <= 3 * len);
+        let orphan = HostMemory::reused_or_zeroed(len, &cache).unwrap();
+        drop(cache);
+        drop(orphan);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use super::objects::{
     shape_text,
 };
 use super::workers::Workers;
+use crate::host_memory::BlockCache;
 use crate::vm::{
     Limits, MemoryBudget, NativeError, NativeFunction, NativeModule, Ref, StatusCode, Value,
     VmBuffer,
@@ -31,6 +32,9 @@ pub const REF_TYPES: &[&str] = &[
     "hal.file",
     "hal.semaphore",
 ];
+
+/// The most bytes of freed blocks a module keeps for reuse.
+pub const FREE_BLOCK_CACHE_BYTES: usize = 256 << 20;
 
 /// The functions: name and calling convention, in `call` index order.
 const FUNCTIONS: &[(&str, &str)] = &[
@@ -89,6 +93,8 @@ pub struct HalModule {
     device: Ref,
     allocator: Ref,
     workers: Workers,
+    /// Large blocks this module's buffers freed, reused by its next allocations.
+    blocks: Arc<BlockCache>,
 }
 
 impl std::fmt::Debug for HalModule {
@@ -114,6 +120,7 @@ impl HalModule {
     ) -> HalModule {
         HalModule {
             workers,
+            blocks: BlockCache::new(FREE_BLOCK_CACHE_BYTES),
             functions: FUNCTIONS
                 .iter()
                 .map(|(name, cconv)| NativeFunction::new(*name, *cconv))
@@ -286,7 +293,11 @@ fn buffer_operand(args: &Args<'_>, buffer_at: usize, slot: i32) -> Result<Buffer
 
 impl HalModule {
     fn alloc(&self, size: i64) -> Result<Value, NativeError> {
-        Ok(obj(HalBuffer::allocate(size, self.budget.as_ref())?))
+        Ok(obj(HalBuffer::allocate_in(
+            size,
+            self.budget.as_ref(),
+            Some(&self.blocks),
+        )?))
     }
 
     fn dispatch(&self, a: &Args<'_>) -> Result<Vec<Value>, NativeError> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use super::element::HalElementType;
-use crate::host_memory::HostMemory;
+use crate::host_memory::{BlockCache, HostMemory};
 use crate::vm::{Charge, MemoryBudget, NativeError, RefObject, StatusCode, VmBuffer};
 
 /// IREE's "whole buffer" length (`-1`): everything from the offset on.
@@ -77,6 +77,18 @@ impl HalBuffer {
         length: i64,
         budget: Option<&Arc<MemoryBudget>>,
     ) -> Result<HalBuffer, NativeError> {
+        HalBuffer::allocate_in(length, budget, None)
+    }
+
+    /// A buffer of `length` bytes, charged to `budget`, taken from `cache` when it holds a
+    /// freed block of that size (its bytes are then what the block's last user left, as
+    /// IREE's allocations are uninitialised), otherwise zero-filled; it returns to `cache`
+    /// when the last view of it is dropped.
+    pub fn allocate_in(
+        length: i64,
+        budget: Option<&Arc<MemoryBudget>>,
+        cache: Option<&Arc<BlockCache>>,
+    ) -> Result<HalBuffer, NativeError> {
         let length = usize::try_from(length)
             .map_err(|_| invalid(format!("allocation size {length} is negative")))?;
         let charge = Charge::new(budget, length).map_err(|o| {
@@ -88,7 +100,11 @@ impl HalBuffer {
                 ),
             )
         })?;
-        let cells = HostMemory::zeroed(length).ok_or_else(|| {
+        let cells = match cache {
+            Some(cache) => HostMemory::reused_or_zeroed(length, cache),
+            None => HostMemory::zeroed(length),
+        }
+        .ok_or_else(|| {
             NativeError::new(
                 StatusCode::ResourceExhausted,
                 format!("could not allocate {length} bytes"),
