@@ -436,3 +436,30 @@ fn hostile_elfs_are_refused_with_the_exact_error() {
         );
     }
 }
+
+/// A small file may claim a huge memory image (`p_memsz`): checking it must not allocate or
+/// touch that memory, only loading it would.
+#[test]
+fn a_huge_claimed_image_is_checked_without_allocating_it() {
+    let elf = embedded_elf();
+    let layout = layout(&elf);
+    let last_load = (0..layout.programs.len())
+        .filter(|&k| layout.programs[k].0 == 1)
+        .last()
+        .unwrap();
+    let mut huge = elf.clone();
+    // p_memsz of the last PT_LOAD: just under the 1 GiB limit past its address.
+    let at = layout.phoff + 56 * last_load;
+    let vaddr = u64_at(&huge, at + 16);
+    put_u64(&mut huge, at + 40, (1 << 30) - vaddr - 4096);
+    let start = std::time::Instant::now();
+    for _ in 0..100 {
+        let summary = check_native_executable(&huge).unwrap();
+        assert!(summary.image_bytes > 1 << 29);
+    }
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(2),
+        "100 checks took {:?}",
+        start.elapsed()
+    );
+}

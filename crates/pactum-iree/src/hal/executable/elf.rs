@@ -131,8 +131,12 @@ pub struct Segment {
 /// A checked ELF, laid out as an image at base 0 and not yet relocated.
 #[derive(Debug, Clone)]
 pub struct ElfImage {
-    /// The image bytes: every segment's file bytes at its address, zeros elsewhere.
-    pub bytes: Vec<u8>,
+    /// The ELF file.
+    file: Vec<u8>,
+    /// Each loadable segment's address, file offset and file size (all checked).
+    loads: Vec<(u64, u64, u64)>,
+    /// The image's size: the end of the highest segment.
+    pub span: u64,
     /// The loadable segments.
     pub segments: Vec<Segment>,
     /// The range made read-only once relocated (`PT_GNU_RELRO`).
@@ -260,15 +264,12 @@ impl ElfImage {
             return Err(bad(phoff, "no loadable segment"));
         }
         let span = segments.iter().map(|s| s.memory.end).max().unwrap_or(0);
-        let mut bytes = Vec::new();
-        bytes
-            .try_reserve_exact(span as usize)
-            .map_err(|_| bad(None, format!("cannot allocate an image of {span} bytes")))?;
-        bytes.resize(span as usize, 0);
-        for (vaddr, (offset, size)) in &loads {
-            let (vaddr, offset, size) = (*vaddr as usize, *offset as usize, *size as usize);
-            bytes[vaddr..vaddr + size].copy_from_slice(&data[offset..offset + size]);
-        }
+        // The image is not materialised here (a 100-byte file may claim a gigabyte of
+        // memory): its tables are read from the file through the segments.
+        let loads: Vec<(u64, u64, u64)> = loads
+            .iter()
+            .map(|&(vaddr, (offset, size))| (vaddr, offset, size))
+            .collect();
 
         let (index, at, program) =
             dynamic.ok_or_else(|| bad(phoff, "no dynamic section (PT_DYNAMIC)"))?;
@@ -329,7 +330,8 @@ impl ElfImage {
         }
 
         let image = Reader {
-            bytes: &bytes,
+            data,
+            loads: &loads,
             dynamic_at: dyn_offset,
         };
         let mut relocations = Vec::new();
@@ -403,7 +405,9 @@ impl ElfImage {
             ));
         }
         Ok(ElfImage {
-            bytes,
+            file: data.to_vec(),
+            loads,
+            span,
             segments,
             relro,
             relocations,
@@ -411,14 +415,21 @@ impl ElfImage {
         })
     }
 
-    /// The image relocated to load at address `base`.
-    pub fn relocated(&self, base: u64) -> Vec<u8> {
-        let mut bytes = self.bytes.clone();
+    /// The image relocated to load at address `base`: every segment's file bytes at its
+    /// address, zeros elsewhere, relocations applied. `None` when the memory is not there.
+    pub fn relocated(&self, base: u64) -> Option<Vec<u8>> {
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(self.span as usize).ok()?;
+        bytes.resize(self.span as usize, 0);
+        for &(vaddr, offset, size) in &self.loads {
+            let (vaddr, offset, size) = (vaddr as usize, offset as usize, size as usize);
+            bytes[vaddr..vaddr + size].copy_from_slice(&self.file[offset..offset + size]);
+        }
         for &(offset, addend) in &self.relocations {
             let at = offset as usize;
             bytes[at..at + 8].copy_from_slice(&base.wrapping_add(addend).to_le_bytes());
         }
-        bytes
+        Some(bytes)
     }
 
     /// Whether `address` (relative to the base) is inside an executable segment.
@@ -441,26 +452,31 @@ struct DynamicTags {
     hash: Option<u64>,
 }
 
-/// Bounds-checked reads of the base-0 image.
+/// Bounds-checked reads of the image by address, from the file bytes of the segment that
+/// holds them.
 struct Reader<'a> {
-    bytes: &'a [u8],
+    data: &'a [u8],
+    loads: &'a [(u64, u64, u64)],
     dynamic_at: u64,
 }
 
 impl Reader<'_> {
     fn slice(&self, address: u64, len: u64, what: &str) -> Result<&[u8], ElfError> {
-        address
-            .checked_add(len)
-            .and_then(|end| self.bytes.get(address as usize..end as usize))
-            .ok_or_else(|| {
-                bad(
-                    self.dynamic_at,
-                    format!(
-                        "{what} at {address:#x}+{len} is outside the {}-byte image",
-                        self.bytes.len()
-                    ),
-                )
-            })
+        let end = address.checked_add(len);
+        end.and_then(|end| {
+            let &(vaddr, offset, _) = self
+                .loads
+                .iter()
+                .find(|&&(vaddr, _, size)| vaddr <= address && end <= vaddr + size)?;
+            let start = offset + (address - vaddr);
+            self.data.get(start as usize..(start + len) as usize)
+        })
+        .ok_or_else(|| {
+            bad(
+                self.dynamic_at,
+                format!("{what} at {address:#x}+{len} is not in the file bytes of a segment"),
+            )
+        })
     }
 
     fn u64(&self, address: u64, what: &str) -> Result<u64, ElfError> {

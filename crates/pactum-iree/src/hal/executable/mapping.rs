@@ -97,7 +97,7 @@ impl CodeMapping {
     /// Maps, relocates and protects `image`.
     pub fn load(image: &ElfImage) -> Result<CodeMapping, ElfError> {
         let page = page_size();
-        let len = image.bytes.len().div_ceil(page).max(1) * page;
+        let len = (image.span as usize).div_ceil(page).max(1) * page;
         let protections = page_protections(image, len / page, page)?;
         // SAFETY: a fresh private anonymous mapping; no existing memory is affected.
         let raw = unsafe {
@@ -120,7 +120,9 @@ impl CodeMapping {
             len,
             image: Vec::new(),
         };
-        let relocated = image.relocated(base.as_ptr() as u64);
+        let relocated = image
+            .relocated(base.as_ptr() as u64)
+            .ok_or_else(|| os_error("allocating the image"))?;
         // SAFETY: the mapping is `len >= relocated.len()` bytes, read-write, and ours alone.
         unsafe {
             std::ptr::copy_nonoverlapping(relocated.as_ptr(), base.as_ptr(), relocated.len());

@@ -84,7 +84,7 @@ pub fn check_native_executable(data: &[u8]) -> Result<NativeSummary, ElfError> {
             .iter()
             .map(|s| (s.memory.clone(), s.protection.to_string()))
             .collect(),
-        image_bytes: image.bytes.len() as u64,
+        image_bytes: image.span,
         relocations: image.relocations.len(),
         query: image.query,
     })
