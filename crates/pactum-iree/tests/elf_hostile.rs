@@ -444,8 +444,8 @@ fn a_huge_claimed_image_is_checked_without_allocating_it() {
     let elf = embedded_elf();
     let layout = layout(&elf);
     let last_load = (0..layout.programs.len())
-        .filter(|&k| layout.programs[k].0 == 1)
-        .last()
+        .rev()
+        .find(|&k| layout.programs[k].0 == 1)
         .unwrap();
     let mut huge = elf.clone();
     // p_memsz of the last PT_LOAD: just under the 1 GiB limit past its address.
