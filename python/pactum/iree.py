@@ -1,0 +1,1 @@
+"""IREE bytecode modules (``.vmfb``) run by pactum."""
