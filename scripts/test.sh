@@ -47,6 +47,11 @@ fi
 say "cargo test"
 cargo test --workspace
 
+say "python package (python/): pip install ./python into .venv, then its pytest suite"
+# setuptools-rust builds crates/pactum-python (release) in this workspace's target directory.
+.venv/bin/python -m pip install -q --disable-pip-version-check ./python
+.venv/bin/python -m pytest -q python/tests
+
 if [ "${PACTUM_SKIP_LINT:-0}" != 1 ]; then
   say "cargo doc"
   RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet

@@ -25,6 +25,7 @@
 
 mod container;
 mod error;
+pub mod inspect;
 mod model;
 mod reader;
 mod schema;
