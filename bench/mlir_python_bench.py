@@ -1,5 +1,5 @@
-"""Python -> MLIR-compiled function: pactum's bridge (`mlir_load` of the kernels library, a
-tvm_ffi Function called with NumPy arrays) against Python `ctypes` on the same shared library,
+"""Python -> MLIR-compiled function: `pactum.mlir` (a function of `pactum.mlir.load(path)`,
+called with NumPy arrays) against Python `ctypes` on the same shared library,
 with memref descriptors filled from the NumPy arrays on every call (one ctypes Structure class
 per rank, defined once: the fast way to write it; MLIR's own `np_to_memref` is ~30x slower and
 leaks, mlir_facts.md section 7). A third column times ctypes with descriptors built once, a
@@ -14,6 +14,8 @@ import timeit
 
 import numpy as np
 import tvm_ffi
+
+import pactum
 
 
 class MemRef1D(ctypes.Structure):
@@ -51,10 +53,10 @@ def main() -> None:
     number = int(sys.argv[3]) if len(sys.argv) > 3 else 100_000
     repeat = int(sys.argv[4]) if len(sys.argv) > 4 else 11
     kernels = tvm_ffi.load_module(kernels_path)
-    add_one = kernels.mlir_load(
-        library_path, "func.func @add_one(%in: memref<?xf32>, %out: memref<?xf32>)")
-    mixed = kernels.mlir_load(
-        library_path,
+    mlir_library = pactum.mlir.load(library_path)
+    add_one = mlir_library.function(
+        "func.func @add_one(%in: memref<?xf32>, %out: memref<?xf32>)")
+    mixed = mlir_library.function(
         "func.func @mixed(%a: i32, %b: i64, %c: f32, %d: f64, %e: index, %m: memref<?xf64>) "
         "-> (f64, i64, f32, i32, index)")
 
@@ -88,7 +90,7 @@ def main() -> None:
     y[:] = 0
     ctypes_add_one()
     assert list(y) == [2, 3, 4, 5]
-    assert tuple(mixed(41, 21, 1.5, 2.25, 100, m)) == ctypes_mixed() == (2.75, 42, 4.5, 42, 103)
+    assert mixed(41, 21, 1.5, 2.25, 100, m) == ctypes_mixed() == (2.75, 42, 4.5, 42, 103)
 
     # tvm_ffi's own cost of taking two NumPy arrays (it imports each through __dlpack__):
     # the kernels library's Rust add_one, same arguments, same work.
@@ -108,9 +110,9 @@ def main() -> None:
     print(f"Python -> MLIR function, {number} calls x {repeat} repetitions (alternating); "
           "ns per call, medians")
     print()
-    print("| call | pactum bridge (NumPy arrays) | ctypes, descriptors from NumPy per call | "
+    print("| call | pactum.mlir (NumPy arrays) | ctypes, descriptors from NumPy per call | "
           "ctypes / pactum (median of paired ratios) | ctypes, descriptors prebuilt | "
-          "pactum bridge, tvm_ffi tensors made once | prebuilt ctypes / pactum |")
+          "pactum.mlir, tvm_ffi tensors made once | prebuilt ctypes / pactum |")
     print("|---|---|---|---|---|---|---|")
     for label, (ours, theirs, floor, ours_prebuilt) in cases.items():
         statements = [ours, theirs, floor, ours_prebuilt]

@@ -1,4 +1,5 @@
-"""pactum: IREE ``.vmfb`` modules in the official ``apache-tvm-ffi`` runtime.
+"""pactum: IREE ``.vmfb`` modules and MLIR-compiled functions in the official ``apache-tvm-ffi``
+runtime.
 
 Importing this package loads pactum's native library (Rust, built by maturin from
 ``crates/pactum-python``) into the ``tvm_ffi`` runtime and registers the ``.vmfb`` loader, so
@@ -8,7 +9,8 @@ that both of these work::
     module = tvm_ffi.load_module("model.vmfb")     # a tvm_ffi.Module of kind "vmfb"
     model = pactum.iree.load("model.vmfb")         # exports as Python callables
 
-See :mod:`pactum.iree`.
+See :mod:`pactum.iree`; :mod:`pactum.mlir` calls functions of MLIR-compiled shared libraries
+with NumPy arrays.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import pathlib
 
 import tvm_ffi
 
-__all__ = ["iree", "native_library", "__version__"]
+__all__ = ["iree", "mlir", "native_library", "__version__"]
 __version__ = "0.1.0"
 
 
@@ -36,4 +38,4 @@ def _native_path() -> pathlib.Path:
 native_library = tvm_ffi.load_module(str(_native_path()))
 native_library["pactum_init"]()
 
-from . import iree  # noqa: E402  (needs the loader registered above)
+from . import iree, mlir  # noqa: E402  (need the globals registered above)

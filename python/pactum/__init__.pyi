@@ -1,6 +1,7 @@
 import tvm_ffi
 
 from . import iree as iree
+from . import mlir as mlir
 
 __version__: str
 native_library: tvm_ffi.Module

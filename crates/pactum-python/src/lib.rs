@@ -11,15 +11,28 @@
 //!   `tvm_ffi.load_module("model.vmfb")` returns a module whose exports pactum's VM runs;
 //! - `pactum.iree.inspect(path: str) -> str`, the JSON of `pactum inspect --json FILE.vmfb`
 //!   ([`pactum_iree::vmfb::inspect::report`]), from which `python/pactum/iree.py` reads each
-//!   export's `iree.abi` signature.
+//!   export's `iree.abi` signature;
+//! - `pactum.mlir.open(path: str) -> Function`, for `python/pactum/mlir.py`: opens an
+//!   MLIR-compiled shared library ([`pactum_mlir::MlirLibrary::open`]) and returns a function
+//!   `(declaration: str, copy_mismatched: bool) -> [function, name, signature, result_types,
+//!   packed]` that looks up one of its functions ([`pactum_mlir::MlirLibrary::function`],
+//!   [`pactum_mlir::MlirFunction::into_function_packing_scalars`]: several scalar results come
+//!   back as one `bytes`, which Python unpacks far faster than a `tvm_ffi.Array`);
+//! - `pactum.tensor.bitcast(x: Tensor, dtype) -> Tensor` ([`pactum::Tensor::view_as`]), for
+//!   element types NumPy lacks (`bfloat16`).
 
 use core::ffi::c_int;
 
-use pactum::{AnyView, Error, ErrorKind, Function, Result};
+use pactum::{Any, AnyView, Array, DataType, Error, ErrorKind, Function, Result, Tensor};
 use pactum_iree::vmfb::VmfbFile;
+use pactum_mlir::{LayoutMismatch, MlirLibrary};
 
 /// The global behind `pactum.iree.inspect`.
 pub const INSPECT: &str = "pactum.iree.inspect";
+/// The global behind `pactum.mlir.load` (python/pactum/mlir.py).
+pub const MLIR_OPEN: &str = "pactum.mlir.open";
+/// The global behind `pactum.mlir.bitcast`.
+pub const BITCAST: &str = "pactum.tensor.bitcast";
 
 unsafe extern "C" {
     /// `shim/served_module.cc`: registers `pactum.Module.from_functions` unless present.
@@ -52,7 +65,48 @@ pub fn pactum_init() -> Result<()> {
         })
         .register_global(INSPECT, false)?;
     }
+    register(MLIR_OPEN, || Function::from_typed(mlir_open))?;
+    register(BITCAST, || {
+        Function::from_typed(|x: Tensor, dtype: DataType| x.view_as(dtype))
+    })?;
     Ok(())
+}
+
+/// Registers `make()` as global `name` unless the runtime already has one.
+fn register(name: &str, make: impl FnOnce() -> Function) -> Result<()> {
+    if Function::get_global(name).is_none() {
+        make().register_global(name, false)?;
+    }
+    Ok(())
+}
+
+/// `pactum.mlir.open(path)`: the library at `path`, as a function looking up its functions by
+/// declaration. The closure owns the library; every function it returns keeps it loaded too.
+fn mlir_open(path: String) -> Result<Function> {
+    // SAFETY: the Python caller vouches for the library and for the declarations it passes,
+    // as for any module it loads (python/pactum/mlir.py says so); nothing in a shared library
+    // says what its functions take.
+    let library = unsafe { MlirLibrary::open(&path)? };
+    Ok(Function::from_typed(
+        move |declaration: String, copy_mismatched: bool| -> Result<Array> {
+            let mut function = library.function(&declaration)?;
+            if copy_mismatched {
+                function = function.with_layout_mismatch(LayoutMismatch::Copy);
+            }
+            let name = Any::from(function.name());
+            let packed = Any::from(function.packs_scalar_results());
+            let signature = function.signature();
+            let text = Any::from(signature.to_string());
+            let results = Array::new(signature.results.iter().map(|ty| Any::from(ty.to_string())));
+            Ok(Array::new([
+                Any::from(function.into_function_packing_scalars()),
+                name,
+                text,
+                Any::from(results),
+                packed,
+            ]))
+        },
+    ))
 }
 
 /// The JSON text of `pactum inspect --json path` for a `.vmfb`.

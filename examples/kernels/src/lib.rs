@@ -246,34 +246,6 @@ pub fn iree_bind(
         .into_function())
 }
 
-/// Loads function `@name` of an MLIR-compiled shared library at `path`, with the signature of
-/// its `func.func` declaration (e.g. `func.func @add_one(%a: memref<?xf32>, %b: memref<?xf32>)`),
-/// as a function taking tensors (NumPy arrays pass with no copy) and numbers. Results: `None`,
-/// the single result, or an array of them; memref results are tensors owning their memory.
-///
-/// Like `tvm_ffi.load_module`, this trusts the library and the declaration: nothing in a
-/// shared library says what its functions take.
-#[pactum::export]
-pub fn mlir_load(path: &str, declaration: &str) -> Result<Function> {
-    // SAFETY: the Python caller vouches for the library and the declaration (see above), as
-    // for any module it loads.
-    let library = unsafe { pactum_mlir::MlirLibrary::open(path)? };
-    Ok(library.function(declaration)?.into_function())
-}
-
-/// As [`mlir_load`], but tensors whose layout the memref type cannot describe (e.g. a
-/// transposed array for an identity-layout memref) are passed as compact copies, copied back
-/// after the call, instead of being refused.
-#[pactum::export]
-pub fn mlir_load_copying(path: &str, declaration: &str) -> Result<Function> {
-    // SAFETY: as for `mlir_load`.
-    let library = unsafe { pactum_mlir::MlirLibrary::open(path)? };
-    Ok(library
-        .function(declaration)?
-        .with_layout_mismatch(pactum_mlir::LayoutMismatch::Copy)
-        .into_function())
-}
-
 /// A view of `x`'s memory as `dtype`, an element type of the same size (e.g. a NumPy `uint16`
 /// array as `bfloat16`, which NumPy lacks).
 #[pactum::export]

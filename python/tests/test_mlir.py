@@ -1,23 +1,18 @@
-"""MLIR-compiled functions called from Python: the kernels library's `mlir_load` turns a
-function of a library lowered by MLIR 22 (crates/pactum-mlir/tests/mlir) into a tvm_ffi Function,
-called with NumPy arrays through the OFFICIAL tvm_ffi runtime. Memref arguments see the
-arrays' own memory (no copy); memref results come back as tensors NumPy reads without a copy.
+"""pactum.mlir: functions of libraries lowered by MLIR 22 (crates/pactum-mlir/tests/mlir, built
+by the `mlir_libs` fixture) called with NumPy arrays through the official tvm_ffi runtime.
+Memref arguments see the arrays' own memory (no copy); memref results come back as NumPy
+arrays over MLIR's allocations. Results are compared with NumPy.
 """
 
+import gc
 import json
-import os
-import pathlib
 
 import numpy as np
 import pytest
 import tvm_ffi
 
-SOURCES = pathlib.Path(__file__).resolve().parents[4] / "crates" / "pactum-mlir" / "tests" / "mlir"
-
-
-@pytest.fixture(scope="module")
-def mod():
-    return tvm_ffi.load_module(os.environ["PACTUM_KERNELS_LIB"])
+import pactum
+from conftest import MLIR_SOURCES as SOURCES
 
 
 def declaration(stem, name):
@@ -28,10 +23,24 @@ def declaration(stem, name):
     raise KeyError(name)
 
 
+_LIBRARIES = {}
+
+
+@pytest.fixture(scope="module")
+def mod(mlir_libs):
+    """Loads functions of the test libraries: `mod(name, stem=..., copying=...)`."""
+
+    def load(name, stem="memref_core", copying=False):
+        library = _LIBRARIES.get(stem)
+        if library is None:
+            library = _LIBRARIES[stem] = pactum.mlir.load(mlir_libs / f"lib{stem}.so")
+        return library.function(declaration(stem, name), layout_mismatch="copy" if copying else "raise")
+
+    return load
+
+
 def load(mod, name, stem="memref_core", copying=False):
-    library = os.path.join(os.environ["PACTUM_MLIR_LIBS"], f"lib{stem}.so")
-    loader = mod.mlir_load_copying if copying else mod.mlir_load
-    return loader(library, declaration(stem, name))
+    return mod(name, stem=stem, copying=copying)
 
 
 def test_add_one_writes_into_the_numpy_array_in_place(mod):
@@ -60,22 +69,43 @@ def test_two_d_and_strided_views_of_numpy_arrays(mod):
     assert total == 1 + 4 + 7
 
 
-def test_returned_allocations_reach_numpy_without_a_copy(mod):
-    result = load(mod, "alloc_2d")(3, 4)
-    array = np.from_dlpack(result)
+def test_returned_allocations_are_numpy_arrays_owning_mlirs_memory(mod):
+    alloc = load(mod, "alloc_2d")
+    array = alloc(3, 4)
+    assert isinstance(array, np.ndarray)
     assert array.dtype == np.int32 and array.shape == (3, 4)
-    assert array[2, 3] == 203
-    # The NumPy array views the tensor's memory: the same address.
-    assert array.ctypes.data == result.data_ptr()
-    unranked = np.from_dlpack(load(mod, "alloc_unranked")(3, 2.5))
-    np.testing.assert_array_equal(unranked, [2.5, 2.5, 2.5])
+    np.testing.assert_array_equal(array, np.add.outer(np.arange(3) * 100, np.arange(4)))
+    # NumPy views MLIR's buffer (no copy): the array's data is the tensor's.
+    raw = alloc.ffi_function(3, 4)
+    assert isinstance(raw, tvm_ffi.Tensor)
+    assert np.from_dlpack(raw).ctypes.data == raw.data_ptr()
+    unranked = load(mod, "alloc_unranked")(3, 2.5)
+    np.testing.assert_array_equal(unranked, np.full(3, 2.5))
+
+
+def test_many_returned_allocations_are_freed(mod):
+    """100k results of 64 KiB each would be 6.4 GB if MLIR's malloc were never freed."""
+    import resource
+
+    alloc = load(mod, "alloc_2d")
+    for _ in range(2000):
+        alloc(128, 128)
+    gc.collect()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for _ in range(100_000):
+        alloc(128, 128)
+    gc.collect()
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 50_000, f"max RSS grew by {grown_kib} KiB over 100k results"
 
 
 def test_a_view_result_outlives_its_argument(mod):
     m = np.arange(15, dtype=np.float32).reshape(3, 5)
+    expected = m[1:, ::2].copy()
     view = load(mod, "inner_view")(m)
     del m
-    np.testing.assert_array_equal(np.from_dlpack(view), [[5, 7, 9], [10, 12, 14]])
+    gc.collect()
+    np.testing.assert_array_equal(view, expected)
 
 
 def test_scalars_of_every_kind(mod):
@@ -86,7 +116,7 @@ def test_scalars_of_every_kind(mod):
     zero_d = load(mod, "zero_d")
     a, b = np.array(3.0, dtype=np.float32), np.array(4.0, dtype=np.float32)
     assert zero_d(a, b) == 7.0 and b == 6.0
-    assert np.from_dlpack(load(mod, "zero_d_result")(3.0)) == 9.0
+    assert load(mod, "zero_d_result")(3.0) == 9.0
 
 
 def test_half_precision(mod):
@@ -121,14 +151,37 @@ def test_copying_loader_handles_a_transposed_array(mod):
     np.testing.assert_array_equal(base, np.arange(6).reshape(2, 3) * 10)
 
 
-def test_bad_declarations_and_missing_functions(mod):
-    library = os.path.join(os.environ["PACTUM_MLIR_LIBS"], "libmemref_core.so")
+def test_bad_declarations_and_missing_functions(mlir_libs):
+    library = pactum.mlir.load(mlir_libs / "libmemref_core.so")
     with pytest.raises(ValueError, match="at byte"):
-        mod.mlir_load(library, "func.func @add_one(%a: memref<?xf33>)")
+        library.function("func.func @add_one(%a: memref<?xf33>)")
     with pytest.raises(AttributeError, match="has no function `nope`"):
-        mod.mlir_load(library, "func.func @nope(%a: i64) -> i64")
+        library.function("func.func @nope(%a: i64) -> i64")
+    with pytest.raises(ValueError, match="layout_mismatch"):
+        library.function("func.func @add_one(%a: memref<?xf32>, %b: memref<?xf32>)", layout_mismatch="maybe")
     with pytest.raises(RuntimeError, match="cannot load"):
-        mod.mlir_load("/nonexistent/lib.so", "func.func @f() -> ()")
+        pactum.mlir.load("/nonexistent/lib.so")
+
+
+def test_function_attributes(mlir_libs):
+    library = pactum.mlir.load(mlir_libs / "libmemref_core.so")
+    f = library.function(declaration("memref_core", "mixed"))
+    assert f.name == "mixed"
+    assert f.signature == "(i32, i64, f32, f64, index, memref<?xf64>) -> (f64, i64, f32, i32, index)"
+    assert f.result_types == ("f64", "i64", "f32", "i32", "index")
+    assert "@mixed" in repr(f) and "libmemref_core.so" in repr(library)
+
+
+def test_tvm_ffi_tensors_and_torch_tensors_are_accepted(mod):
+    add_one = load(mod, "add_one")
+    x = np.array([1.0, 2.0], dtype=np.float32)
+    y = np.zeros(2, dtype=np.float32)
+    add_one(tvm_ffi.from_dlpack(x), tvm_ffi.from_dlpack(y))
+    np.testing.assert_array_equal(y, x + 1)
+    torch = pytest.importorskip("torch")
+    tx, ty = torch.tensor([1.0, 5.0]), torch.zeros(2)
+    add_one(tx, ty)
+    assert ty.tolist() == [2.0, 6.0]
 
 
 TABLE = json.loads((SOURCES / "calls.json").read_text())["calls"]
@@ -152,7 +205,7 @@ def test_every_function_of_the_call_table(mod, call):
             if arg["dtype"] == "bfloat16":
                 # NumPy has no bfloat16: the bits travel as uint16, viewed as bfloat16.
                 array = bf16_bits(arg["data"]).reshape(arg["shape"])
-                args.append(mod.bitcast(array, "bfloat16"))
+                args.append(pactum.mlir.bitcast(array, "bfloat16"))
             else:
                 array = np.array(arg["data"], dtype=arg["dtype"]).reshape(arg["shape"])
                 args.append(array)
@@ -161,11 +214,13 @@ def test_every_function_of_the_call_table(mod, call):
             args.append(arg)
     result = function(*args)
     expected = call["results"]
+    assert result is None or len(expected) == 1 or isinstance(result, tuple)
     results = [] if result is None else [result] if len(expected) == 1 else list(result)
     assert len(results) == len(expected)
     for got, want in zip(results, expected):
         if isinstance(want, dict):
-            array = np.from_dlpack(got)
+            array = np.from_dlpack(got) if isinstance(got, tvm_ffi.Tensor) else got
+            assert isinstance(got, np.ndarray) or want["dtype"] == "bfloat16"
             assert str(array.dtype) == want["dtype"] and list(array.shape) == want["shape"]
             np.testing.assert_allclose(array.reshape(-1), want["data"], rtol=1e-6)
         else:
