@@ -172,10 +172,16 @@ def _convert(value: Any, desc: Any) -> Any:
     return value
 
 
+_PLAIN = frozenset([int, float, bool, str, bytes, type(None)])
+
+
 def to_python(value: Any) -> Any:
     """Converts a result of a vmfb export to plain Python: tensors to NumPy arrays (sharing
     memory), maps to dicts, arrays to lists; scalars and strings as they are."""
-    if isinstance(value, tvm_ffi.Tensor):
+    kind = type(value)
+    if kind in _PLAIN:  # the common case, without isinstance on tvm_ffi's ABC-based containers
+        return value
+    if kind is tvm_ffi.Tensor or isinstance(value, tvm_ffi.Tensor):
         return np.from_dlpack(value)
     if isinstance(value, tvm_ffi.Map):
         return {str(k): to_python(v) for k, v in value.items()}
@@ -184,9 +190,72 @@ def to_python(value: Any) -> Any:
     return value
 
 
+_MAP_GET = tvm_ffi.get_global_func("ffi.MapGetItem")
+_ARRAY_GET = tvm_ffi.get_global_func("ffi.ArrayGetItem")
+_ARRAY_SIZE = tvm_ffi.get_global_func("ffi.ArraySize")
+
+
+def _scalar_arg(value: Any) -> Any:
+    return value if type(value) in _PLAIN else value.item() if isinstance(value, np.generic) else value
+
+
+def _arg_converter(desc: Any) -> Any:
+    """A function preparing one argument of iree.abi type `desc` (what :func:`_convert` does,
+    decided once per export instead of on every call); ``None`` where nothing is to be done
+    but turn NumPy scalars into Python ones."""
+    if not isinstance(desc, list) or not desc:
+        return None
+    if desc[0] == "named" and len(desc) == 3:
+        return _arg_converter(desc[2])
+    return lambda value: _convert(value, desc)
+
+
+def _result_builder(desc: Any) -> Any:
+    """A function turning a result of iree.abi type `desc` into Python, reading containers by
+    their known keys and positions (``ffi.MapGetItem``/``ffi.ArrayGetItem``, ~0.2 µs each)
+    rather than iterating ``tvm_ffi.Map``/``Array`` from Python (~1.5 µs per element). Values
+    that are not what `desc` says go through the generic :func:`to_python`."""
+    if not isinstance(desc, list) or not desc:
+        return to_python
+    kind = desc[0]
+    if kind == "ndarray":
+        def tensor(value: Any) -> Any:
+            return np.from_dlpack(value) if isinstance(value, tvm_ffi.Tensor) else to_python(value)
+        return tensor
+    if kind == "sdict" and all(isinstance(f, list) and len(f) == 2 for f in desc[1:]):
+        fields = [(f[0], _result_builder(f[1])) for f in desc[1:]]
+
+        def record(value: Any) -> Any:
+            if not isinstance(value, tvm_ffi.Map) or len(fields) != len(value):
+                return to_python(value)
+            return {k: build(_MAP_GET(value, k)) for k, build in fields}
+        return record
+    if kind in ("slist", "stuple"):
+        items = [_result_builder(d) for d in desc[1:]]
+        container = tuple if kind == "stuple" else list
+
+        def sequence(value: Any) -> Any:
+            if not isinstance(value, tvm_ffi.Array) or _ARRAY_SIZE(value) != len(items):
+                return to_python(value)
+            return container(build(_ARRAY_GET(value, i)) for i, build in enumerate(items))
+        return sequence
+    if kind == "py_homogeneous_list" and len(desc) == 2:
+        build = _result_builder(desc[1])
+
+        def homogeneous(value: Any) -> Any:
+            if not isinstance(value, tvm_ffi.Array):
+                return to_python(value)
+            return [build(_ARRAY_GET(value, i)) for i in range(_ARRAY_SIZE(value))]
+        return homogeneous
+    return to_python
+
+
 class Export:
     """One exported function of an :class:`IreeModule`, callable like a Python function
-    (positional and keyword arguments as its signature declares)."""
+    (positional and keyword arguments as its signature declares).
+
+    What each argument needs (dtype casts, nested dicts and lists) and how each result is read
+    back are worked out once, from the signature, when the export is first looked up."""
 
     def __init__(self, function: tvm_ffi.Function, signature: Signature) -> None:
         self._function = function
@@ -194,26 +263,53 @@ class Export:
         self.__name__ = signature.name
         abi = signature.iree_abi or {}
         args = abi.get("a", [])
-        self._args = [a for a in args if not (isinstance(a, list) and a and a[0] == "named")]
+        positional = [a for a in args if not (isinstance(a, list) and a and a[0] == "named")]
         if not abi:
-            self._args = _descs_from_text(signature.text)
+            positional = _descs_from_text(signature.text)
+        self._args = positional
+        self._converters = [_arg_converter(d) for d in positional]
+        #: No argument needs preparing beyond NumPy scalars (a call with Python scalars only
+        #: goes straight to the function).
+        self._plain_args = not any(self._converters)
         self._keywords = {
-            a[1]: a[2] for a in args if isinstance(a, list) and a and a[0] == "named"
+            a[1]: _arg_converter(a[2]) for a in args if isinstance(a, list) and a and a[0] == "named"
         }
+        results = abi.get("r")
+        count = signature.result_count
+        self._tuple = count is not None and count != 1
+        if results is not None and len(results) == 1:
+            self._build = _result_builder(results[0])
+        elif results is not None and len(results) > 1:
+            builders = [_result_builder(d) for d in results]
+
+            def several(value: Any) -> Any:
+                if not isinstance(value, tvm_ffi.Array) or _ARRAY_SIZE(value) != len(builders):
+                    return to_python(value)
+                return [build(_ARRAY_GET(value, i)) for i, build in enumerate(builders)]
+            self._build = several
+        else:
+            self._build = to_python
         self.__doc__ = f"{signature}\n\nAn export of an IREE module, run by pactum."
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        packed: List[Any] = [
-            _convert(a, self._args[i]) if i < len(self._args) else a for i, a in enumerate(args)
-        ]
+        converters = self._converters
+        if self._plain_args and not kwargs and _PLAIN.issuperset(map(type, args)):
+            # Python scalars only, nothing to prepare (e.g. add(3, 4)).
+            result = self._build(self._function(*args))
+            return tuple(result) if self._tuple and isinstance(result, list) else result
+        packed: List[Any] = []
+        for i, a in enumerate(args):
+            convert = converters[i] if i < len(converters) else None
+            packed.append(convert(a) if convert is not None else _scalar_arg(a))
         if kwargs:
             packed.append(tvm_ffi.core.KWARGS)
+            keywords = self._keywords
             for name, value in kwargs.items():
                 packed.append(name)
-                packed.append(_convert(value, self._keywords.get(name)))
-        result = to_python(self._function(*packed))
-        count = self.signature.result_count
-        if count is not None and count != 1 and isinstance(result, list):
+                convert = keywords.get(name)
+                packed.append(convert(value) if convert is not None else _scalar_arg(value))
+        result = self._build(self._function(*packed))
+        if self._tuple and isinstance(result, list):
             return tuple(result)
         return result
 
