@@ -12,6 +12,9 @@
 //! | [`cconv`] | VM calling convention of the function | `0rf_rI` |
 //! | [`declaration`] | `iree.abi.declaration` text | `sync func @f(%x: tensor<4xf32>) -> (%y: i32)` |
 //!
+//! [`tools`] is what `pactum sig` does (render, calling convention, convert, explain), as
+//! functions returning values.
+//!
 //! [`lexer`] splits the legacy formats into their tagged components. Every parser reports
 //! malformed input as a [`ParseError`] with the byte offset and what was expected there.
 //!
@@ -31,6 +34,7 @@ pub mod declaration;
 pub mod lexer;
 pub mod raw;
 pub mod sip;
+pub mod tools;
 
 /// Whether an integer type says how its bits are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
