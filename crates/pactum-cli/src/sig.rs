@@ -55,8 +55,16 @@ pub fn convert(text: &str, from: Option<Format>, to: Format, name: &str) -> Resu
     Ok(())
 }
 
-/// `pactum sig explain`: what a signature says, in words.
+/// `pactum sig explain`: what a signature says, in words (what its format says on its own is
+/// printed before an error saying why it describes no signature).
 pub fn explain(text: &str, format: Option<Format>) -> Result<()> {
-    println!("{}", tools::explain(text, format.map(Into::into))?);
+    match tools::explain(text, format.map(Into::into)) {
+        Ok(explanation) => println!("{explanation}"),
+        Err(tools::SigError::Partial { explained, error }) => {
+            println!("{explained}");
+            return Err(error.into());
+        }
+        Err(error) => return Err(error.into()),
+    }
     Ok(())
 }

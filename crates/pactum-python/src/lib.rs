@@ -19,11 +19,18 @@
 //!   [`pactum_mlir::MlirFunction::into_function_packing_scalars`]: several scalar results come
 //!   back as one `bytes`, which Python unpacks far faster than a `tvm_ffi.Array`);
 //! - `pactum.tensor.bitcast(x: Tensor, dtype) -> Tensor` ([`pactum::Tensor::view_as`]), for
-//!   element types NumPy lacks (`bfloat16`).
+//!   element types NumPy lacks (`bfloat16`);
+//! - `pactum.sig.{detect,render,cconv,matches,convert,explain,explain_json}`, for
+//!   `python/pactum/sig.py`: what `pactum sig` does ([`pactum_iree::signature::tools`]), each
+//!   taking the signature text and its format (`None`: detected) and returning a string
+//!   (`explain_json`: the JSON of [`tools::Explanation::to_json`]; `matches`: a bool). Bad
+//!   input is a `ValueError` whose message names the byte offset.
 
 use core::ffi::c_int;
 
 use pactum::{Any, AnyView, Array, DataType, Error, ErrorKind, Function, Result, Tensor};
+use pactum_iree::signature::cconv::CheckError;
+use pactum_iree::signature::tools::{self, Format, SigError};
 use pactum_iree::vmfb::VmfbFile;
 use pactum_mlir::{LayoutMismatch, MlirLibrary};
 
@@ -69,7 +76,67 @@ pub fn pactum_init() -> Result<()> {
     register(BITCAST, || {
         Function::from_typed(|x: Tensor, dtype: DataType| x.view_as(dtype))
     })?;
+    register_sig()?;
     Ok(())
+}
+
+/// The format named by `from` (`None`: detect it).
+fn format(from: Option<String>) -> Result<Option<Format>> {
+    Ok(from.map(|name| name.parse::<Format>()).transpose()?)
+}
+
+/// `pactum.sig.*` (python/pactum/sig.py): thin calls of [`pactum_iree::signature::tools`].
+fn register_sig() -> Result<()> {
+    register("pactum.sig.detect", || {
+        Function::from_typed(|text: String, from: Option<String>| -> Result<String> {
+            Ok(tools::detect(&text, format(from)?)?.key().to_owned())
+        })
+    })?;
+    register("pactum.sig.render", || {
+        Function::from_typed(|text: String, from: Option<String>| -> Result<String> {
+            Ok(tools::render(&text, format(from)?)?)
+        })
+    })?;
+    register("pactum.sig.cconv", || {
+        Function::from_typed(
+            |text: String, from: Option<String>, check: Option<String>| -> Result<String> {
+                Ok(tools::cconv(&text, format(from)?, check.as_deref())?.to_string())
+            },
+        )
+    })?;
+    register("pactum.sig.matches", || {
+        Function::from_typed(
+            |text: String, from: Option<String>, cconv: String| -> Result<bool> {
+                match tools::cconv(&text, format(from)?, Some(&cconv)) {
+                    Ok(_) => Ok(true),
+                    Err(SigError::Check(CheckError::Mismatch(_))) => Ok(false),
+                    Err(error) => Err(error.into()),
+                }
+            },
+        )
+    })?;
+    register("pactum.sig.convert", || {
+        Function::from_typed(
+            |text: String, from: Option<String>, to: String, name: String| -> Result<String> {
+                Ok(tools::convert(
+                    &text,
+                    format(from)?,
+                    to.parse::<Format>()?,
+                    &name,
+                )?)
+            },
+        )
+    })?;
+    register("pactum.sig.explain", || {
+        Function::from_typed(|text: String, from: Option<String>| -> Result<String> {
+            Ok(tools::explain(&text, format(from)?)?.to_string())
+        })
+    })?;
+    register("pactum.sig.explain_json", || {
+        Function::from_typed(|text: String, from: Option<String>| -> Result<String> {
+            Ok(tools::explain(&text, format(from)?)?.to_json().to_string())
+        })
+    })
 }
 
 /// Registers `make()` as global `name` unless the runtime already has one.

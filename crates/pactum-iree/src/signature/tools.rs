@@ -107,7 +107,7 @@ impl FromStr for Format {
 }
 
 /// Why a `pactum sig` function failed. The message is the command's one-line error.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum SigError {
     /// The signature text is malformed (the error names the byte offset).
     Parse(ParseError),
@@ -124,6 +124,14 @@ pub enum SigError {
         /// Why it is not a SIP signature.
         sip: Box<SigError>,
     },
+    /// The format's own part of an explanation (`explained`, without a signature), and why
+    /// the text has no user-level signature (a SIP structure with several roots, say).
+    Partial {
+        /// What the text says on its own.
+        explained: Box<Explanation>,
+        /// Why it does not describe a signature.
+        error: Box<SigError>,
+    },
     /// Anything else, in words.
     Message(String),
 }
@@ -134,6 +142,7 @@ impl SigError {
         match self {
             SigError::Parse(error) | SigError::CheckText(error) => Some(error.offset),
             SigError::Neither { raw, sip } => raw.offset().or_else(|| sip.offset()),
+            SigError::Partial { error, .. } => error.offset(),
             _ => None,
         }
     }
@@ -152,6 +161,7 @@ impl fmt::Display for SigError {
                     "neither a raw signature ({raw}) nor a SIP signature ({sip})"
                 )
             }
+            SigError::Partial { error, .. } => write!(f, "{error}"),
             SigError::Message(message) => f.write_str(message),
         }
     }
@@ -681,7 +691,9 @@ impl fmt::Display for Explanation {
 }
 
 /// `pactum sig explain`: what a signature says, in words ([`Explanation`]'s `Display`) or as
-/// data ([`Explanation::to_json`]).
+/// data ([`Explanation::to_json`]). Text of a format that does not reduce to a signature (a
+/// SIP structure with several roots) is a [`SigError::Partial`] carrying what the format says
+/// on its own.
 pub fn explain(text: &str, format: Option<Format>) -> Result<Explanation, SigError> {
     let parsed = parse(text, format)?;
     let header = match &parsed {
@@ -700,15 +712,23 @@ pub fn explain(text: &str, format: Option<Format>) -> Result<Explanation, SigErr
             invocation: declaration.model,
         },
     };
-    let signature = match &parsed {
-        Parsed::Cconv(_) => None,
-        other => Some(other.signature()?),
-    };
-    Ok(Explanation {
+    let mut explanation = Explanation {
         format: parsed.format(),
         header,
-        signature,
-    })
+        signature: None,
+    };
+    if !matches!(parsed, Parsed::Cconv(_)) {
+        match parsed.signature() {
+            Ok(signature) => explanation.signature = Some(signature),
+            Err(error) => {
+                return Err(SigError::Partial {
+                    explained: Box::new(explanation),
+                    error: Box::new(error),
+                });
+            }
+        }
+    }
+    Ok(explanation)
 }
 
 fn explain_leaves(lines: &mut Vec<String>, side: &str, leaves: &[(Vec<SipKey>, i32)]) {
@@ -792,6 +812,14 @@ mod tests {
         let error = cconv(r#"{"a":[],"r":[]}"#, None, Some("0_Z")).unwrap_err();
         assert!(error.to_string().starts_with("--check: "), "{error}");
         assert!(matches!(error, SigError::CheckText(_)));
+        let Err(SigError::Partial { explained, error }) = explain("I5!_0_1R1!", None) else {
+            panic!("a SIP structure of two roots has no signature");
+        };
+        assert_eq!(
+            explained.to_string(),
+            "format: SIP signature\ninputs:\n  (root) = raw 0\n  (root) = raw 1\nresults:\n  (none)"
+        );
+        assert!(error.to_string().contains("2 root values"), "{error}");
     }
 
     #[test]
