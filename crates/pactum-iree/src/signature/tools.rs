@@ -9,7 +9,7 @@
 //! use pactum_iree::signature::tools::{self, Format};
 //!
 //! let raw = "I15!B11!d10d128d64R15!B11!t6d32d8d64";
-//! assert_eq!(tools::render(raw, None)?, "(Buffer<float32[10x128x64]>) -> (Buffer<int32[32x8x64]>)");
+//! assert_eq!(tools::render(raw, None)?, "(Buffer<float32[10x128x64]>) -> (Buffer<sint32[32x8x64]>)");
 //! assert_eq!(tools::cconv(raw, None, None)?.to_string(), "0r_r");
 //! assert_eq!(
 //!     tools::convert(raw, None, Format::IreeAbi, "main")?,
