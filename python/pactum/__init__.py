@@ -10,7 +10,8 @@ that both of these work::
     model = pactum.iree.load("model.vmfb")         # exports as Python callables
 
 See :mod:`pactum.iree`; :mod:`pactum.mlir` calls functions of MLIR-compiled shared libraries
-with NumPy arrays.
+with NumPy arrays; :mod:`pactum.sig` reads, checks and converts IREE function signatures (what
+``pactum sig`` does).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pathlib
 
 import tvm_ffi
 
-__all__ = ["iree", "mlir", "native_library", "__version__"]
+__all__ = ["iree", "mlir", "sig", "native_library", "__version__"]
 __version__ = "0.1.0"
 
 
@@ -38,4 +39,4 @@ def _native_path() -> pathlib.Path:
 native_library = tvm_ffi.load_module(str(_native_path()))
 native_library["pactum_init"]()
 
-from . import iree, mlir  # noqa: E402  (need the globals registered above)
+from . import iree, mlir, sig  # noqa: E402  (need the globals registered above)
