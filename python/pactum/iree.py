@@ -205,8 +205,33 @@ def _arg_converter(desc: Any) -> Any:
     but turn NumPy scalars into Python ones."""
     if not isinstance(desc, list) or not desc:
         return None
-    if desc[0] == "named" and len(desc) == 3:
+    kind = desc[0]
+    if kind == "named" and len(desc) == 3:
         return _arg_converter(desc[2])
+    if kind == "ndarray" and len(desc) > 1 and desc[1] in _DTYPES:
+        dtype = np.dtype(_DTYPES[desc[1]])
+
+        def array(value: Any) -> Any:
+            # A C-contiguous NumPy array of the declared dtype passes as it is (~0.1 µs
+            # instead of ~0.6 µs through _convert).
+            if type(value) is np.ndarray and value.dtype == dtype and value.flags.c_contiguous:
+                return value
+            return _convert(value, desc)
+        return array
+    if kind == "sdict" and all(isinstance(f, list) and len(f) == 2 for f in desc[1:]):
+        fields = {f[0]: _arg_converter(f[1]) or _scalar_arg for f in desc[1:]}
+
+        def record(value: Any) -> Any:
+            if type(value) is not dict or len(value) != len(fields):
+                return _convert(value, desc)
+            out = {}
+            for k, v in value.items():
+                convert = fields.get(k)
+                if convert is None:  # an unknown key: pactum refuses it with its path
+                    return _convert(value, desc)
+                out[k] = convert(v)
+            return out
+        return record
     return lambda value: _convert(value, desc)
 
 
@@ -226,9 +251,14 @@ def _result_builder(desc: Any) -> Any:
         fields = [(f[0], _result_builder(f[1])) for f in desc[1:]]
 
         def record(value: Any) -> Any:
-            if not isinstance(value, tvm_ffi.Map) or len(fields) != len(value):
+            # pactum builds a record result from the signature, with exactly its keys: no
+            # size check (~0.25 µs); a missing key falls back to the generic reader.
+            if not isinstance(value, tvm_ffi.Map):
                 return to_python(value)
-            return {k: build(_MAP_GET(value, k)) for k, build in fields}
+            try:
+                return {k: build(_MAP_GET(value, k)) for k, build in fields}
+            except (KeyError, IndexError):
+                return to_python(value)
         return record
     if kind in ("slist", "stuple"):
         items = [_result_builder(d) for d in desc[1:]]
