@@ -191,6 +191,7 @@ def to_python(value: Any) -> Any:
 
 
 _MAP_GET = tvm_ffi.get_global_func("ffi.MapGetItem")
+_TENSOR = tvm_ffi.Tensor
 _ARRAY_GET = tvm_ffi.get_global_func("ffi.ArrayGetItem")
 _ARRAY_SIZE = tvm_ffi.get_global_func("ffi.ArraySize")
 
@@ -255,10 +256,21 @@ def _result_builder(desc: Any) -> Any:
             # size check (~0.25 µs); a missing key falls back to the generic reader.
             if not isinstance(value, tvm_ffi.Map):
                 return to_python(value)
+            out = {}
             try:
-                return {k: build(_MAP_GET(value, k)) for k, build in fields}
+                for k, build in fields:
+                    item = _MAP_GET(value, k)
+                    # Plain values are what every builder returns them as; tensors inline.
+                    kind = type(item)
+                    if kind in _PLAIN:
+                        out[k] = item
+                    elif kind is _TENSOR:
+                        out[k] = np.from_dlpack(item)
+                    else:
+                        out[k] = build(item)
             except (KeyError, IndexError):
                 return to_python(value)
+            return out
         return record
     if kind in ("slist", "stuple"):
         items = [_result_builder(d) for d in desc[1:]]
