@@ -192,6 +192,7 @@ def to_python(value: Any) -> Any:
 
 _MAP_GET = tvm_ffi.get_global_func("ffi.MapGetItem")
 _TENSOR = tvm_ffi.Tensor
+_KWARGS = tvm_ffi.core.KWARGS
 _ARRAY_GET = tvm_ffi.get_global_func("ffi.ArrayGetItem")
 _ARRAY_SIZE = tvm_ffi.get_global_func("ffi.ArraySize")
 
@@ -310,6 +311,9 @@ class Export:
             positional = _descs_from_text(signature.text)
         self._args = positional
         self._converters = [_arg_converter(d) for d in positional]
+        #: One preparing function per positional argument (NumPy scalars to Python ones where
+        #: nothing else is to be done).
+        self._preparers = [c or _scalar_arg for c in self._converters]
         #: No argument needs preparing beyond NumPy scalars (a call with Python scalars only
         #: goes straight to the function).
         self._plain_args = not any(self._converters)
@@ -339,17 +343,15 @@ class Export:
             # Python scalars only, nothing to prepare (e.g. add(3, 4)).
             result = self._build(self._function(*args))
             return tuple(result) if self._tuple and isinstance(result, list) else result
-        packed: List[Any] = []
-        for i, a in enumerate(args):
-            convert = converters[i] if i < len(converters) else None
-            packed.append(convert(a) if convert is not None else _scalar_arg(a))
+        packed = [convert(a) for convert, a in zip(self._preparers, args)]
+        if len(args) > len(converters):
+            packed += [_scalar_arg(a) for a in args[len(converters):]]
         if kwargs:
-            packed.append(tvm_ffi.core.KWARGS)
+            packed.append(_KWARGS)
             keywords = self._keywords
             for name, value in kwargs.items():
-                packed.append(name)
                 convert = keywords.get(name)
-                packed.append(convert(value) if convert is not None else _scalar_arg(value))
+                packed += (name, convert(value) if convert is not None else _scalar_arg(value))
         result = self._build(self._function(*packed))
         if self._tuple and isinstance(result, list):
             return tuple(result)
