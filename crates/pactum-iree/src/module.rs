@@ -39,6 +39,7 @@ use pactum::{
     Any, AnyView, Array, Bytes, DataType, Error, ErrorKind, Function, List, Obj, Result, Tensor,
 };
 use pactum_sys::dlpack::{DLDataTypeCode, DLDeviceType};
+use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use crate::hal::{
     DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, Workers,
@@ -454,37 +455,34 @@ fn to_ref(arg: &AnyView<'_>, depth: usize) -> Result<Option<Ref>> {
             "lists nested deeper than 64 levels",
         ));
     }
-    if arg.is_none() {
-        return Ok(None);
+    // The common kinds by type index first: a failed `get` formats an error message, which
+    // cost more than the rest of a small call.
+    match TVMFFITypeIndex(arg.type_index()) {
+        TVMFFITypeIndex::NONE => return Ok(None),
+        TVMFFITypeIndex::TENSOR | TVMFFITypeIndex::DL_TENSOR_PTR => {
+            let tensor = arg.get::<Tensor>()?;
+            return Ok(Some(Ref::Object(Arc::new(tensor_to_buffer_view(&tensor)?))));
+        }
+        TVMFFITypeIndex::ARRAY => {
+            let array = arg.get::<Array>()?;
+            return list_ref(array.iter().map(Any::view), depth).map(Some);
+        }
+        TVMFFITypeIndex::LIST => {
+            let list = arg.get::<List>()?;
+            let items = list.to_vec();
+            return list_ref(items.iter().map(Any::view), depth).map(Some);
+        }
+        TVMFFITypeIndex::SMALL_BYTES | TVMFFITypeIndex::BYTES | TVMFFITypeIndex::BYTE_ARRAY_PTR => {
+            let bytes = arg.get::<&[u8]>()?;
+            return Ok(Some(Ref::Buffer(Arc::new(VmBuffer::from_bytes(bytes)))));
+        }
+        _ => {}
     }
     if let Ok(vm_ref) = arg.get::<Obj<VmRef>>() {
         return Ok(Some(vm_ref.0.clone()));
     }
     if let Ok(bytes) = arg.get::<&[u8]>() {
         return Ok(Some(Ref::Buffer(Arc::new(VmBuffer::from_bytes(bytes)))));
-    }
-    let items: Option<Vec<Any>> = arg
-        .get::<Array>()
-        .map(|a| a.iter().cloned().collect())
-        .or_else(|_| arg.get::<List>().map(|l| l.to_vec()))
-        .ok();
-    if let Some(items) = items {
-        let values = items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| {
-                let view = item.view();
-                element_value(&view, depth).map_err(|e| {
-                    Error::new(
-                        ErrorKind::custom(&e.kind()),
-                        format!("element {i}: {}", e.message()),
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let list = VmList::from_values(ElementType::Variant, values)
-            .map_err(|e| Error::new(ErrorKind::VALUE_ERROR, e.to_string()))?;
-        return Ok(Some(Ref::List(Arc::new(list))));
     }
     if let Ok(tensor) = arg.get::<Tensor>() {
         return Ok(Some(Ref::Object(Arc::new(tensor_to_buffer_view(&tensor)?))));
@@ -496,6 +494,24 @@ fn to_ref(arg: &AnyView<'_>, depth: usize) -> Result<Option<Ref>> {
             arg.type_key()
         ),
     ))
+}
+
+/// A list argument's items as a `!vm.list<?>`.
+fn list_ref<'a>(items: impl Iterator<Item = AnyView<'a>>, depth: usize) -> Result<Ref> {
+    let values = items
+        .enumerate()
+        .map(|(i, view)| {
+            element_value(&view, depth).map_err(|e| {
+                Error::new(
+                    ErrorKind::custom(&e.kind()),
+                    format!("element {i}: {}", e.message()),
+                )
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let list = VmList::from_values(ElementType::Variant, values)
+        .map_err(|e| Error::new(ErrorKind::VALUE_ERROR, e.to_string()))?;
+    Ok(Ref::List(Arc::new(list)))
 }
 
 /// An element of a list argument: ints as i64, floats as f64, bools as i32, anything else as
@@ -527,7 +543,8 @@ fn from_value(value: Value) -> Result<Any> {
             Any::from(Array::new(items))
         }
         Value::Ref(Some(other)) => match other.downcast_ref::<HalBufferView>() {
-            Some(view) => match buffer_view_to_tensor(view)? {
+            // The view itself must be the caller's only (a global may hold the same view).
+            Some(view) => match buffer_view_as_tensor(view, ref_is_unique(&other))? {
                 Some(tensor) => Any::from(tensor),
                 None => Any::from(Obj::new(VmRef(other))),
             },
@@ -629,16 +646,65 @@ pub fn tensor_to_buffer_view(tensor: &Tensor) -> Result<HalBufferView> {
             ),
         )
     })?;
-    let bytes = tensor_bytes(tensor)?;
     let hal = |e: crate::vm::NativeError| Error::new(ErrorKind::VALUE_ERROR, e.message);
-    let buffer = HalBuffer::from_bytes(&bytes, None).map_err(hal)?;
+    let buffer = if cfg!(target_endian = "little") {
+        // The tensor's bytes are already the little-endian bytes IREE reads: one copy, from
+        // the tensor (or a compact copy of a strided one) into the HAL buffer.
+        let compact;
+        let source = if tensor.is_contiguous() {
+            tensor
+        } else {
+            compact = tensor.to_contiguous()?;
+            &compact
+        };
+        let element = source.dtype().element_bytes().ok_or_else(|| {
+            Error::new(
+                ErrorKind::TYPE_ERROR,
+                format!(
+                    "tensors of {} cannot be passed to IREE modules",
+                    source.dtype()
+                ),
+            )
+        })?;
+        let length = usize::try_from(source.numel())
+            .ok()
+            .and_then(|n| n.checked_mul(element))
+            .ok_or_else(|| Error::new(ErrorKind::VALUE_ERROR, "tensor too large"))?;
+        let buffer = HalBuffer::allocate(length as i64, None).map_err(hal)?;
+        if length > 0 {
+            let (target, _) = buffer.native_range(0, length as i64).map_err(hal)?;
+            // SAFETY: a contiguous CPU tensor holds `length` bytes at its data pointer, and the
+            // buffer was just allocated with `length` bytes, shared with nothing yet.
+            unsafe {
+                std::ptr::copy_nonoverlapping(source.data_ptr().cast::<u8>(), target, length);
+            }
+        }
+        buffer
+    } else {
+        HalBuffer::from_bytes(&tensor_bytes(tensor)?, None).map_err(hal)?
+    };
     let shape = tensor.shape().iter().map(|&d| d.max(0) as u64).collect();
     HalBufferView::new(buffer, shape, element_type, DENSE_ROW_MAJOR).map_err(hal)
+}
+
+/// Whether `r` is the only reference to its object.
+fn ref_is_unique(r: &Ref) -> bool {
+    match r {
+        Ref::Object(o) => Arc::strong_count(o) == 1 && Arc::weak_count(o) == 0,
+        _ => false,
+    }
 }
 
 /// A dense buffer view copied into a new CPU tensor; `None` when pactum has no data type for
 /// its elements or it is not dense row-major.
 pub fn buffer_view_to_tensor(view: &HalBufferView) -> Result<Option<Tensor>> {
+    buffer_view_as_tensor(view, false)
+}
+
+/// [`buffer_view_to_tensor`], or, when `may_take` (nothing else holds the view) and nothing
+/// else holds its buffer's allocation, a tensor over the buffer's own bytes, keeping the
+/// buffer alive (no copy).
+fn buffer_view_as_tensor(view: &HalBufferView, may_take: bool) -> Result<Option<Tensor>> {
     let Some(dtype) = data_type(view.element_type) else {
         return Ok(None);
     };
@@ -651,6 +717,47 @@ pub fn buffer_view_to_tensor(view: &HalBufferView) -> Result<Option<Tensor>> {
         .map(|&d| i64::try_from(d))
         .collect::<std::result::Result<Vec<i64>, _>>()
         .map_err(|_| Error::new(ErrorKind::VALUE_ERROR, "buffer view dimension too large"))?;
+    let length = HalBufferView::byte_length(&view.shape, view.element_type)
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n as u64 <= view.buffer.len())
+        .ok_or_else(|| Error::new(ErrorKind::VALUE_ERROR, "buffer view larger than its buffer"))?;
+    if cfg!(target_endian = "little") {
+        let element = dtype.element_bytes().unwrap_or(1);
+        if let Some(data) = view.buffer.exclusive_ptr().filter(|_| may_take) {
+            if (data as usize) % element == 0 {
+                // Nothing else holds the buffer's allocation (the VM has let go of it): the
+                // tensor takes it over, without a copy, and keeps it alive.
+                let buffer = view.buffer.clone();
+                let strides = compact_strides(&shape);
+                // SAFETY: the buffer holds `length` bytes at `data` (checked above), which stay
+                // valid while the buffer lives, and the release closure owns a handle to it.
+                return unsafe {
+                    Tensor::from_raw_parts(
+                        data.cast(),
+                        dtype,
+                        pactum::Device::CPU,
+                        &shape,
+                        &strides,
+                        move || drop(buffer),
+                    )
+                }
+                .map(Some);
+            }
+        }
+        let tensor = Tensor::empty(&shape, dtype)?;
+        if length > 0 {
+            let (source, _) = view
+                .buffer
+                .native_range(0, length as i64)
+                .map_err(|e| Error::new(ErrorKind::VALUE_ERROR, e.message))?;
+            // SAFETY: the buffer holds `length` bytes at `source`; the new tensor holds as many
+            // and shares nothing with it.
+            unsafe {
+                std::ptr::copy_nonoverlapping(source, tensor.data_ptr().cast::<u8>(), length);
+            }
+        }
+        return Ok(Some(tensor));
+    }
     let tensor = Tensor::empty(&shape, dtype)?;
     let bytes = view.to_bytes();
     let bits = tensor.view_as(bits_type(dtype)?)?;
@@ -677,6 +784,15 @@ pub fn buffer_view_to_tensor(view: &HalBufferView) -> Result<Option<Tensor>> {
         )?,
     }
     Ok(Some(tensor))
+}
+
+/// Row-major strides, in elements, of `shape`.
+fn compact_strides(shape: &[i64]) -> Vec<i64> {
+    let mut strides = vec![1i64; shape.len()];
+    for k in (0..shape.len().saturating_sub(1)).rev() {
+        strides[k] = strides[k + 1] * shape[k + 1].max(1);
+    }
+    strides
 }
 
 /// The global function that loads `.vmfb` files for `ffi.ModuleLoadFromFile` (and so for

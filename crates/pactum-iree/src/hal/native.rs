@@ -338,42 +338,56 @@ impl HalModule {
 
     fn buffer_view_assert(&self, a: &Args<'_>) -> Result<Vec<Value>, NativeError> {
         let view = a.opt_obj::<HalBufferView>(0, "hal.buffer_view")?;
-        let message = a.string(1)?;
+        // The message and the shapes are only read and formatted for an error: the check
+        // runs on every tensor argument of every call.
+        let message = || a.string(1);
         let Some(view) = view else {
-            return Err(invalid(format!("{message} is not a buffer view (null)")));
+            return Err(invalid(format!(
+                "{} is not a buffer view (null)",
+                message()?
+            )));
         };
         let element_type = HalElementType(a.i32(2)? as u32);
         let encoding = a.i32(3)? as u32;
         let expected = dims(a, 4)?;
         if view.element_type != element_type {
             return Err(invalid(format!(
-                "{message} element type mismatch; expected {} but have {}",
+                "{} element type mismatch; expected {} but have {}",
+                message()?,
                 element_type.describe(),
                 view.element_type.describe()
             )));
         }
         if view.encoding_type != encoding {
             return Err(invalid(format!(
-                "{message} encoding mismatch; expected {encoding:#010x} but have {:#010x}",
+                "{} encoding mismatch; expected {encoding:#010x} but have {:#010x}",
+                message()?,
                 view.encoding_type
             )));
         }
-        let shapes = format!(
-            "expected shape `{}`, actual shape `{}`",
-            shape_text(&expected),
-            shape_text(&view.shape)
-        );
+        let shapes = || {
+            format!(
+                "expected shape `{}`, actual shape `{}`",
+                shape_text(&expected),
+                shape_text(&view.shape)
+            )
+        };
         if view.shape.len() != expected.len() {
             return Err(invalid(format!(
-                "{message} shape rank mismatch; expected {} but have {}; {shapes}",
+                "{} shape rank mismatch; expected {} but have {}; {}",
+                message()?,
                 expected.len(),
-                view.shape.len()
+                view.shape.len(),
+                shapes()
             )));
         }
         if let Some(k) = (0..expected.len()).find(|&k| expected[k] != view.shape[k]) {
             return Err(invalid(format!(
-                "{message} shape dimension {k} mismatch; expected {} but have {}; {shapes}",
-                expected[k], view.shape[k]
+                "{} shape dimension {k} mismatch; expected {} but have {}; {}",
+                message()?,
+                expected[k],
+                view.shape[k],
+                shapes()
             )));
         }
         Ok(vec![])

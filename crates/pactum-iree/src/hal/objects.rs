@@ -207,6 +207,17 @@ impl HalBuffer {
         ))
     }
 
+    /// The address of this buffer's first byte when nothing else holds its allocation (no
+    /// other buffer, subspan or `!vm.buffer` view): its bytes can then be handed over for as
+    /// long as this buffer is kept, without anyone else reading or writing them.
+    pub(crate) fn exclusive_ptr(&self) -> Option<*mut u8> {
+        (Arc::strong_count(&self.allocation) == 1
+            && Arc::weak_count(&self.allocation) == 0
+            && Arc::strong_count(&self.allocation.cells) == 1
+            && Arc::weak_count(&self.allocation.cells) == 0)
+            .then(|| self.allocation.cells.as_mut_ptr().wrapping_add(self.offset))
+    }
+
     /// Copies `out.len()` bytes at `offset` into `out`.
     pub fn read(&self, offset: i64, out: &mut [u8]) -> Result<(), NativeError> {
         let range = self.range(offset, out.len() as i64)?;
