@@ -389,3 +389,28 @@ fn structured_llvm_cpu_exports_match_the_vmvx_module() {
         }
     }
 }
+
+/// Results are handed over without a copy when the VM has let go of their buffers: each must
+/// stay valid and unchanged while held, whatever later calls allocate (the module reuses freed
+/// blocks of 64 KiB and more), and after the module itself is gone.
+#[test]
+fn results_handed_over_stay_valid_and_independent() {
+    let n = 20_000; // 80 KB: the module's block cache is involved.
+    let input = |offset: f32| {
+        let values: Vec<f32> = (0..n).map(|k| k as f32 + offset).collect();
+        Tensor::from_slice(&values, &[n as i64]).unwrap()
+    };
+    let expected = |offset: f32| -> Vec<f32> { (0..n).map(|k| k as f32 + offset + 1.0).collect() };
+    let module = load("tensors_llvm_cpu.vmfb", Workers::shared());
+    let add_one = module.function("add_one").unwrap();
+    let first: Tensor = add_one.call_typed((&input(0.0),)).unwrap();
+    let second: Tensor = add_one.call_typed((&input(0.5),)).unwrap();
+    assert_ne!(first.data_ptr(), second.data_ptr());
+    drop(second);
+    // A third call may reuse the second result's block, never the first's.
+    let third: Tensor = add_one.call_typed((&input(-3.0),)).unwrap();
+    assert_ne!(first.data_ptr(), third.data_ptr());
+    drop((add_one, module));
+    assert_eq!(first.to_vec::<f32>().unwrap(), expected(0.0));
+    assert_eq!(third.to_vec::<f32>().unwrap(), expected(-3.0));
+}
