@@ -11,7 +11,8 @@
 // - storage and values, with their C functions: `errors`, `objects`, `values`, `types`,
 //   `tensors`, and the function registry's storage, `registry`;
 // - declaring built-in globals: `builtin`; library modules: `modules`;
-// - the built-in `ffi.*` globals: `value_globals`, `module_globals`;
+// - the built-in `ffi.*` globals: `value_globals`, `module_globals`, and the official ones
+//   pactum does not implement yet, `unsupported_globals`;
 // - the C functions that reach the layers below: `functions` (which fills the registry with
 //   every built-in global) and `env`.
 mod args;
@@ -26,6 +27,7 @@ mod objects;
 mod registry;
 mod tensors;
 mod types;
+mod unsupported_globals;
 mod value_globals;
 mod values;
 

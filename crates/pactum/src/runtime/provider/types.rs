@@ -52,6 +52,24 @@ struct Column {
 
 /// Attribute columns readers expect to exist from the start (the official runtime creates
 /// them while loading; Python and C++ look several of them up).
+/// The dynamic types the official runtime registers while it loads, in its order, so they get
+/// the same indices (128..=137) and a host can resolve their keys before any library of its
+/// own registers them: `(key, parent key)`. pactum registers no fields or methods on them (the
+/// official runtime does); the globals that make their objects are not implemented yet
+/// (`unsupported_globals.rs`).
+const RUNTIME_TYPE_KEYS: &[(&str, &str)] = &[
+    ("ffi.EnumState", "ffi.Object"),
+    ("ffi.Enum", "ffi.Object"),
+    ("ffi.IntEnum", "ffi.Enum"),
+    ("ffi.StrEnum", "ffi.Enum"),
+    ("ffi.reflection.AccessStep", "ffi.Object"),
+    ("ffi.reflection.AccessPath", "ffi.Object"),
+    ("ffi.StructuralVisitor", "ffi.Object"),
+    ("ffi.VisitErrorContext", "ffi.Object"),
+    ("ffi.StructuralMutator", "ffi.Object"),
+    ("ffi.StructuralKey", "ffi.Object"),
+];
+
 const PRECREATED_COLUMNS: &[&str] = &[
     "__any_hash__",
     "__any_equal__",
@@ -140,6 +158,16 @@ impl TypeTable {
         table
             .set_metadata(TVMFFITypeIndex::BIG_INT.0, &big_int_metadata)
             .expect("bigint metadata");
+        for &(key, parent) in RUNTIME_TYPE_KEYS {
+            let parent = table.by_key[parent.as_bytes()];
+            // SAFETY: a permanent entry, read during construction.
+            let depth =
+                unsafe { (*(*table.entry(parent).expect("parent").get()).info.get()).type_depth }
+                    + 1;
+            table
+                .alloc(key.as_bytes(), -1, depth, 0, true, parent)
+                .expect("runtime type table");
+        }
         for name in PRECREATED_COLUMNS {
             table.column(name.as_bytes());
         }
