@@ -97,17 +97,29 @@ def test_container_repr():
     assert repr(tvm_ffi.convert([1, 2, "x"])) == '(1, 2, "x")'
     assert repr(tvm_ffi.convert({"a": 1})) == '{"a": 1}'
     assert repr(tvm_ffi.List([1, 2])) == "[1, 2]"
+    # The official strings, nested: Array as a tuple (a one-element one with its comma), Map and
+    # Dict as dicts, strings double-quoted, None.
+    assert repr(tvm_ffi.convert([1, [2.5, None], {"k": "v"}])) == '(1, (2.5, None), {"k": "v"})'
+    assert repr(tvm_ffi.convert([])) == "()"
+    assert repr(tvm_ffi.convert({})) == "{}"
+    assert repr(tvm_ffi.List([1, "a"])) == '[1, "a"]'
+    assert repr(tvm_ffi.Dict({"a": [1]})) == '{"a": (1,)}'
+    assert repr(tvm_ffi.Map({1: 2, "b": None})) == '{1: 2, "b": None}'
 
 
 @pytest.mark.pactum_xfail(reason=RECURSIVE_EQ)
 def test_container_equality():
     assert tvm_ffi.convert([1, 2]) == tvm_ffi.convert([1, 2])
     assert tvm_ffi.convert([1, 2]) != tvm_ffi.convert([1, 3])
+    assert tvm_ffi.convert({"a": 1}) == tvm_ffi.convert({"a": 1})
+    assert tvm_ffi.convert([1, "x"]) == tvm_ffi.convert([1, "x"])
 
 
 @pytest.mark.pactum_xfail(reason=RECURSIVE_HASH)
 def test_container_hash():
     assert hash(tvm_ffi.convert([1, 2])) == hash(tvm_ffi.convert([1, 2]))
+    # Python exposes the value; the official one (ffi.RecursiveHash), not Python's tuple hash.
+    assert hash(tvm_ffi.convert([1, 2])) == 2823377144815479104
 
 
 @pytest.mark.pactum_xfail(reason="copy.copy/deepcopy use ffi.DeepCopy / JSON graph: " + NOT_IMPLEMENTED)
