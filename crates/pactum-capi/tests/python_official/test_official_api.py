@@ -10,7 +10,6 @@ import tvm_ffi
 from conftest import LIB, loaded_libtvm_ffi
 
 NOT_IMPLEMENTED = "the global is registered but raises: not implemented by pactum's runtime yet"
-REPR = "ffi.ReprPrint " + NOT_IMPLEMENTED
 RECURSIVE_EQ = "container == uses ffi.RecursiveEq: " + NOT_IMPLEMENTED
 RECURSIVE_HASH = "hash() of a container uses ffi.RecursiveHash: " + NOT_IMPLEMENTED
 
@@ -92,7 +91,6 @@ def test_dict_mutation():
     assert d[3] == "int key"
 
 
-@pytest.mark.pactum_xfail(reason=REPR)
 def test_container_repr():
     assert repr(tvm_ffi.convert([1, 2, "x"])) == '(1, 2, "x")'
     assert repr(tvm_ffi.convert({"a": 1})) == '{"a": 1}'
@@ -105,6 +103,73 @@ def test_container_repr():
     assert repr(tvm_ffi.List([1, "a"])) == '[1, "a"]'
     assert repr(tvm_ffi.Dict({"a": [1]})) == '{"a": (1,)}'
     assert repr(tvm_ffi.Map({1: 2, "b": None})) == '{1: 2, "b": None}'
+
+
+REPR_PRINT = tvm_ffi.get_global_func("ffi.ReprPrint")
+
+
+def test_repr_print_primitives_and_floats():
+    # Floats as C's %g: six significant digits, exponents with a sign and two digits.
+    floats = [1.0, 2.5, 0.1, 1e20, 1e16, 123456789.0, 123456.0, 123456.7, 1e6, 1.5e-7, 1e-5, 1e-4]
+    assert repr(tvm_ffi.convert(floats)) == (
+        "(1, 2.5, 0.1, 1e+20, 1e+16, 1.23457e+08, 123456, 123457, 1e+06, 1.5e-07, 1e-05, 0.0001)"
+    )
+    assert repr(tvm_ffi.convert([float("inf"), float("-inf"), float("nan"), -0.0, 0.1 + 0.2])) == (
+        "(inf, -inf, nan, -0, 0.3)"
+    )
+    assert repr(tvm_ffi.convert([True, False, None, -3, 2**62, -(2**63)])) == (
+        "(True, False, None, -3, 4611686018427387904, -9223372036854775808)"
+    )
+    assert REPR_PRINT(None) == "None"
+    assert REPR_PRINT(True) == "True"
+    assert REPR_PRINT(1) == "1"
+    assert REPR_PRINT(1.5) == "1.5"
+    assert REPR_PRINT(tvm_ffi.dtype("float32")) == "float32"
+    assert REPR_PRINT(tvm_ffi.Device("cuda", 1)) == "cuda:1"
+
+
+def test_repr_print_strings_and_bytes():
+    assert REPR_PRINT("abc") == '"abc"'
+    assert REPR_PRINT("x" * 40) == '"' + "x" * 40 + '"'
+    strings = ['a"b', "\\", "\n\t\r", "\b\f\v\a\x00\x1f\x7f ~'/", "\u00e9\u2028", "\U0001f600"]
+    assert repr(tvm_ffi.convert(strings)) == (
+        r'("a\"b", "\\", "\n\t\r", "\x08\x0c\x0b\x07\x00\x1f\x7f ~' + "'" + r'/", "\u00e9\u2028", "\U0001f600")'
+    )
+    assert REPR_PRINT(b"ab") == 'b"ab"'
+    assert REPR_PRINT(b"\x00\n\"\\' ~\x7f\x80\xff") == r'b"\x00\x0a\x22\x5c' + "'" + r' ~\x7f\x80\xff"'
+
+
+def test_repr_print_containers_shapes_and_tensors():
+    assert REPR_PRINT(tvm_ffi.Shape((1, 2, 3))) == "Shape(1, 2, 3)"
+    assert REPR_PRINT(tvm_ffi.Shape(())) == "Shape()"
+    assert repr(tvm_ffi.convert([tvm_ffi.Shape((5,))])) == "(Shape(5),)"
+    assert repr(tvm_ffi.convert([1, [2, [3]]])) == "(1, (2, (3,)))"
+    assert repr(tvm_ffi.List([[1]])) == "[(1,)]"
+    assert repr(tvm_ffi.List([])) == "[]"
+    assert repr(tvm_ffi.Dict({})) == "{}"
+    # Map and Dict keep insertion order, nested too; any key type.
+    assert repr(tvm_ffi.convert({"b": 1, "a": {"z": 1, "y": 2}})) == '{"b": 1, "a": {"z": 1, "y": 2}}'
+    assert repr(tvm_ffi.convert({1: 2, "b": None, 3.5: []})) == '{1: 2, "b": None, 3.5: ()}'
+    shared = tvm_ffi.convert([1])
+    assert repr(tvm_ffi.convert([shared, shared])) == "((1,), (1,))"
+    # A container met again inside itself prints as `...`.
+    lst = tvm_ffi.List([1])
+    lst.append(lst)
+    assert repr(lst) == "[1, ...]"
+    d = tvm_ffi.Dict({})
+    d["x"] = d
+    assert repr(d) == '{"x": ...}'
+    t = tvm_ffi.from_dlpack(np.arange(6, dtype="float32").reshape(2, 3))
+    assert REPR_PRINT(t) == "float32[2, 3]@cpu:0"
+    assert repr(tvm_ffi.convert([tvm_ffi.from_dlpack(np.zeros((), dtype="int64"))])) == "(int64[]@cpu:0,)"
+
+
+def test_repr_print_other_objects():
+    assert REPR_PRINT(tvm_ffi.get_global_func("ffi.String")) == "ffi.Function"
+    assert repr(tvm_ffi.convert([lambda: 1])) == "(ffi.Function,)"
+    assert REPR_PRINT(object()) == "ffi.OpaquePyObject"
+    assert REPR_PRINT(tvm_ffi.get_global_func("ffi.GetInvalidObject")()) == "<MISSING>"
+    assert REPR_PRINT(tvm_ffi.get_global_func("ffi.GetKwargsObject")()) == "<KWARGS>"
 
 
 @pytest.mark.pactum_xfail(reason=RECURSIVE_EQ)
@@ -326,3 +391,5 @@ def test_testing_library_object():
 
     pair = tvm_ffi.testing.TestIntPair(1, 2)
     assert pair.a == 1 and pair.b == 2
+    # ffi.ReprPrint of an object with reflected fields: its type key and fields.
+    assert REPR_PRINT(pair) == "testing.TestIntPair(a=1, b=2)"

@@ -1,5 +1,5 @@
 //! The official `ffi.*` globals pactum's runtime does not implement yet: structural equality,
-//! hashing and mutation, JSON graph serialization, deep copy, repr printing and the Python
+//! hashing and mutation, JSON graph serialization, deep copy and the Python
 //! dataclass hooks. Each is registered, so hosts that bind every global by name at start-up (the
 //! official Python package binds all of them when `tvm_ffi` is imported) load, and calling one
 //! raises `NotImplementedError` naming it: never a wrong answer.
@@ -28,7 +28,6 @@ pub(crate) const UNSUPPORTED: &[&str] = &[
     "ffi.RecursiveHash",
     "ffi.RecursiveLe",
     "ffi.RecursiveLt",
-    "ffi.ReprPrint",
     "ffi.StructuralEqual",
     "ffi.StructuralHash",
     "ffi.StructuralKey",

@@ -31,8 +31,13 @@ fn singleton(cell: &'static OnceLock<ObjectRef>) -> ObjectRef {
 static INVALID_OBJECT: OnceLock<ObjectRef> = OnceLock::new();
 static KWARGS_OBJECT: OnceLock<ObjectRef> = OnceLock::new();
 
+/// The kwargs marker `ffi.GetKwargsObject` returns.
+pub(crate) fn kwargs() -> ObjectRef {
+    singleton(&KWARGS_OBJECT)
+}
+
 /// The "missing" marker `ffi.MapGetItemOrMissing` returns.
-fn missing() -> ObjectRef {
+pub(crate) fn missing() -> ObjectRef {
     singleton(&INVALID_OBJECT)
 }
 
@@ -366,8 +371,6 @@ pub(crate) fn object_globals() -> Vec<BuiltinGlobal> {
             OBJECT,
             |_| Ok(missing().into()),
         ),
-        typed("ffi.GetKwargsObject", &[], OBJECT, |_| {
-            Ok(singleton(&KWARGS_OBJECT).into())
-        }),
+        typed("ffi.GetKwargsObject", &[], OBJECT, |_| Ok(kwargs().into())),
     ]
 }

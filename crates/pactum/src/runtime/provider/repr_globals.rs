@@ -1,0 +1,361 @@
+//! `ffi.ReprPrint`: the official text form of a value, as `repr()` of the official Python
+//! package's containers shows it.
+//!
+//! The form, as the official runtime (apache-tvm-ffi 0.1.15) prints it: `None`, `True`/`False`,
+//! integers in decimal, floats as C's `%g` (`1`, `2.5`, `1e-07`, `1.23457e+06`, `inf`, `nan`),
+//! strings double-quoted with `\"`, `\\`, `\n`, `\t`, `\r`, other control bytes as `\xNN` and
+//! non-ASCII characters as `\uXXXX`/`\UXXXXXXXX`, bytes as `b"..."` with every byte outside
+//! printable ASCII (and `"`, `\`) as `\xNN`; Arrays as tuples (`()`, `(1,)`, `(1, 2)`), Lists as
+//! `[...]`, Maps and Dicts as `{k: v, ...}`, a container reached again inside itself as `...`;
+//! `Shape(1, 2)`, tensors as `float32[2, 3]@cpu:0`, data types and devices by name, the
+//! runtime's singletons as `<MISSING>`/`<KWARGS>`, and any other object as its type key,
+//! followed by `(field=value, ...)` when its type reflects fields.
+
+use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFITypeIndex};
+
+use super::builtin::{ANY, STR, typed};
+use super::registry::BuiltinGlobal;
+use super::value_globals;
+use crate::any::{Any, AnyView};
+use crate::containers::{Array, Dict, List, Map};
+use crate::error::Result;
+use crate::object::{ObjectRef, TypeInfo};
+use crate::shape::Shape;
+
+/// `ffi.ReprPrint`.
+pub(crate) fn repr_globals() -> Vec<BuiltinGlobal> {
+    vec![typed("ffi.ReprPrint", &[ANY], STR, |a| {
+        let mut printer = Printer::default();
+        printer.value(a.view(0))?;
+        Ok(Any::from(printer.out))
+    })]
+}
+
+#[derive(Default)]
+struct Printer {
+    out: std::string::String,
+    /// The containers being printed, outermost first (a container met again prints `...`).
+    stack: Vec<usize>,
+}
+
+impl Printer {
+    fn value(&mut self, value: &AnyView<'_>) -> Result<()> {
+        let index = value.type_index();
+        match TVMFFITypeIndex(index) {
+            TVMFFITypeIndex::NONE => self.out.push_str("None"),
+            TVMFFITypeIndex::BOOL => self.out.push_str(if value.get::<bool>()? {
+                "True"
+            } else {
+                "False"
+            }),
+            TVMFFITypeIndex::INT => self.out.push_str(&value.get::<i64>()?.to_string()),
+            TVMFFITypeIndex::FLOAT => self.out.push_str(&format_g(value.get::<f64>()?)),
+            TVMFFITypeIndex::DATA_TYPE => {
+                self.out
+                    .push_str(&value.get::<crate::DataType>()?.to_string());
+            }
+            TVMFFITypeIndex::DEVICE => self
+                .out
+                .push_str(&value.get::<crate::Device>()?.to_string()),
+            TVMFFITypeIndex::RAW_STR | TVMFFITypeIndex::SMALL_STR | TVMFFITypeIndex::STR => {
+                let bytes = crate::any::view_bytes(value).unwrap_or_default();
+                quote_str(&mut self.out, bytes);
+            }
+            TVMFFITypeIndex::BYTE_ARRAY_PTR
+            | TVMFFITypeIndex::SMALL_BYTES
+            | TVMFFITypeIndex::BYTES => {
+                let bytes = crate::any::view_bytes(value).unwrap_or_default();
+                quote_bytes(&mut self.out, bytes);
+            }
+            _ => match value.object_ptr() {
+                Some(_) => {
+                    let owned = value.to_any()?;
+                    match owned.as_object_ref() {
+                        Some(object) => self.object(&owned, object)?,
+                        None => self.out.push_str(&value.type_key()),
+                    }
+                }
+                None => self.out.push_str(&value.type_key()),
+            },
+        }
+        Ok(())
+    }
+
+    fn object(&mut self, value: &Any, object: &ObjectRef) -> Result<()> {
+        let address = object.as_raw() as usize;
+        let container = matches!(
+            TVMFFITypeIndex(object.type_index()),
+            TVMFFITypeIndex::ARRAY
+                | TVMFFITypeIndex::LIST
+                | TVMFFITypeIndex::MAP
+                | TVMFFITypeIndex::DICT
+        );
+        if container && self.stack.contains(&address) {
+            self.out.push_str("...");
+            return Ok(());
+        }
+        match TVMFFITypeIndex(object.type_index()) {
+            TVMFFITypeIndex::ARRAY => {
+                let items: Vec<Any> = value.get::<Array>()?.iter().cloned().collect();
+                self.stack.push(address);
+                self.sequence("(", &items, ")")?;
+                if items.len() == 1 {
+                    self.out.insert(self.out.len() - 1, ',');
+                }
+                self.stack.pop();
+            }
+            TVMFFITypeIndex::LIST => {
+                let items = value.get::<List>()?.to_vec();
+                self.stack.push(address);
+                self.sequence("[", &items, "]")?;
+                self.stack.pop();
+            }
+            TVMFFITypeIndex::MAP => {
+                let entries = value.get::<Map>()?.entries();
+                self.stack.push(address);
+                self.mapping(&entries)?;
+                self.stack.pop();
+            }
+            TVMFFITypeIndex::DICT => {
+                let entries = value.get::<Dict>()?.entries();
+                self.stack.push(address);
+                self.mapping(&entries)?;
+                self.stack.pop();
+            }
+            TVMFFITypeIndex::SHAPE => {
+                let shape = value.get::<Shape>()?;
+                self.out.push_str("Shape(");
+                self.out.push_str(&join_ints(shape.as_slice()));
+                self.out.push(')');
+            }
+            TVMFFITypeIndex::TENSOR => {
+                let tensor = value.get::<crate::Tensor>()?;
+                self.out.push_str(&format!(
+                    "{}[{}]@{}",
+                    tensor.dtype(),
+                    join_ints(tensor.shape()),
+                    tensor.device()
+                ));
+            }
+            _ if object.as_raw() == value_globals::missing().as_raw() => {
+                self.out.push_str("<MISSING>")
+            }
+            _ if object.as_raw() == value_globals::kwargs().as_raw() => {
+                self.out.push_str("<KWARGS>")
+            }
+            _ => self.reflected(object)?,
+        }
+        Ok(())
+    }
+
+    fn sequence(&mut self, open: &str, items: &[Any], close: &str) -> Result<()> {
+        self.out.push_str(open);
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.value(item.as_view())?;
+        }
+        self.out.push_str(close);
+        Ok(())
+    }
+
+    fn mapping(&mut self, entries: &[(Any, Any)]) -> Result<()> {
+        self.out.push('{');
+        for (i, (key, value)) in entries.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.value(key.as_view())?;
+            self.out.push_str(": ");
+            self.value(value.as_view())?;
+        }
+        self.out.push('}');
+        Ok(())
+    }
+
+    /// Any other object: its type key, then its reflected fields (ancestors' first), if any.
+    fn reflected(&mut self, object: &ObjectRef) -> Result<()> {
+        self.out.push_str(&object.type_key());
+        let Some(info) = TypeInfo::of(object.type_index()) else {
+            return Ok(());
+        };
+        let mut chain: Vec<TypeInfo> = (0..info.type_depth())
+            .filter_map(|depth| info.ancestor(depth))
+            .collect();
+        chain.push(info);
+        let mut first = true;
+        for ty in chain {
+            let raw = ty.as_raw();
+            if raw.fields.is_null() || raw.num_fields <= 0 {
+                continue;
+            }
+            // SAFETY: the runtime keeps `num_fields` permanent field records at `fields`.
+            let fields = unsafe { std::slice::from_raw_parts(raw.fields, raw.num_fields as usize) };
+            for field in fields {
+                let Some(getter) = field.getter else {
+                    continue;
+                };
+                let mut result = TVMFFIAny::NONE;
+                // SAFETY: the field lives at `offset` inside the live object, and the getter
+                // is the one registered for it; it writes an owned value into `result`.
+                let rc = unsafe {
+                    getter(
+                        object
+                            .as_raw()
+                            .cast::<u8>()
+                            .offset(field.offset as isize)
+                            .cast(),
+                        &mut result,
+                    )
+                };
+                if rc != 0 {
+                    return Err(crate::Error::take_raised().unwrap_or_else(|| {
+                        crate::Error::new(
+                            crate::ErrorKind::INTERNAL_ERROR,
+                            "a reflected field getter failed",
+                        )
+                    }));
+                }
+                // SAFETY: the getter handed over an owned value.
+                let field_value = unsafe { Any::from_raw(result) };
+                self.out.push_str(if first { "(" } else { ", " });
+                first = false;
+                // SAFETY: field names are permanent strings owned by the runtime.
+                let name = unsafe {
+                    std::slice::from_raw_parts(field.name.data.cast::<u8>(), field.name.size)
+                };
+                self.out
+                    .push_str(&std::string::String::from_utf8_lossy(name));
+                self.out.push('=');
+                self.value(field_value.as_view())?;
+            }
+        }
+        if !first {
+            self.out.push(')');
+        }
+        Ok(())
+    }
+}
+
+fn join_ints(values: &[i64]) -> std::string::String {
+    values
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `value` as C's `printf("%g", value)` prints it (six significant digits).
+pub(crate) fn format_g(value: f64) -> std::string::String {
+    if value.is_nan() {
+        return if value.is_sign_negative() {
+            "-nan"
+        } else {
+            "nan"
+        }
+        .to_owned();
+    }
+    if value.is_infinite() {
+        return if value < 0.0 { "-inf" } else { "inf" }.to_owned();
+    }
+    if value == 0.0 {
+        return if value.is_sign_negative() { "-0" } else { "0" }.to_owned();
+    }
+    const PRECISION: i32 = 6;
+    let scientific = format!("{:.*e}", (PRECISION - 1) as usize, value);
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if !(-4..PRECISION).contains(&exponent) {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!(
+            "{}e{sign}{:02}",
+            strip_zeros(mantissa),
+            exponent.unsigned_abs()
+        )
+    } else {
+        let fixed = format!("{:.*}", (PRECISION - 1 - exponent) as usize, value);
+        strip_zeros(&fixed).to_owned()
+    }
+}
+
+/// Drops trailing zeros after a decimal point, and the point itself when nothing follows.
+fn strip_zeros(text: &str) -> &str {
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        text
+    }
+}
+
+/// A string literal: `"` ... `"`, escaping quotes, backslashes, control characters and every
+/// non-ASCII character (invalid UTF-8 bytes as `\xNN`).
+fn quote_str(out: &mut std::string::String, bytes: &[u8]) {
+    out.push('"');
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                ' '..='~' => out.push(c),
+                '\0'..='\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
+                '\u{80}'..='\u{ffff}' => out.push_str(&format!("\\u{:04x}", c as u32)),
+                _ => out.push_str(&format!("\\U{:08x}", c as u32)),
+            }
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out.push('"');
+}
+
+/// A bytes literal: `b"` ... `"`, printable ASCII as is except `"` and `\`, all else `\xNN`.
+fn quote_bytes(out: &mut std::string::String, bytes: &[u8]) {
+    out.push_str("b\"");
+    for &byte in bytes {
+        match byte {
+            b'"' | b'\\' => out.push_str(&format!("\\x{byte:02x}")),
+            b' '..=b'~' => out.push(byte as char),
+            _ => out.push_str(&format!("\\x{byte:02x}")),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_g;
+
+    #[test]
+    fn floats_print_as_c_percent_g() {
+        for (value, text) in [
+            (1.0, "1"),
+            (2.5, "2.5"),
+            (0.1, "0.1"),
+            (1e20, "1e+20"),
+            (1e16, "1e+16"),
+            (123456789.0, "1.23457e+08"),
+            (123456.0, "123456"),
+            (123456.7, "123457"),
+            (100000.0, "100000"),
+            (1e6, "1e+06"),
+            (1.5e-7, "1.5e-07"),
+            (1e-5, "1e-05"),
+            (1e-4, "0.0001"),
+            (0.1 + 0.2, "0.3"),
+            (std::f64::consts::PI, "3.14159"),
+            (9.87654321, "9.87654"),
+            (2f64.powi(70), "1.18059e+21"),
+            (-0.0, "-0"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+        ] {
+            assert_eq!(format_g(value), text, "{value}");
+        }
+    }
+}
