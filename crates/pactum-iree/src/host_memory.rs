@@ -113,10 +113,11 @@ impl HostMemory {
 
     /// The bytes as atomic cells.
     pub fn cells(&self) -> &[AtomicU8] {
-        // SAFETY: `ptr` points to `len` initialised (zeroed or written) bytes that live as long
-        // as `self`; `AtomicU8` has the size and alignment of `u8` and every bit pattern is a
-        // valid value; all mutation goes through the cells' interior mutability or through
-        // native code given `as_mut_ptr`, never through a `&mut`.
+        // `ptr` points to `len` initialised (zeroed or written) bytes that live as long as
+        // `self`; `AtomicU8` has the size and alignment of `u8` and every bit pattern is a valid
+        // value; all mutation goes through the cells' interior mutability or through native
+        // code given `as_mut_ptr`, never through a `&mut`.
+        // SAFETY: `len` initialised bytes at `ptr`, alive and never mutably borrowed (above).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 

@@ -477,10 +477,11 @@ impl Call<'_> {
                 .map_or(std::ptr::null_mut(), |m| m.as_mut_ptr().cast::<c_void>()),
             local_memory_size: memory.as_ref().map_or(0, |m| m.len() as u32),
         };
-        // SAFETY: the function is an export of a loaded library (see `load`); the environment,
+        // The function is an export of a loaded library (see `load`); the environment,
         // dispatch state and workgroup state are valid for the call, with binding pointers and
         // lengths taken from live, bounds-checked HAL buffer ranges and constants/local memory
         // of the sizes the export's attributes declare.
+        // SAFETY: a loaded export, called with the valid states described above.
         let status = unsafe { (self.function)(self.environment, self.state, &workgroup) };
         if status != 0 {
             return Err(failed(
