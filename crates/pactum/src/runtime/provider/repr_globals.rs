@@ -11,15 +11,16 @@
 //! runtime's singletons as `<MISSING>`/`<KWARGS>`, and any other object as its type key,
 //! followed by `(field=value, ...)` when its type reflects fields.
 
-use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFITypeIndex};
+use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use super::builtin::{ANY, STR, typed};
+use super::reflection;
 use super::registry::BuiltinGlobal;
 use super::value_globals;
 use crate::any::{Any, AnyView};
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::Result;
-use crate::object::{ObjectRef, TypeInfo};
+use crate::object::ObjectRef;
 use crate::shape::Shape;
 
 /// `ffi.ReprPrint`.
@@ -177,59 +178,17 @@ impl Printer {
     /// Any other object: its type key, then its reflected fields (ancestors' first), if any.
     fn reflected(&mut self, object: &ObjectRef) -> Result<()> {
         self.out.push_str(&object.type_key());
-        let Some(info) = TypeInfo::of(object.type_index()) else {
-            return Ok(());
-        };
-        let mut chain: Vec<TypeInfo> = (0..info.type_depth())
-            .filter_map(|depth| info.ancestor(depth))
-            .collect();
-        chain.push(info);
         let mut first = true;
-        for ty in chain {
-            let raw = ty.as_raw();
-            if raw.fields.is_null() || raw.num_fields <= 0 {
+        for field in reflection::fields_of(object.type_index()) {
+            if field.getter.is_none() {
                 continue;
             }
-            // SAFETY: the runtime keeps `num_fields` permanent field records at `fields`.
-            let fields = unsafe { std::slice::from_raw_parts(raw.fields, raw.num_fields as usize) };
-            for field in fields {
-                let Some(getter) = field.getter else {
-                    continue;
-                };
-                let mut result = TVMFFIAny::NONE;
-                // SAFETY: the field lives at `offset` inside the live object, and the getter
-                // is the one registered for it; it writes an owned value into `result`.
-                let rc = unsafe {
-                    getter(
-                        object
-                            .as_raw()
-                            .cast::<u8>()
-                            .offset(field.offset as isize)
-                            .cast(),
-                        &mut result,
-                    )
-                };
-                if rc != 0 {
-                    return Err(crate::Error::take_raised().unwrap_or_else(|| {
-                        crate::Error::new(
-                            crate::ErrorKind::INTERNAL_ERROR,
-                            "a reflected field getter failed",
-                        )
-                    }));
-                }
-                // SAFETY: the getter handed over an owned value.
-                let field_value = unsafe { Any::from_raw(result) };
-                self.out.push_str(if first { "(" } else { ", " });
-                first = false;
-                // SAFETY: field names are permanent strings owned by the runtime.
-                let name = unsafe {
-                    std::slice::from_raw_parts(field.name.data.cast::<u8>(), field.name.size)
-                };
-                self.out
-                    .push_str(&std::string::String::from_utf8_lossy(name));
-                self.out.push('=');
-                self.value(field_value.as_view())?;
-            }
+            let field_value = reflection::read_field(object, field)?;
+            self.out.push_str(if first { "(" } else { ", " });
+            first = false;
+            self.out.push_str(reflection::field_name(field));
+            self.out.push('=');
+            self.value(field_value.as_view())?;
         }
         if !first {
             self.out.push(')');

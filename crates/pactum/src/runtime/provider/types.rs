@@ -723,6 +723,18 @@ pub unsafe extern "C" fn TVMFFIGetTypeAttrColumn(
     })
 }
 
+/// The value of type attribute `name` registered for `type_index`, if any (None counts as
+/// absent).
+#[allow(dead_code)]
+pub(crate) fn attr_value(type_index: i32, name: &[u8]) -> Option<Any> {
+    let table = table();
+    let column = table.columns.get(name)?;
+    // SAFETY: a permanent column, read under the table lock.
+    let column = unsafe { &*column.get() };
+    let value = column.values.get(usize::try_from(type_index).ok()?)?;
+    (!value.is_none()).then(|| value.clone())
+}
+
 /// The BigInt hash and equality hooks the official runtime registers, as OpaquePtr values,
 /// so C++ code hashing BigInt keys agrees with us.
 fn big_int_hooks() -> (Any, Any) {

@@ -1,0 +1,159 @@
+//! Reading and writing reflected objects through the type table: the field records a type and
+//! its ancestors registered, their getters and setters, and the type-attribute columns. The
+//! recursive operations (repr, equality, hashing, copy, serialization) walk objects with these.
+
+// TODO(issue 15): drop once the dataclass globals use every helper.
+#![allow(dead_code)]
+
+use pactum_sys::tvm_ffi::{
+    TVMFFIAny, TVMFFIAnyValue, TVMFFIFieldInfo, TVMFFITypeIndex, field_flags,
+};
+
+use super::types;
+use crate::any::{Any, AnyView};
+use crate::error::{Error, ErrorKind, Result};
+use crate::function::Function;
+use crate::object::{ObjectRef, TypeInfo};
+
+/// The field records of `type_index` and its ancestors, ancestors' first (the order the
+/// official runtime's `ForEachFieldInfo` visits them).
+pub(crate) fn fields_of(type_index: i32) -> Vec<&'static TVMFFIFieldInfo> {
+    let Some(info) = TypeInfo::of(type_index) else {
+        return Vec::new();
+    };
+    let mut chain: Vec<TypeInfo> = (0..info.type_depth())
+        .filter_map(|depth| info.ancestor(depth))
+        .collect();
+    chain.push(info);
+    let mut fields = Vec::new();
+    for ty in chain {
+        let raw = ty.as_raw();
+        if raw.fields.is_null() || raw.num_fields <= 0 {
+            continue;
+        }
+        // SAFETY: the type table keeps `num_fields` permanent field records at `fields`.
+        fields.extend(unsafe { std::slice::from_raw_parts(raw.fields, raw.num_fields as usize) });
+    }
+    fields
+}
+
+/// A field's name.
+pub(crate) fn field_name(field: &TVMFFIFieldInfo) -> &str {
+    if field.name.data.is_null() {
+        return "";
+    }
+    // SAFETY: field names are permanent strings owned by the type table.
+    let bytes =
+        unsafe { std::slice::from_raw_parts(field.name.data.cast::<u8>(), field.name.size) };
+    core::str::from_utf8(bytes).unwrap_or("<non-UTF-8 field name>")
+}
+
+fn field_address(object: &ObjectRef, field: &TVMFFIFieldInfo) -> Result<*mut core::ffi::c_void> {
+    if field.offset < 24 {
+        return Err(Error::new(
+            ErrorKind::INTERNAL_ERROR,
+            format!(
+                "field `{}` of {} has offset {} inside the object header",
+                field_name(field),
+                object.type_key(),
+                field.offset
+            ),
+        ));
+    }
+    // SAFETY: the offset comes from the type's own registration; the field lies inside the live
+    // object `object` keeps alive.
+    Ok(unsafe {
+        object
+            .as_raw()
+            .cast::<u8>()
+            .offset(field.offset as isize)
+            .cast()
+    })
+}
+
+/// Reads `field` of `object` (whose type registered it) through its getter.
+pub(crate) fn read_field(object: &ObjectRef, field: &TVMFFIFieldInfo) -> Result<Any> {
+    let Some(getter) = field.getter else {
+        return Err(Error::new(
+            ErrorKind::ATTRIBUTE_ERROR,
+            format!(
+                "field `{}` of {} has no getter",
+                field_name(field),
+                object.type_key()
+            ),
+        ));
+    };
+    let address = field_address(object, field)?;
+    let mut result = TVMFFIAny::NONE;
+    // SAFETY: the getter registered for this field reads it at its address inside the live
+    // object and writes an owned value into `result`.
+    let rc = unsafe { getter(address, &mut result) };
+    if rc != 0 {
+        return Err(Error::take_raised_after_failure("a reflected field getter"));
+    }
+    // SAFETY: the getter handed over an owned value.
+    Ok(unsafe { Any::from_raw(result) })
+}
+
+/// Writes `value` into `field` of `object` through its setter (a C function or, with
+/// `SETTER_IS_FUNCTION_OBJ`, a Function called with the field address and the value).
+pub(crate) fn write_field(
+    object: &ObjectRef,
+    field: &TVMFFIFieldInfo,
+    value: &AnyView<'_>,
+) -> Result<()> {
+    if field.setter.is_null() {
+        return Err(Error::new(
+            ErrorKind::ATTRIBUTE_ERROR,
+            format!(
+                "field `{}` of {} is read-only",
+                field_name(field),
+                object.type_key()
+            ),
+        ));
+    }
+    let address = field_address(object, field)?;
+    if field.flags & field_flags::SETTER_IS_FUNCTION_OBJ != 0 {
+        // SAFETY: with this flag the setter is a live Function object the type table keeps a
+        // reference to; borrowing it does not change its count.
+        let function = unsafe {
+            ObjectRef::from_raw_borrowed(core::ptr::NonNull::new_unchecked(field.setter.cast()))
+        };
+        let function = function.downcast::<Function>().map_err(|other| {
+            Error::new(
+                ErrorKind::TYPE_ERROR,
+                format!(
+                    "the setter of field `{}` is a {}, not a Function",
+                    field_name(field),
+                    other.type_key()
+                ),
+            )
+        })?;
+        // SAFETY: an OpaquePtr view owns nothing.
+        let address = unsafe {
+            AnyView::from_raw(TVMFFIAny {
+                type_index: TVMFFITypeIndex::OPAQUE_PTR.0,
+                small_str_len: 0,
+                value: TVMFFIAnyValue { v_ptr: address },
+            })
+        };
+        function.call(&[address, *value])?;
+        return Ok(());
+    }
+    // SAFETY: without the flag the (non-null) setter is the `TVMFFIFieldSetter` registered for
+    // this field.
+    let setter: unsafe extern "C" fn(*mut core::ffi::c_void, *const TVMFFIAny) -> core::ffi::c_int =
+        unsafe { core::mem::transmute(field.setter) };
+    // SAFETY: the setter writes the field at its address inside the live object from a valid
+    // borrowed view.
+    let rc = unsafe { setter(address, value.as_raw()) };
+    if rc != 0 {
+        return Err(Error::take_raised_after_failure("a reflected field setter"));
+    }
+    Ok(())
+}
+
+/// The value of type attribute `name` for `type_index`, if one is registered (not None).
+pub(crate) fn type_attr(type_index: i32, name: &str) -> Option<Any> {
+    types::attr_value(type_index, name.as_bytes())
+}
