@@ -201,3 +201,64 @@ def test_python_enums():
     assert Fruit("apple").value == "apple"
     with pytest.raises(ValueError):
         Color(3)
+
+
+# Conversions for typed fields (the `__ffi_convert__` type attributes)
+
+
+def convert_with(type_key, value):
+    info = tvm_ffi.core._lookup_or_register_type_info_from_type_key(type_key)
+    return tvm_ffi.core._lookup_type_attr(info.type_index, "__ffi_convert__")(value)
+
+
+def test_builtin_conversions():
+    assert isinstance(convert_with("ffi.Array", tvm_ffi.List([1, 2])), tvm_ffi.Array)
+    assert isinstance(convert_with("ffi.List", tvm_ffi.convert([1, 2])), tvm_ffi.List)
+    assert isinstance(convert_with("ffi.Map", tvm_ffi.Dict({"a": 1})), tvm_ffi.Map)
+    assert isinstance(convert_with("ffi.Dict", tvm_ffi.convert({"a": 1})), tvm_ffi.Dict)
+    assert tuple(convert_with("ffi.Shape", tvm_ffi.List([2, 3]))) == (2, 3)
+    assert convert_with("ffi.Object", None) is None
+    assert convert_with("ffi.String", "s") == "s"
+    array = tvm_ffi.convert([1])
+    assert convert_with("ffi.Array", array).same_as(array)
+    cases = [
+        ("ffi.Object", 1, "Cannot cast from `int` to `ffi.Object`"),
+        ("ffi.Object", "s", "Cannot cast from `ffi.SmallStr` to `ffi.Object`"),
+        ("ffi.String", None, "Cannot cast from `None` to `str`"),
+        ("ffi.Bytes", "x" * 40, "Cannot cast from `ffi.String` to `bytes`"),
+        ("ffi.Error", None, "Cannot cast from `None` to `ffi.Error`"),
+        ("ffi.Array", {"a": 1}, "Cannot cast from `ffi.Map` to `Array<Any>`"),
+        ("ffi.Map", None, "Cannot cast from `None` to `Map<Any, Any>`"),
+        ("ffi.List", 1, "Cannot cast from `int` to `List<Any>`"),
+        ("ffi.Dict", [1], "Cannot cast from `ffi.Array` to `Dict<Any, Any>`"),
+        ("ffi.Shape", None, "Cannot cast from `None` to `ffi.Shape`"),
+        ("ffi.IntEnum", 1, "Cannot cast from `int` to `ffi.IntEnum`"),
+        ("ffi.StrEnum", "a", "Cannot cast from `ffi.SmallStr` to `ffi.StrEnum`"),
+    ]
+    for key, value, message in cases:
+        raises(TypeError, message, lambda: convert_with(key, value))
+    assert convert_with("ffi.IntEnum", T._TestCxxIntEnum.low).same_as(T._TestCxxIntEnum.low)
+
+
+@py_class("pactum_test.Typed")
+class Typed(tvm_ffi.Object):
+    obj: tvm_ffi.Object = tvm_ffi.convert([])
+    arr: tvm_ffi.Array = tvm_ffi.convert([])
+
+
+def test_typed_field_conversion_errors_name_the_converter():
+    raises(
+        TypeError,
+        "pactum_test.Typed.__ffi_init__() field 'obj':\n  expected Object, got str\n"
+        "    __ffi_convert__ failed:\n      Cannot cast from `ffi.SmallStr` to `ffi.Object`",
+        lambda: Typed(obj="hello"),
+    )
+    assert isinstance(Typed(arr=tvm_ffi.List([1])).arr, tvm_ffi.Array)
+
+
+def test_enum_fields_print_as_their_names():
+    holder = T._TestCxxEnumHolder(10, "+")
+    assert REPR_PRINT(holder) == (
+        "testing.TestCxxEnumHolder(priority=testing.TestCxxIntEnum.low, opcode=testing.TestCxxStrEnum.+)"
+    )
+    assert REPR_PRINT(T._TestCxxIntEnum.high) == "testing.TestCxxIntEnum.high"

@@ -17,6 +17,7 @@
 //   every built-in global) and `env`.
 mod args;
 mod builtin;
+mod conversions;
 mod dataclass;
 mod env;
 mod errors;
