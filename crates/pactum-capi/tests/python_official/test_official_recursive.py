@@ -265,3 +265,115 @@ def test_deepcopy_of_an_object_without_shallow_copy_fails():
         'Check failed: (copy_fn.has_value()) is false: Cannot deep copy object of type "ffi.Function" '
         "because it is not copy-constructible"
     )
+
+
+# Reflected objects of the wheel's testing library (loaded with the package), built through
+# their registered __ffi_init__ / __ffi_new__ type attributes.
+
+
+def make(type_key, *args):
+    type_index = tvm_ffi.core._object_type_key_to_index(type_key)
+    return tvm_ffi.core._lookup_type_attr(type_index, "__ffi_init__")(*args)
+
+
+def make_edges():
+    """A testing.TestDeepCopyEdges: two writable fields, `v_any` and `v_obj`, both None."""
+    type_index = tvm_ffi.core._object_type_key_to_index("testing.TestDeepCopyEdges")
+    return tvm_ffi.core._lookup_type_attr(type_index, "__ffi_new__")()
+
+
+def test_reflected_objects_hash_and_compare_field_by_field():
+    pair, twin, other = (make("testing.TestIntPair", 1, b) for b in (2, 2, 3))
+    assert RECURSIVE_HASH(pair) == RECURSIVE_HASH(twin) == 6631092596281450728
+    assert RECURSIVE_HASH(other) == 6631092596281450731
+    assert EQ(pair, twin) and not EQ(pair, other)
+    assert LT(pair, other) and not GT(pair, other) and LE(pair, twin)
+    different = make("testing.TestCompare", 1, "n", 5)
+    assert not EQ(pair, different)
+    for lhs, rhs in [(pair, different), (convert([pair]), convert([different]))]:
+        with pytest.raises(TypeError) as info:
+            LT(lhs, rhs)
+        assert str(info.value) == (
+            "Cannot compare values of different types: testing.TestIntPair vs testing.TestCompare"
+        )
+
+
+def test_fields_flagged_off_are_skipped():
+    # testing.TestCompare: `ignored_field` is compare-off (so also left out of the hash).
+    first, second = make("testing.TestCompare", 1, "n", 5), make("testing.TestCompare", 1, "n", 6)
+    assert EQ(first, second) and RECURSIVE_HASH(first) == RECURSIVE_HASH(second) == -5489667494180696498
+    # testing.TestHash: `hash_ignored` is hash-off only.
+    first, second = make("testing.TestHash", 1, "n", 5), make("testing.TestHash", 1, "n", 6)
+    assert not EQ(first, second)
+    assert RECURSIVE_HASH(first) == RECURSIVE_HASH(second) == -2333583975415125679
+
+
+def test_hash_and_compare_hooks():
+    # testing.TestCustomHash hashes only `key`; equality still compares every field.
+    first, second = make("testing.TestCustomHash", 1, "a"), make("testing.TestCustomHash", 1, "b")
+    assert RECURSIVE_HASH(first) == RECURSIVE_HASH(second) == 2654435835
+    assert not EQ(first, second)
+    assert RECURSIVE_HASH(convert([first, first])) == 2823377144815479171
+    # testing.TestCustomCompare's __ffi_eq__/__ffi_compare__ look only at `key`.
+    one_a, one_b = make("testing.TestCustomCompare", 1, "a"), make("testing.TestCustomCompare", 1, "b")
+    two = make("testing.TestCustomCompare", 2, "a")
+    assert EQ(one_a, one_b) and not EQ(one_a, two) and EQ(convert([one_a]), convert([one_b]))
+    assert LT(one_a, two) and GE(one_a, one_b)
+    assert RECURSIVE_HASH(one_a) == RECURSIVE_HASH(one_b) == 2654435835
+    # testing.TestEqWithoutHash defines __ffi_eq__ but no __ffi_hash__.
+    eq_only = make("testing.TestEqWithoutHash", 1, "a")
+    assert EQ(eq_only, make("testing.TestEqWithoutHash", 1, "b"))
+    with pytest.raises(ValueError) as info:
+        RECURSIVE_HASH(eq_only)
+    assert str(info.value) == (
+        "RecursiveHash: type 'testing.TestEqWithoutHash' defines __ffi_eq__ or __ffi_compare__ but "
+        "not __ffi_hash__. Add a __ffi_hash__ hook to maintain the invariant "
+        "RecursiveEq(a,b) => RecursiveHash(a)==RecursiveHash(b)."
+    )
+
+
+def test_deepcopy_of_reflected_objects():
+    pair = make("testing.TestIntPair", 1, 2)
+    copied = DEEP_COPY(pair)
+    assert not copied.same_as(pair) and EQ(copied, pair)
+    assert tvm_ffi.get_global_func("testing.TestIntPairSum")(copied) == 3
+    shared = DEEP_COPY(tvm_ffi.List([pair, pair]))
+    assert shared[0].same_as(shared[1]) and not shared[0].same_as(pair)
+    holder = make_edges()
+    holder.v_any = convert({"k": [1, 2]})
+    holder.v_obj = convert([3])
+    copied = DEEP_COPY(holder)
+    assert not copied.v_any.same_as(holder.v_any) and copied.v_any == holder.v_any
+    assert EQ(copied, holder) and RECURSIVE_HASH(copied) == RECURSIVE_HASH(holder) == 998500049118349714
+    with pytest.raises(RuntimeError) as info:
+        DEEP_COPY(make("testing.TestNonCopyable", 3))
+    assert str(info.value) == (
+        'Check failed: (copy_fn.has_value()) is false: Cannot deep copy object of type "testing.TestNonCopyable" '
+        "because it is not copy-constructible"
+    )
+
+
+def test_objects_inside_themselves():
+    node = make_edges()
+    node.v_obj = node
+    node.v_any = tvm_ffi.List([node, 1])
+    copied = DEEP_COPY(node)
+    assert copied.v_obj.same_as(copied) and copied.v_any[0].same_as(copied)
+    assert not copied.same_as(node) and not copied.v_any.same_as(node.v_any)
+    assert RECURSIVE_HASH(node) == RECURSIVE_HASH(copied) == -1808918210760358149
+    assert EQ(node, copied)
+    with pytest.raises(ValueError) as info:
+        LT(node, copied)
+    assert str(info.value) == "RecursiveCompare: cyclic reference detected in ordering"
+    assert repr(copied) == "testing.TestDeepCopyEdges(v_any=[..., 1], v_obj=...)"
+    # An Array reached again through an object it contains.
+    item = make_edges()
+    array = convert([item, 2])
+    item.v_any = array
+    item.v_obj = tvm_ffi.List([array])
+    copied = DEEP_COPY(array)
+    assert copied[0].v_any.same_as(copied) and copied[0].v_obj[0].same_as(copied)
+    assert not copied[0].same_as(item)
+    for cyclic in (node, item):  # break the cycles so the objects are freed
+        cyclic.v_any = None
+        cyclic.v_obj = None

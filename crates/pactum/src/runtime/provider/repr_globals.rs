@@ -6,8 +6,8 @@
 //! strings double-quoted with `\"`, `\\`, `\n`, `\t`, `\r`, other control bytes as `\xNN` and
 //! non-ASCII characters as `\uXXXX`/`\UXXXXXXXX`, bytes as `b"..."` with every byte outside
 //! printable ASCII (and `"`, `\`) as `\xNN`; Arrays as tuples (`()`, `(1,)`, `(1, 2)`), Lists as
-//! `[...]`, Maps and Dicts as `{k: v, ...}`, a container reached again inside itself as `...`;
-//! `Shape(1, 2)`, tensors as `float32[2, 3]@cpu:0`, data types and devices by name, the
+//! `[...]`, Maps and Dicts as `{k: v, ...}`, a container or object reached again inside itself
+//! as `...`; `Shape(1, 2)`, tensors as `float32[2, 3]@cpu:0`, data types and devices by name, the
 //! runtime's singletons as `<MISSING>`/`<KWARGS>`, and any other object as its type key,
 //! followed by `(field=value, ...)` when its type reflects fields.
 
@@ -35,7 +35,7 @@ pub(crate) fn repr_globals() -> Vec<BuiltinGlobal> {
 #[derive(Default)]
 struct Printer {
     out: std::string::String,
-    /// The containers being printed, outermost first (a container met again prints `...`).
+    /// The containers and objects being printed, outermost first (one met again prints `...`).
     stack: Vec<usize>,
 }
 
@@ -84,14 +84,7 @@ impl Printer {
 
     fn object(&mut self, value: &Any, object: &ObjectRef) -> Result<()> {
         let address = object.as_raw() as usize;
-        let container = matches!(
-            TVMFFITypeIndex(object.type_index()),
-            TVMFFITypeIndex::ARRAY
-                | TVMFFITypeIndex::LIST
-                | TVMFFITypeIndex::MAP
-                | TVMFFITypeIndex::DICT
-        );
-        if container && self.stack.contains(&address) {
+        if self.stack.contains(&address) {
             self.out.push_str("...");
             return Ok(());
         }
@@ -144,7 +137,11 @@ impl Printer {
             _ if object.as_raw() == value_globals::kwargs().as_raw() => {
                 self.out.push_str("<KWARGS>")
             }
-            _ => self.reflected(object)?,
+            _ => {
+                self.stack.push(address);
+                self.reflected(object)?;
+                self.stack.pop();
+            }
         }
         Ok(())
     }
