@@ -194,16 +194,15 @@ fn call_hook(hook: &Any, args: &[AnyView<'_>], callback: &Function) -> Result<An
     hook.call(&all)
 }
 
-/// The argument `index` of a hook's callback, as an owned value.
-fn callback_arg(args: &[AnyView<'_>], index: usize, name: &str) -> Result<Any> {
-    args.get(index)
-        .ok_or_else(|| {
-            Error::new(
-                ErrorKind::TYPE_ERROR,
-                format!("{name} expects {} arguments, got {}", index + 1, args.len()),
-            )
-        })?
-        .to_any()
+/// The arguments of a hook's callback as owned values, if there are `count` of them.
+fn callback_args(args: &[AnyView<'_>], count: usize, name: &str) -> Result<Vec<Any>> {
+    if args.len() != count {
+        return Err(Error::new(
+            ErrorKind::TYPE_ERROR,
+            format!("{name} expects {count} arguments, got {}", args.len()),
+        ));
+    }
+    args.iter().map(AnyView::to_any).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -218,6 +217,7 @@ struct HashMemo {
     active: HashSet<usize>,
 }
 
+/// A hash walk; its clones (the callbacks handed to hooks) share what it remembers.
 #[derive(Clone, Default)]
 struct Hasher(Arc<Mutex<HashMemo>>);
 
@@ -391,8 +391,8 @@ impl Hasher {
     fn callback(&self) -> Function {
         let hasher = self.clone();
         Function::from_packed(move |args| {
-            let value = callback_arg(args, 0, "fn_hash")?;
-            Ok(Any::from(hasher.hash(&value)? as i64))
+            let values = callback_args(args, 1, "fn_hash")?;
+            Ok(Any::from(hasher.hash(&values[0])? as i64))
         })
     }
 }
@@ -713,9 +713,8 @@ impl Comparer {
         let comparer = self.clone();
         Function::from_packed(move |args| {
             let name = if is_eq { "fn_eq" } else { "fn_cmp" };
-            let lhs = callback_arg(args, 0, name)?;
-            let rhs = callback_arg(args, 1, name)?;
-            let order = comparer.compare(&lhs, &rhs)?;
+            let values = callback_args(args, 2, name)?;
+            let order = comparer.compare(&values[0], &values[1])?;
             Ok(if is_eq {
                 Any::from(order == 0)
             } else {
