@@ -17,6 +17,8 @@
 //   every built-in global) and `env`.
 mod args;
 mod builtin;
+mod conversions;
+mod dataclass;
 mod env;
 mod errors;
 mod forwarder;
@@ -28,6 +30,7 @@ mod recursive_globals;
 mod reflection;
 mod registry;
 mod repr_globals;
+mod runtime_types;
 mod tensors;
 mod types;
 mod unsupported_globals;

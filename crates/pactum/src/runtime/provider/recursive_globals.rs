@@ -24,7 +24,7 @@
 //!   once, so sharing and cycles survive.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pactum_sys::tvm_ffi::{TVMFFIFieldInfo, TVMFFITypeIndex, field_flags};
 
@@ -37,7 +37,7 @@ use crate::containers::hash::{hash_combine, raw_words, stable_hash_bytes};
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
-use crate::object::{ObjectRef, TypeInfo, type_index_of_key};
+use crate::object::{ObjectRef, TypeInfo};
 use crate::shape::Shape;
 
 /// The deepest a walk goes, as the official runtime allows.
@@ -1013,9 +1013,7 @@ fn feed(frame: &mut CopyFrame, copy: Any) -> Result<()> {
 /// Whether `object` is one of the runtime's enum singletons (an `ffi.Enum`), which copies
 /// share.
 fn is_enum(object: &ObjectRef) -> bool {
-    static ENUM: OnceLock<Option<i32>> = OnceLock::new();
-    ENUM.get_or_init(|| type_index_of_key("ffi.Enum").ok())
-        .is_some_and(|index| object.is_instance_of(index))
+    reflection::enum_type_index().is_some_and(|index| object.is_instance_of(index))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //! runtime's singletons as `<MISSING>`/`<KWARGS>`, and any other object as its type key,
 //! followed by `(field=value, ...)` when its type reflects fields.
 
-use pactum_sys::tvm_ffi::TVMFFITypeIndex;
+use pactum_sys::tvm_ffi::{TVMFFITypeIndex, field_flags};
 
 use super::builtin::{ANY, STR, typed};
 use super::reflection;
@@ -138,6 +138,15 @@ impl Printer {
                 self.out.push_str("<KWARGS>")
             }
             _ => {
+                if let Some(hook) = reflection::type_attr(object.type_index(), "__ffi_repr__") {
+                    return self.hooked(object, hook);
+                }
+                if let Some(name) = enum_name(object)? {
+                    self.out.push_str(&object.type_key());
+                    self.out.push('.');
+                    self.out.push_str(&name);
+                    return Ok(());
+                }
                 self.stack.push(address);
                 self.reflected(object)?;
                 self.stack.pop();
@@ -177,7 +186,7 @@ impl Printer {
         self.out.push_str(&object.type_key());
         let mut first = true;
         for field in reflection::fields_of(object.type_index()) {
-            if field.getter.is_none() {
+            if field.getter.is_none() || field.flags & field_flags::REPR_OFF != 0 {
                 continue;
             }
             let field_value = reflection::read_field(object, field)?;
@@ -192,6 +201,49 @@ impl Printer {
         }
         Ok(())
     }
+}
+
+impl Printer {
+    /// A type's `__ffi_repr__(object, repr)` hook, given a function printing nested values.
+    fn hooked(&mut self, object: &ObjectRef, hook: Any) -> Result<()> {
+        let hook = hook.cast::<crate::Function>()?;
+        let nested = crate::Function::from_packed(|args: &[AnyView<'_>]| {
+            let mut printer = Printer::default();
+            if let Some(value) = args.first() {
+                printer.value(value)?;
+            }
+            Ok(Any::from(printer.out))
+        });
+        let nested = Any::from(nested);
+        let text = hook.call(&[
+            *Any::from_object_ref(object.clone()).as_view(),
+            *nested.as_view(),
+        ])?;
+        self.out
+            .push_str(text.get::<crate::string::String>()?.as_str());
+        Ok(())
+    }
+}
+
+/// The canonical string index of an `ffi.Enum` singleton, which prints as `<type key>.<name>`.
+fn enum_name(object: &ObjectRef) -> Result<Option<std::string::String>> {
+    let Some(enum_index) = reflection::enum_type_index() else {
+        return Ok(None);
+    };
+    if !crate::object::types::is_instance(object.type_index(), enum_index) {
+        return Ok(None);
+    }
+    let fields = reflection::fields_of(enum_index);
+    let Some(field) = fields
+        .iter()
+        .find(|f| reflection::field_name(f) == "_str_index")
+    else {
+        return Ok(None);
+    };
+    let name = reflection::read_field(object, field)?;
+    Ok(Some(
+        name.get::<crate::string::String>()?.as_str().to_owned(),
+    ))
 }
 
 fn join_ints(values: &[i64]) -> std::string::String {

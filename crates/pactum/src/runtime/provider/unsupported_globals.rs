@@ -18,9 +18,6 @@ pub(crate) const UNSUPPORTED: &[&str] = &[
     "ffi.FromJSONGraph",
     "ffi.FromJSONGraphString",
     "ffi.GetFirstStructuralMismatch",
-    "ffi.MakeFieldGetter",
-    "ffi.MakeFieldSetter",
-    "ffi.MakeObjectFromPackedArgs",
     "ffi.StructuralEqual",
     "ffi.StructuralHash",
     "ffi.StructuralKey",
@@ -43,7 +40,6 @@ pub(crate) const UNSUPPORTED: &[&str] = &[
     "ffi.ToJSONGraphString",
     "ffi.VisitErrorContext.FindAccessPaths",
     "ffi.VisitInterrupt",
-    "ffi._PyClassRegisterTypeAttrColumns",
     "ffi.json.Parse",
     "ffi.json.Stringify",
 ];
