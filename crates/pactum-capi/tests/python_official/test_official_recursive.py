@@ -268,7 +268,7 @@ def test_deepcopy_of_an_object_without_shallow_copy_fails():
 
 
 # Reflected objects of the wheel's testing library (loaded with the package), built through
-# their registered __ffi_init__ / __ffi_new__ type attributes.
+# their registered __ffi_init__ / __ffi_new__ type attributes (without tvm_ffi.testing's classes).
 
 
 def make(type_key, *args):
@@ -377,3 +377,47 @@ def test_objects_inside_themselves():
     for cyclic in (node, item):  # break the cycles so the objects are freed
         cyclic.v_any = None
         cyclic.v_obj = None
+
+
+# Through the classes of tvm_ffi.testing and Python-defined dataclasses: the dunders they
+# install (==, <, hash(), copy.deepcopy) call the same globals.
+
+
+def test_dataclass_dunders_use_the_recursive_operations():
+    import tvm_ffi.testing as testing
+
+    low = testing._TestCxxClassDerived(1, 2, 3.0, 4.0)
+    high = testing._TestCxxClassDerived(1, 2, 3.5, 4.0)
+    assert low < high and not low >= high and low == copy.deepcopy(low)
+    assert hash(low) == -7866201278444041963
+    derived = testing.TestObjectDerived(v_map={"a": [1]}, v_array=[1, 2], v_i64=3, v_f64=1.5, v_str="s")
+    copied = copy.deepcopy(derived)
+    assert not copied.same_as(derived) and not copied.v_map.same_as(derived.v_map)
+    assert copied.v_i64 == 3 and copied.v_str == "s" and dict(copied.v_map) == dict(derived.v_map)
+    assert EQ(copied, derived) and RECURSIVE_HASH(copied) == RECURSIVE_HASH(derived) == -3661477882748252147
+
+
+def test_deepcopy_shares_enum_singletons():
+    import tvm_ffi.testing as testing
+
+    holder = testing._TestCxxEnumHolder(testing._TestCxxIntEnum.low, testing._TestCxxStrEnum.mul)
+    copied = copy.deepcopy(holder)
+    assert not copied.same_as(holder)
+    assert copied.priority.same_as(holder.priority) and copied.opcode.same_as(holder.opcode)
+    assert EQ(copied, holder) and RECURSIVE_HASH(copied) == RECURSIVE_HASH(holder) == 1530984191233795796
+
+
+def test_python_defined_dataclass_order_hash_and_copy():
+    from tvm_ffi.dataclasses import py_class
+
+    @py_class("pactum.tests.RecursivePoint", eq=True, order=True, unsafe_hash=True)
+    class Point(tvm_ffi.Object):
+        x: int
+        y: list
+
+    first, second = Point(1, [1, 2]), Point(1, [1, 3])
+    assert first < second and first == Point(1, [1, 2]) and first != second
+    assert hash(first) == hash(Point(1, [1, 2])) == 4270098703752298429
+    copied = copy.deepcopy(first)
+    assert isinstance(copied, Point) and copied.x == 1 and list(copied.y) == [1, 2]
+    assert not copied.y.same_as(first.y) and copy.copy(first).y.same_as(first.y)
