@@ -154,3 +154,9 @@ pub(crate) fn write_field(
 pub(crate) fn type_attr(type_index: i32, name: &str) -> Option<Any> {
     types::attr_value(type_index, name.as_bytes())
 }
+
+/// The type index of `ffi.Enum`, the base type of the runtime's enum singletons.
+pub(crate) fn enum_type_index() -> Option<i32> {
+    static ENUM: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
+    *ENUM.get_or_init(|| crate::object::type_index_of_key("ffi.Enum").ok())
+}
