@@ -368,7 +368,6 @@ def test_structural_hash():
     assert tvm_ffi.structural_hash([1, 2]) == tvm_ffi.structural_hash([1, 2])
 
 
-@pytest.mark.pactum_xfail(reason="ffi.ToJSONGraphString " + NOT_IMPLEMENTED)
 def test_json_graph_round_trip():
     from tvm_ffi import serialization
 

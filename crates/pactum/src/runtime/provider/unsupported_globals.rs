@@ -1,5 +1,5 @@
 //! The official `ffi.*` globals pactum's runtime does not implement yet: structural equality,
-//! hashing and mutation, JSON graph serialization, deep copy and the Python
+//! hashing and mutation, deep copy and the Python
 //! dataclass hooks. Each is registered, so hosts that bind every global by name at start-up (the
 //! official Python package binds all of them when `tvm_ffi` is imported) load, and calling one
 //! raises `NotImplementedError` naming it: never a wrong answer.
@@ -16,8 +16,6 @@ use crate::error::{Error, ErrorKind};
 /// The names, as the official runtime (apache-tvm-ffi 0.1.15.post2) registers them.
 pub(crate) const UNSUPPORTED: &[&str] = &[
     "ffi.DeepCopy",
-    "ffi.FromJSONGraph",
-    "ffi.FromJSONGraphString",
     "ffi.GetFirstStructuralMismatch",
     "ffi.MakeFieldGetter",
     "ffi.MakeFieldSetter",
@@ -46,13 +44,9 @@ pub(crate) const UNSUPPORTED: &[&str] = &[
     "ffi.StructuralVisitorVisit",
     "ffi.StructuralVisitorWithDefRegionKind",
     "ffi.StructuralWalk",
-    "ffi.ToJSONGraph",
-    "ffi.ToJSONGraphString",
     "ffi.VisitErrorContext.FindAccessPaths",
     "ffi.VisitInterrupt",
     "ffi._PyClassRegisterTypeAttrColumns",
-    "ffi.json.Parse",
-    "ffi.json.Stringify",
 ];
 
 /// Each name in [`UNSUPPORTED`] as a global raising `NotImplementedError`.
