@@ -540,3 +540,33 @@ def test_graph_of_reflected_objects():
         "TypeError",
         "Type `testing.TestUnregisteredObject` does not support ToJSONGraph (no native creator or __ffi_new__ type attr)",
     )
+
+
+@pytest.mark.pactum_crash(reason="importing tvm_ffi.testing crashes on pactum's library for now")
+def test_graph_of_enums():
+    import tvm_ffi.testing as testing
+
+    int_enum, str_enum = testing._TestCxxIntEnum, testing._TestCxxStrEnum
+    holder = testing._TestCxxEnumHolder(int_enum.high, str_enum.mul)
+    text = serialization.to_json_graph_str(holder)
+    assert text == (
+        '{"root_index":2,"nodes":[{"type":"testing.TestCxxIntEnum","data":20},'
+        '{"type":"testing.TestCxxStrEnum","data":"*"},'
+        '{"type":"testing.TestCxxEnumHolder","data":{"priority":0,"opcode":1}}]}'
+    )
+    loaded = serialization.from_json_graph_str(text)
+    assert loaded.priority.same_as(int_enum.high) and loaded.opcode.same_as(str_enum.mul)
+    assert serialization.from_json_graph_str(serialization.to_json_graph_str(int_enum.low)).same_as(int_enum.low)
+    node = '{"root_index":0,"nodes":[{"type":"testing.%s","data":%s}]}'
+    assert error_of(serialization.from_json_graph_str, node % ("TestCxxIntEnum", "99")) == (
+        "ValueError",
+        "Enum `testing.TestCxxIntEnum` has no instance with index 99",
+    )
+    assert error_of(serialization.from_json_graph_str, node % ("TestCxxStrEnum", '"add"')) == (
+        "ValueError",
+        "Enum `testing.TestCxxStrEnum` has no instance with index add",
+    )
+    assert error_of(serialization.from_json_graph_str, node % ("TestCxxIntEnum", '"low"')) == (
+        "TypeError",
+        "Cannot convert from type `ffi.SmallStr` to `int`",
+    )

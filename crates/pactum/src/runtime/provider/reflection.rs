@@ -72,6 +72,21 @@ fn field_address(object: &ObjectRef, field: &TVMFFIFieldInfo) -> Result<*mut cor
     })
 }
 
+/// Reads the field named `name` of `object` (its own or an ancestor's), or an
+/// `AttributeError` when its type registers no such field.
+pub(crate) fn read_field_by_name(object: &ObjectRef, name: &str) -> Result<Any> {
+    let field = fields_of(object.type_index())
+        .into_iter()
+        .find(|field| field_name(field) == name)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::ATTRIBUTE_ERROR,
+                format!("{} registers no field `{name}`", object.type_key()),
+            )
+        })?;
+    read_field(object, field)
+}
+
 /// Reads `field` of `object` (whose type registered it) through its getter.
 pub(crate) fn read_field(object: &ObjectRef, field: &TVMFFIFieldInfo) -> Result<Any> {
     let Some(getter) = field.getter else {

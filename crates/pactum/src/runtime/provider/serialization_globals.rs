@@ -9,11 +9,13 @@
 //! `ffi.String`, base64 for `ffi.Bytes`, the name for `DataType`, `[device_type, device_id]`
 //! for `Device`, the dims for `ffi.Shape`; node indices for `ffi.Array` and `ffi.List`, and
 //! alternating key and value indices for `ffi.Map` and `ffi.Dict`. A reflected object's data
-//! is what its `__data_to_json__` type attribute returns, or else an object of its fields
+//! is its index for an enum (`_int_index` of an `ffi.IntEnum`, else `_str_index`), what its
+//! `__data_to_json__` type attribute returns, or else an object of its fields
 //! (ancestors' first): None/bool/int/float/DataType fields inline, any other a node index.
 //! Only types that can be created empty (a native creator or `__ffi_new__`) serialize that way.
 //!
-//! Loading reverses it: `__data_from_json__` when registered, else an empty instance whose
+//! Loading reverses it: the enum instance registered under the index (the type's
+//! `__ffi_enum__` state), `__data_from_json__` when registered, else an empty instance whose
 //! fields are set through their setters, missing ones from their defaults.
 //!
 //! Where the official runtime recurses without bound (a graph whose nodes refer to
@@ -31,6 +33,7 @@ use crate::any::Any;
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
+use crate::object::types::is_instance;
 use crate::object::{ObjectRef, type_index_of_key, type_key_of};
 use crate::shape::Shape;
 use crate::{DataType, Device};
@@ -215,9 +218,13 @@ impl GraphWriter {
         Ok(Any::from(Array::new(indices)))
     }
 
-    /// A reflected object's data: its `__data_to_json__` hook's answer, or its fields.
+    /// A reflected object's data: an enum's index, its `__data_to_json__` hook's answer, or
+    /// its fields.
     fn object_data(&mut self, value: &Any, object: &ObjectRef) -> Result<Any> {
         let type_index = object.type_index();
+        if let Some(index_field) = enum_index_field(type_index) {
+            return reflection::read_field_by_name(object, index_field);
+        }
         if let Some(hook) = data_hook(type_index, "__data_to_json__")? {
             return hook.call(&[*value.as_view()]);
         }
@@ -246,6 +253,44 @@ impl GraphWriter {
         }
         Ok(Any::from(Map::from_pairs(fields)))
     }
+}
+
+const INT_INDEX: &str = "_int_index";
+
+/// The field an enum instance is saved by: `_int_index` for `ffi.IntEnum` types, `_str_index`
+/// for other `ffi.Enum` types; None for any other type.
+fn enum_index_field(type_index: i32) -> Option<&'static str> {
+    let derives_from = |key| type_index_of_key(key).is_ok_and(|base| is_instance(type_index, base));
+    if derives_from("ffi.IntEnum") {
+        Some(INT_INDEX)
+    } else if derives_from("ffi.Enum") {
+        Some("_str_index")
+    } else {
+        None
+    }
+}
+
+/// The instance of enum type `type_index` registered under `index` in its `__ffi_enum__`
+/// state (the `indexes` Dict), or the official `ValueError`.
+fn enum_instance(type_index: i32, index: Any) -> Result<Any> {
+    let state = reflection::type_attr(type_index, "__ffi_enum__");
+    if let Some(state) = state.as_ref().and_then(Any::as_object_ref) {
+        let indexes = reflection::read_field_by_name(state, "indexes")?.cast::<Dict>()?;
+        if let Some(instance) = indexes.get(index.as_view()) {
+            return Ok(instance);
+        }
+    }
+    let shown = match TVMFFITypeIndex(index.type_index()) {
+        TVMFFITypeIndex::INT => index.get::<i64>()?.to_string(),
+        _ => std::string::String::from_utf8_lossy(&cast_str(&index)?).into_owned(),
+    };
+    Err(Error::new(
+        ErrorKind::VALUE_ERROR,
+        format!(
+            "Enum `{}` has no instance with index {shown}",
+            type_key_of(type_index)
+        ),
+    ))
 }
 
 /// A data type's name, as the official runtime stores it (a heap String).
@@ -415,9 +460,17 @@ impl GraphReader {
             .collect()
     }
 
-    /// A reflected object: its `__data_from_json__` hook's answer, or an empty instance
-    /// with its fields set from `data`.
+    /// A reflected object: the enum instance `data` indexes, the `__data_from_json__` hook's
+    /// answer, or an empty instance with its fields set from `data`.
     fn object(&mut self, type_index: i32, data: &Any) -> Result<Any> {
+        match enum_index_field(type_index) {
+            Some(INT_INDEX) => return enum_instance(type_index, Any::from(cast_int(data)?)),
+            Some(_) => {
+                cast_str(data)?;
+                return enum_instance(type_index, data.clone());
+            }
+            None => {}
+        }
         if let Some(hook) = data_hook(type_index, "__data_from_json__")? {
             return hook.call(&[*data.as_view()]);
         }
