@@ -65,6 +65,14 @@ def test_parse_numbers(text, expected):
     assert type(value) is type(expected)
 
 
+def test_parse_subnormals_only_when_exact():
+    import decimal
+
+    exact = str(decimal.Decimal(3 * 2**-1074))
+    assert parse(exact) == 1.5e-323
+    assert error_of(parse, "1.5e-323") == ("ValueError", "Expecting value: line 1 column 1 (char 0)")
+
+
 def test_parse_nan():
     assert math.isnan(parse("NaN"))
 

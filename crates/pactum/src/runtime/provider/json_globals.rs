@@ -4,8 +4,8 @@
 //! Values: objects are `Map`s (a later duplicate key wins), arrays are `Array`s, integers
 //! that fit in int64 are ints and every other number a float, `null` is None, plus the
 //! extensions `NaN`, `Infinity` and `-Infinity`. The parser is as lenient as the official one
-//! with numbers (`+1`, `01`, `.5` and `5.` are accepted) and refuses floats that overflow or
-//! underflow to a subnormal or zero. Strings are byte strings (no UTF-8 check); a string with
+//! with numbers (`+1`, `01`, `.5` and `5.` are accepted) and, as C's `strtod` does, refuses
+//! floats that overflow or round to zero or to a subnormal (an exact subnormal is fine). Strings are byte strings (no UTF-8 check); a string with
 //! no escape is stored inline when short, as the official runtime does, and one with escapes
 //! always on the heap. Errors are `ValueError`s worded as Python's `json` module words them,
 //! with the line, column and byte offset: `Expecting value: line 1 column 5 (char 4)`.
@@ -404,18 +404,32 @@ impl Parser<'_> {
 }
 
 /// `text` as a double, as C's `strtod` reads a whole buffer without setting `ERANGE`: `None`
-/// for malformed text, an overflow to infinity, and a non-zero value that rounds to zero or
-/// to a subnormal.
+/// for malformed text, an overflow to infinity, a non-zero number that rounds to zero, and
+/// one that rounds to a subnormal unless it is exactly that subnormal.
 fn parse_finite_double(text: &str) -> Option<f64> {
     let value: f64 = text.parse().ok()?;
-    if value.is_infinite() || (value != 0.0 && !value.is_normal()) {
-        return None;
-    }
-    let mantissa = text.split(['e', 'E']).next().unwrap_or_default();
-    if value == 0.0 && mantissa.bytes().any(|b| matches!(b, b'1'..=b'9')) {
-        return None;
-    }
-    Some(value)
+    let (digits, _) = significant_digits(text);
+    let underflow = (value == 0.0 && !digits.is_empty())
+        || (value.is_subnormal()
+            && significant_digits(&format!("{:.800e}", value.abs())) != significant_digits(text));
+    (!value.is_infinite() && !underflow).then_some(value)
+}
+
+/// The significant digits of a decimal number (no leading or trailing zeros; empty for zero)
+/// and the power of ten of the last one.
+fn significant_digits(text: &str) -> (std::string::String, i64) {
+    let unsigned = text.trim_start_matches(['+', '-']);
+    let (mantissa, exponent) = match unsigned.split_once(['e', 'E']) {
+        Some((mantissa, exponent)) => (mantissa, exponent.parse::<i64>().unwrap_or(i64::MAX)),
+        None => (unsigned, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    let trimmed = digits.trim_end_matches('0');
+    let exponent = exponent
+        .saturating_sub(fraction.len() as i64)
+        .saturating_add((digits.len() - trimmed.len()) as i64);
+    (trimmed.trim_start_matches('0').to_owned(), exponent)
 }
 
 /// Appends `code_point` (at most U+10FFFF, never a surrogate) as UTF-8.
