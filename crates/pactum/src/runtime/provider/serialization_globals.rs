@@ -650,7 +650,80 @@ fn base64_decode(text: &[u8]) -> Result<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::{base64_decode, base64_encode};
+    use super::{base64_decode, base64_encode, from_json_graph, to_json_graph};
+    use crate::any::Any;
+    use crate::containers::{Array, List, Map};
+    use crate::runtime::provider::json_globals::{parse, stringify};
+
+    fn save(value: Any) -> std::string::String {
+        let graph = to_json_graph(&value, Any::default()).unwrap();
+        let text = stringify(graph.as_view(), 0).unwrap();
+        text.get::<std::string::String>().unwrap()
+    }
+
+    fn load(text: &str) -> crate::Result<Any> {
+        from_json_graph(&parse(text.as_bytes()).unwrap())
+    }
+
+    #[test]
+    fn containers_round_trip_with_shared_nodes() {
+        // The text apache-tvm-ffi 0.1.15.post2 writes for the same value.
+        let shared = Any::from(Array::new([Any::from(1i64), Any::from("x")]));
+        let list = List::from_values([shared.clone(), shared, Any::from(2.5f64)]);
+        let map = Map::from_pairs([(Any::from("k"), Any::from(list))]);
+        let text = save(Any::from(map));
+        assert_eq!(
+            text,
+            concat!(
+                r#"{"root_index":6,"nodes":[{"type":"ffi.String","data":"k"},"#,
+                r#"{"type":"int","data":1},{"type":"ffi.String","data":"x"},"#,
+                r#"{"type":"ffi.Array","data":[1,2]},{"type":"float","data":2.5},"#,
+                r#"{"type":"ffi.List","data":[3,3,4]},{"type":"ffi.Map","data":[0,5]}]}"#
+            )
+        );
+        let loaded = load(&text).unwrap().get::<Map>().unwrap();
+        let list = loaded
+            .get(Any::from("k").as_view())
+            .unwrap()
+            .get::<List>()
+            .unwrap();
+        let items = list.to_vec();
+        assert!(
+            items[0]
+                .as_object_ref()
+                .unwrap()
+                .ptr_eq(items[1].as_object_ref().unwrap())
+        );
+        assert_eq!(save(Any::from(loaded)), text);
+    }
+
+    #[test]
+    fn malformed_graphs_are_value_errors() {
+        for (text, message) in [
+            (
+                r#"{"root_index":0,"nodes":[]}"#,
+                "Invalid JSON Object Graph: invalid node index 0",
+            ),
+            (
+                r#"{"root_index":0,"nodes":[{"type":"ffi.Array","data":[0]}]}"#,
+                "Invalid JSON Object Graph: node 0 refers to itself",
+            ),
+            (
+                r#"{"root_index":0,"nodes":[{"type":"ffi.Dict","data":[0,0,0]}]}"#,
+                "Invalid JSON Object Graph: Map/Dict data must contain an even number of [key, value] entries, got 3",
+            ),
+            (
+                r#"{"root_index":0,"nodes":[{"type":"Device","data":[1,2,3]}]}"#,
+                "Invalid JSON Object Graph: Device data must be an array of [device_type, device_id], got 3 element(s)",
+            ),
+            (
+                r#"{"nodes":[]}"#,
+                "Invalid JSON Object Graph, expected `root_index` integer field",
+            ),
+        ] {
+            assert_eq!(load(text).unwrap_err().message(), message, "{text}");
+        }
+    }
 
     #[test]
     fn base64_matches_the_official_codec() {
