@@ -118,19 +118,21 @@ if compile stable_abi_load "$CC" "${CFLAGS_COMMON[@]}" -fvisibility=hidden \
   PROGRAMS+=("stable_abi_load|$BUILD/stable_abi_load|$BUILD/add_one_cpu.so")
 fi
 
-if compile cpp_interop "$CXX" "${CXXFLAGS_COMMON[@]}" "$HERE/cpp/interop.cc" \
-  -o "$BUILD/cpp_interop" "${LINK_EXE[@]}"; then
-  # The replacement library exports only the C API: the program must not
-  # import any non-C symbol that libtvm_ffi.so defines.
-  nm -D --defined-only "$LIBDIR/libtvm_ffi.so" | awk '{print $NF}' | sort -u >"$BUILD/lib.defined"
-  nm -D --undefined-only "$BUILD/cpp_interop" | awk '{print $NF}' | sed 's/@.*//' | sort -u \
-    >"$BUILD/interop.undefined"
-  bad="$(comm -12 "$BUILD/lib.defined" "$BUILD/interop.undefined" | grep -v '^TVMFFI' || true)"
-  if [ -n "$bad" ]; then
-    fail "cpp_interop imports non-C symbols that libtvm_ffi.so defines: $bad"
+nm -D --defined-only "$LIBDIR/libtvm_ffi.so" | awk '{print $NF}' | sort -u >"$BUILD/lib.defined"
+for src in "$HERE"/cpp/*.cc; do
+  name="cpp_$(basename "$src" .cc)"
+  if compile "$name" "$CXX" "${CXXFLAGS_COMMON[@]}" "$src" -o "$BUILD/$name" "${LINK_EXE[@]}"; then
+    # The replacement library exports only the C API: the program must not
+    # import any non-C symbol that libtvm_ffi.so defines.
+    nm -D --undefined-only "$BUILD/$name" | awk '{print $NF}' | sed 's/@.*//' | sort -u \
+      >"$BUILD/$name.undefined"
+    bad="$(comm -12 "$BUILD/lib.defined" "$BUILD/$name.undefined" | grep -v '^TVMFFI' || true)"
+    if [ -n "$bad" ]; then
+      fail "$name imports non-C symbols that libtvm_ffi.so defines: $bad"
+    fi
+    PROGRAMS+=("$name|$BUILD/$name")
   fi
-  PROGRAMS+=("cpp_interop|$BUILD/cpp_interop")
-fi
+done
 
 # --------------------------------------------------------------------- run
 for entry in "${PROGRAMS[@]}"; do

@@ -61,6 +61,11 @@ ty!(
     r#"{"type":"Optional","args":[{"type":"ffi.String"}]}"#
 );
 ty!(
+    OPTIONAL_INT,
+    "Optional<int>",
+    r#"{"type":"Optional","args":[{"type":"int"}]}"#
+);
+ty!(
     OPTIONAL_FUNCTION,
     "Optional<ffi.Function>",
     r#"{"type":"Optional","args":[{"type":"ffi.Function"}]}"#

@@ -14,8 +14,7 @@ use core::ptr::NonNull;
 
 use pactum_sys::dlpack::{DLDataType, DLDevice};
 use pactum_sys::tvm_ffi::{
-    TVMFFIAny, TVMFFIAnyValue, TVMFFIFieldInfo, TVMFFIObject, TVMFFIObjectHandle, TVMFFITypeIndex,
-    field_flags,
+    TVMFFIAny, TVMFFIAnyValue, TVMFFIFieldInfo, TVMFFIObject, TVMFFITypeIndex, field_flags,
 };
 
 use super::builtin::packed;
@@ -417,49 +416,6 @@ pub(crate) fn shallow_copy_layout(source: &ObjectRef, total_size: usize) -> Resu
     Ok(copy)
 }
 
-/// An empty object of `info`'s type: through its creator, or its `__ffi_new__` attribute.
-pub(crate) fn create_empty_object(info: TypeInfo) -> Result<ObjectRef> {
-    let raw = info.as_raw();
-    // SAFETY: the metadata pointer, when set, points to a permanent record.
-    if let Some(creator) = unsafe { raw.metadata.as_ref() }.and_then(|m| m.creator) {
-        let mut handle: TVMFFIObjectHandle = core::ptr::null_mut();
-        // SAFETY: a registered creator writes a new owned object into `handle`.
-        if unsafe { creator(&mut handle) } != 0 {
-            return Err(Error::take_raised_after_failure("an object creator"));
-        }
-        let Some(object) = NonNull::new(handle.cast::<TVMFFIObject>()) else {
-            return Err(Error::new(
-                ErrorKind::RUNTIME_ERROR,
-                format!("the creator of `{}` returned NULL", info.type_key()),
-            ));
-        };
-        // SAFETY: the creator handed over one strong reference.
-        return Ok(unsafe { ObjectRef::from_raw_owned(object) });
-    }
-    if let Some(new) = reflection::type_attr(info.type_index(), "__ffi_new__") {
-        if let Ok(new) = new.cast::<Function>() {
-            let made = new.call(&[])?;
-            return made.as_object_ref().cloned().ok_or_else(|| {
-                Error::new(
-                    ErrorKind::TYPE_ERROR,
-                    format!(
-                        "`{}.__ffi_new__` returned `{}`, not an object",
-                        info.type_key(),
-                        made.type_key()
-                    ),
-                )
-            });
-        }
-    }
-    Err(Error::new(
-        ErrorKind::RUNTIME_ERROR,
-        format!(
-            "Type `{}` does not support reflection creation (no native creator or __ffi_new__ type attr)",
-            info.type_key()
-        ),
-    ))
-}
-
 fn type_info(type_index: i32) -> Result<TypeInfo> {
     TypeInfo::of(type_index).ok_or_else(|| {
         Error::new(
@@ -467,19 +423,6 @@ fn type_info(type_index: i32) -> Result<TypeInfo> {
             format!("Cannot find type info for type_index={type_index}"),
         )
     })
-}
-
-/// Sets `field` to its declared default (calling the factory when it is one).
-fn set_to_default(object: &ObjectRef, field: &TVMFFIFieldInfo) -> Result<()> {
-    // SAFETY: the type table owns the default for as long as the type exists.
-    let default = unsafe { AnyView::from_raw(field.default_value_or_factory) };
-    if field.flags & field_flags::DEFAULT_FROM_FACTORY != 0 {
-        let factory = default.to_any()?.cast::<Function>()?;
-        let value = factory.call(&[])?;
-        reflection::write_field(object, field, value.as_view())
-    } else {
-        reflection::write_field(object, field, &default)
-    }
 }
 
 /// How the generated `__ffi_init__` binds arguments to the fields of one type.
@@ -584,7 +527,7 @@ impl InitPlan {
                 continue;
             }
             if field.flags & field_flags::HAS_DEFAULT != 0 {
-                set_to_default(object, field)
+                reflection::set_field_to_default(object, field)
                     .map_err(|cause| self.setter_error("default for field", field, cause))?;
             } else if field.flags & field_flags::INIT_OFF == 0 {
                 let keyword = if field.flags & field_flags::KW_ONLY != 0 {
@@ -608,7 +551,7 @@ pub(crate) fn make_init(type_index: i32) -> Result<Function> {
     Ok(Function::from_packed(move |args: &[AnyView<'_>]| {
         // The plan is rebuilt per call: field records may move when a type gains fields.
         let info = self::type_info(type_index)?;
-        let object = create_empty_object(info)?;
+        let object = reflection::create_empty_object(type_index)?;
         InitPlan::new(info).bind(&object, args)?;
         Ok(Any::from_object_ref(object))
     }))
@@ -659,7 +602,7 @@ fn make_object_from_packed_args(args: &[AnyView<'_>]) -> Result<Any> {
         ));
     }
     let info = type_info(type_index)?;
-    let object = create_empty_object(info)?;
+    let object = reflection::create_empty_object(type_index)?;
     let mut names = Vec::new();
     for pair in args[1..].chunks_exact(2) {
         names.push((pair[0].get::<String>()?.as_str().to_owned(), pair[1], false));
@@ -670,7 +613,7 @@ fn make_object_from_packed_args(args: &[AnyView<'_>]) -> Result<Any> {
             reflection::write_field(&object, field, &entry.1)?;
             entry.2 = true;
         } else if field.flags & field_flags::HAS_DEFAULT != 0 {
-            set_to_default(&object, field)?;
+            reflection::set_field_to_default(&object, field)?;
         } else {
             return Err(Error::new(
                 ErrorKind::TYPE_ERROR,

@@ -11,7 +11,8 @@
 // - storage and values, with their C functions: `errors`, `objects`, `values`, `types`,
 //   `tensors`, and the function registry's storage, `registry`;
 // - declaring built-in globals: `builtin`; library modules: `modules`;
-// - the built-in `ffi.*` globals: `value_globals`, `module_globals`, `repr_globals`, and the official ones
+// - the built-in `ffi.*` globals: `value_globals`, `module_globals`, `repr_globals`,
+//   `json_globals`, `serialization_globals`, and the official ones
 //   pactum does not implement yet, `unsupported_globals`;
 // - the C functions that reach the layers below: `functions` (which fills the registry with
 //   every built-in global) and `env`.
@@ -23,6 +24,7 @@ mod env;
 mod errors;
 mod forwarder;
 mod functions;
+mod json_globals;
 mod module_globals;
 mod modules;
 mod objects;
@@ -31,6 +33,7 @@ mod reflection;
 mod registry;
 mod repr_globals;
 mod runtime_types;
+mod serialization_globals;
 mod tensors;
 mod types;
 mod unsupported_globals;

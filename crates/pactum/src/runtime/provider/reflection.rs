@@ -3,14 +3,15 @@
 //! recursive operations (repr, equality, hashing, copy, serialization) walk objects with these.
 
 use pactum_sys::tvm_ffi::{
-    TVMFFIAny, TVMFFIAnyValue, TVMFFIFieldInfo, TVMFFITypeIndex, field_flags,
+    TVMFFIAny, TVMFFIAnyValue, TVMFFIFieldInfo, TVMFFIObjectCreator, TVMFFIObjectHandle,
+    TVMFFITypeIndex, field_flags,
 };
 
 use super::types;
 use crate::any::{Any, AnyView};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
-use crate::object::{ObjectRef, TypeInfo};
+use crate::object::{ObjectRef, TypeInfo, type_key_of};
 
 /// The field records of `type_index` and its ancestors, ancestors' first (the order the
 /// official runtime's `ForEachFieldInfo` visits them).
@@ -66,6 +67,21 @@ fn field_address(object: &ObjectRef, field: &TVMFFIFieldInfo) -> Result<*mut cor
             .offset(field.offset as isize)
             .cast()
     })
+}
+
+/// Reads the field named `name` of `object` (its own or an ancestor's), or an
+/// `AttributeError` when its type registers no such field.
+pub(crate) fn read_field_by_name(object: &ObjectRef, name: &str) -> Result<Any> {
+    let field = fields_of(object.type_index())
+        .into_iter()
+        .find(|field| field_name(field) == name)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::ATTRIBUTE_ERROR,
+                format!("{} registers no field `{name}`", object.type_key()),
+            )
+        })?;
+    read_field(object, field)
 }
 
 /// Reads `field` of `object` (whose type registered it) through its getter.
@@ -159,4 +175,86 @@ pub(crate) fn type_attr(type_index: i32, name: &str) -> Option<Any> {
 pub(crate) fn enum_type_index() -> Option<i32> {
     static ENUM: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
     *ENUM.get_or_init(|| crate::object::type_index_of_key("ffi.Enum").ok())
+}
+
+/// The `__ffi_new__` type attribute of `type_index` (how Python-defined types make empty
+/// instances), if it is a Function.
+fn ffi_new(type_index: i32) -> Option<Function> {
+    type_attr(type_index, "__ffi_new__")?
+        .cast::<Function>()
+        .ok()
+}
+
+/// The native creator of `type_index`, if its metadata registers one.
+fn native_creator(type_index: i32) -> TVMFFIObjectCreator {
+    let info = TypeInfo::of(type_index)?;
+    let metadata = info.as_raw().metadata;
+    if metadata.is_null() {
+        return None;
+    }
+    // SAFETY: type metadata is permanent once registered.
+    unsafe { (*metadata).creator }
+}
+
+/// Whether instances of `type_index` can be created empty: a native creator or an
+/// `__ffi_new__` Function.
+pub(crate) fn has_creator(type_index: i32) -> bool {
+    native_creator(type_index).is_some() || ffi_new(type_index).is_some()
+}
+
+/// A new, zero-initialized instance of `type_index`, made by its native creator or its
+/// `__ffi_new__` Function; the official `RuntimeError` when it has neither.
+pub(crate) fn create_empty_object(type_index: i32) -> Result<ObjectRef> {
+    if let Some(creator) = native_creator(type_index) {
+        let mut handle: TVMFFIObjectHandle = core::ptr::null_mut();
+        // SAFETY: a registered creator writes an owned object handle into `handle`.
+        let rc = unsafe { creator(&mut handle) };
+        if rc != 0 {
+            return Err(Error::take_raised_after_failure("a type's object creator"));
+        }
+        let handle = core::ptr::NonNull::new(handle.cast()).ok_or_else(|| {
+            Error::new(
+                ErrorKind::INTERNAL_ERROR,
+                format!(
+                    "the creator of {} returned no object",
+                    type_key_of(type_index)
+                ),
+            )
+        })?;
+        // SAFETY: the creator handed over one strong reference.
+        return Ok(unsafe { ObjectRef::from_raw_owned(handle) });
+    }
+    if let Some(new) = ffi_new(type_index) {
+        let made = new.call(&[])?;
+        return made.as_object_ref().cloned().ok_or_else(|| {
+            Error::new(
+                ErrorKind::TYPE_ERROR,
+                format!(
+                    "`__ffi_new__` of {} returned {}, not an object",
+                    type_key_of(type_index),
+                    made.type_key()
+                ),
+            )
+        });
+    }
+    Err(Error::new(
+        ErrorKind::RUNTIME_ERROR,
+        format!(
+            "Type `{}` does not support reflection creation (no native creator or __ffi_new__ type attr)",
+            type_key_of(type_index)
+        ),
+    ))
+}
+
+/// Sets `field` of `object` to its registered default: the value itself, or (with
+/// `DEFAULT_FROM_FACTORY`) what the factory Function returns.
+pub(crate) fn set_field_to_default(object: &ObjectRef, field: &TVMFFIFieldInfo) -> Result<()> {
+    // SAFETY: the default is a value the type table keeps alive for good.
+    let default = unsafe { AnyView::from_raw(field.default_value_or_factory) };
+    if field.flags & field_flags::DEFAULT_FROM_FACTORY != 0 {
+        let factory = default.get::<Function>()?;
+        let value = factory.call(&[])?;
+        return write_field(object, field, value.as_view());
+    }
+    write_field(object, field, &default)
 }

@@ -371,6 +371,12 @@ fn join_ints(values: &[i64]) -> std::string::String {
 
 /// `value` as C's `printf("%g", value)` prints it (six significant digits).
 pub(crate) fn format_g(value: f64) -> std::string::String {
+    format_general(value, 6)
+}
+
+/// `value` as C's `printf("%.{precision}g", value)` prints it: `precision` significant digits
+/// (at least 1), in fixed or exponent notation by the decimal exponent, trailing zeros dropped.
+pub(crate) fn format_general(value: f64, precision: usize) -> std::string::String {
     if value.is_nan() {
         return if value.is_sign_negative() {
             "-nan"
@@ -385,11 +391,11 @@ pub(crate) fn format_g(value: f64) -> std::string::String {
     if value == 0.0 {
         return if value.is_sign_negative() { "-0" } else { "0" }.to_owned();
     }
-    const PRECISION: i32 = 6;
-    let scientific = format!("{:.*e}", (PRECISION - 1) as usize, value);
+    let precision = precision.max(1);
+    let scientific = format!("{:.*e}", precision - 1, value);
     let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    if !(-4..PRECISION).contains(&exponent) {
+    let exponent: i64 = exponent.parse().unwrap_or(0);
+    if exponent < -4 || exponent >= precision as i64 {
         let sign = if exponent < 0 { '-' } else { '+' };
         format!(
             "{}e{sign}{:02}",
@@ -397,7 +403,7 @@ pub(crate) fn format_g(value: f64) -> std::string::String {
             exponent.unsigned_abs()
         )
     } else {
-        let fixed = format!("{:.*}", (PRECISION - 1 - exponent) as usize, value);
+        let fixed = format!("{:.*}", (precision as i64 - 1 - exponent) as usize, value);
         strip_zeros(&fixed).to_owned()
     }
 }

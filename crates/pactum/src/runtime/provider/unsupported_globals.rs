@@ -1,13 +1,7 @@
 //! The official `ffi.*` globals pactum's runtime does not implement yet: structural equality,
-//! hashing and mutation, JSON graph serialization and the Python dataclass hooks. Each is
-//! registered, so hosts that bind every global by name at start-up (the official Python
-//! package binds all of them when `tvm_ffi` is imported) load, and calling one raises
-//! `NotImplementedError` naming it: never a wrong answer.
-//!
-//! `ffi._RegisterFFIInit` is left out on purpose: C++ reflection (`ObjectDef`) looks it up
-//! while a library registers its types and calls it when present, outside any error handler,
-//! so a raising stub would abort the process (the wheel's `libtvm_ffi_testing.so` does this
-//! when `tvm_ffi` is imported). Absent, those types simply get no generated `__ffi_init__`.
+//! hashing and mutation, and structural visiting. Each is registered, so hosts that bind every
+//! global by name at start-up (the official Python package binds all of them when `tvm_ffi` is
+//! imported) load, and calling one raises `NotImplementedError` naming it: never a wrong answer.
 
 use super::builtin::packed;
 use super::registry::BuiltinGlobal;
@@ -15,8 +9,6 @@ use crate::error::{Error, ErrorKind};
 
 /// The names, as the official runtime (apache-tvm-ffi 0.1.15.post2) registers them.
 pub(crate) const UNSUPPORTED: &[&str] = &[
-    "ffi.FromJSONGraph",
-    "ffi.FromJSONGraphString",
     "ffi.GetFirstStructuralMismatch",
     "ffi.StructuralEqual",
     "ffi.StructuralHash",
@@ -36,12 +28,8 @@ pub(crate) const UNSUPPORTED: &[&str] = &[
     "ffi.StructuralVisitorVisit",
     "ffi.StructuralVisitorWithDefRegionKind",
     "ffi.StructuralWalk",
-    "ffi.ToJSONGraph",
-    "ffi.ToJSONGraphString",
     "ffi.VisitErrorContext.FindAccessPaths",
     "ffi.VisitInterrupt",
-    "ffi.json.Parse",
-    "ffi.json.Stringify",
 ];
 
 /// Each name in [`UNSUPPORTED`] as a global raising `NotImplementedError`.
