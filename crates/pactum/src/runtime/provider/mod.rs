@@ -27,6 +27,7 @@ mod objects;
 mod reflection;
 mod registry;
 mod repr_globals;
+mod structural_globals;
 mod tensors;
 mod types;
 mod unsupported_globals;

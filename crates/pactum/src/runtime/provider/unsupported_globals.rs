@@ -1,8 +1,8 @@
-//! The official `ffi.*` globals pactum's runtime does not implement yet: structural equality,
-//! hashing and mutation, JSON graph serialization, deep copy and the Python
-//! dataclass hooks. Each is registered, so hosts that bind every global by name at start-up (the
-//! official Python package binds all of them when `tvm_ffi` is imported) load, and calling one
-//! raises `NotImplementedError` naming it: never a wrong answer.
+//! The official `ffi.*` globals pactum's runtime does not implement yet: structural mutation and
+//! visiting, JSON graph serialization, deep copy and the Python dataclass hooks. Each is
+//! registered, so hosts that bind every global by name at start-up (the official Python package
+//! binds all of them when `tvm_ffi` is imported) load, and calling one raises
+//! `NotImplementedError` naming it: never a wrong answer.
 //!
 //! `ffi._RegisterFFIInit` is left out on purpose: C++ reflection (`ObjectDef`) looks it up
 //! while a library registers its types and calls it when present, outside any error handler,
@@ -28,8 +28,6 @@ pub(crate) const UNSUPPORTED: &[&str] = &[
     "ffi.RecursiveHash",
     "ffi.RecursiveLe",
     "ffi.RecursiveLt",
-    "ffi.StructuralEqual",
-    "ffi.StructuralHash",
     "ffi.StructuralKey",
     "ffi.StructuralKeyEqual",
     "ffi.StructuralMap",

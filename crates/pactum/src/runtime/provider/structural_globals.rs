@@ -1,0 +1,910 @@
+//! `ffi.StructuralHash`, `ffi.StructuralEqual` and `ffi.GetFirstStructuralMismatch`: the
+//! official runtime's structural hashing and comparison (apache-tvm-ffi 0.1.15.post2), hash
+//! values bit for bit.
+//!
+//! The rules, as the official runtime applies them:
+//! - plain values hash as `combine(type index, payload word)`: NaNs share one hash, inline
+//!   strings hash as heap strings do (inline bytes keep their own type index), strings, bytes
+//!   and BigInts by content; plain values compare by their 16 bytes (any NaN equals any NaN,
+//!   `0.0` and `-0.0` differ, `1` and `True` differ);
+//! - Arrays and Lists hash as `combine(type key hash, length)` then each element; Maps and Dicts
+//!   as `combine(type key hash, size)`, then their entries sorted by a key hash that does not
+//!   depend on the order of the walk (entries whose key has none are left out, and entries
+//!   whose key hashes tie contribute their key hash only); Shapes by their extents; tensors by
+//!   extents, data type and (unless skipped) the bytes of a contiguous CPU tensor;
+//! - any other object by its type's `structural_eq_hash_kind`: tree nodes by their reflected
+//!   fields (ancestors' first, except those flagged `SEQ_HASH_IGNORE`), or through the type's
+//!   `__s_hash__`/`__s_equal__` hook; DAG nodes also by the order they are first met; free
+//!   variables by the order they are met inside a definition region (a field flagged
+//!   `SEQ_HASH_DEF_PATTERN`/`SEQ_HASH_DEF_SIMPLE`, or everywhere with `map_free_vars`) and by
+//!   address outside one, where they compare equal only to themselves or to the variable they
+//!   were bound to; unique instances compare by identity.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+use pactum_sys::dlpack::DLDeviceType;
+use pactum_sys::tvm_ffi::{
+    TVMFFIAny, TVMFFISEqHashKind, TVMFFITypeIndex, TVMFFITypeInfo, def_region_kind, field_flags,
+};
+
+use super::builtin::{ANY, BOOL, INT, typed};
+use super::reflection;
+use super::registry::BuiltinGlobal;
+use crate::any::{Any, AnyView, Payload};
+use crate::containers::hash::{hash_combine, stable_hash_bytes};
+use crate::containers::{Array, Dict, List, Map};
+use crate::error::{Error, ErrorKind, Result};
+use crate::function::Function;
+use crate::object::{ObjectRef, TypeInfo};
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+/// `ffi.StructuralHash` and `ffi.StructuralEqual`.
+pub(crate) fn structural_globals() -> Vec<BuiltinGlobal> {
+    vec![
+        typed("ffi.StructuralHash", &[ANY, BOOL, BOOL], INT, |a| {
+            let value = a.owned(0)?;
+            let hasher = Hasher::new(a.get::<bool>(1)?, a.get::<bool>(2)?);
+            // The official global hands the unsigned hash back bit-cast to a signed integer.
+            Ok(Any::from(hasher.hash_any(&value)? as i64))
+        }),
+        typed("ffi.StructuralEqual", &[ANY, ANY, BOOL, BOOL], BOOL, |a| {
+            let (lhs, rhs) = (a.owned(0)?, a.owned(1)?);
+            let comparer = Comparer::new(a.get::<bool>(2)?, a.get::<bool>(3)?, false);
+            Ok(Any::from(comparer.compare_any(&lhs, &rhs)?))
+        }),
+    ]
+}
+
+/// The definition-region state of a walk: where free variables bind (compare) or hash by the
+/// order they are met.
+struct DefRegion(AtomicI32);
+
+impl DefRegion {
+    fn new(map_free_vars: bool) -> DefRegion {
+        DefRegion(AtomicI32::new(if map_free_vars {
+            def_region_kind::PATTERN
+        } else {
+            def_region_kind::NONE
+        }))
+    }
+
+    fn get(&self) -> i32 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    fn set(&self, kind: i32) {
+        self.0.store(kind, Ordering::Relaxed);
+    }
+
+    /// Runs `body` inside a region of `kind`; a pattern region, once entered, persists.
+    fn within<T>(&self, kind: i32, body: impl FnOnce() -> T) -> T {
+        let saved = self.get();
+        self.set(if saved == def_region_kind::PATTERN {
+            saved
+        } else {
+            kind
+        });
+        let result = body();
+        self.set(saved);
+        result
+    }
+
+    /// Runs `body` (the walk of a free variable's own fields) outside a simple region.
+    fn outside_simple<T>(&self, body: impl FnOnce() -> T) -> T {
+        let kind = match self.get() {
+            def_region_kind::SIMPLE => def_region_kind::NONE,
+            other => other,
+        };
+        let saved = self.get();
+        self.set(kind);
+        let result = body();
+        self.set(saved);
+        result
+    }
+
+    /// The region a hook asks for: `NONE` keeps the current one.
+    fn requested(&self, kind: i32) -> i32 {
+        if kind == def_region_kind::NONE {
+            self.get()
+        } else {
+            kind
+        }
+    }
+}
+
+/// The region a field's flags open, if any (a simple region when both flags are set).
+fn field_region(flags: i64) -> Option<i32> {
+    if flags & field_flags::SEQ_HASH_DEF_SIMPLE != 0 {
+        Some(def_region_kind::SIMPLE)
+    } else if flags & field_flags::SEQ_HASH_DEF_PATTERN != 0 {
+        Some(def_region_kind::PATTERN)
+    } else {
+        None
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The address that identifies an object in the walks' memo tables.
+fn address(object: &ObjectRef) -> usize {
+    object.as_raw() as usize
+}
+
+fn type_info(type_index: i32) -> Result<&'static TVMFFITypeInfo> {
+    TypeInfo::of(type_index)
+        .map(|info| info.as_raw())
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::INTERNAL_ERROR,
+                format!("Cannot find type info for type_index={type_index}"),
+            )
+        })
+}
+
+fn type_key_hash(type_index: i32) -> Result<u64> {
+    Ok(type_info(type_index)?.type_key_hash)
+}
+
+/// The structural kind of an object's type, or the official `TypeError` when its type has no
+/// metadata or declares none (the official text names StructuralHash for both walks).
+fn seq_hash_kind(object: &ObjectRef) -> Result<(&'static TVMFFITypeInfo, TVMFFISEqHashKind)> {
+    let info = type_info(object.type_index())?;
+    let unsupported = |reason: &str| {
+        Error::new(
+            ErrorKind::TYPE_ERROR,
+            format!(
+                "{reason} for type `{}`, so StructuralHash is not supported for this type",
+                object.type_key()
+            ),
+        )
+    };
+    // SAFETY: type metadata, when registered, is permanent.
+    let Some(metadata) = (unsafe { info.metadata.as_ref() }) else {
+        return Err(unsupported("Type metadata is not set"));
+    };
+    if metadata.structural_eq_hash_kind == TVMFFISEqHashKind::UNSUPPORTED {
+        return Err(unsupported("_type_s_eq_hash_kind is not set"));
+    }
+    Ok((info, metadata.structural_eq_hash_kind))
+}
+
+/// The hook registered as type attribute `name` for `type_index`, as a Function.
+fn hook(type_index: i32, name: &str) -> Result<Option<Function>> {
+    reflection::type_attr(type_index, name)
+        .map(|value| {
+            value.cast::<Function>().map_err(|_| {
+                Error::new(
+                    ErrorKind::TYPE_ERROR,
+                    format!(
+                        "type attribute `{name}` of {} is not a Function",
+                        crate::object::type_key_of(type_index)
+                    ),
+                )
+            })
+        })
+        .transpose()
+}
+
+/// An object as a borrowed argument.
+fn object_view(object: &ObjectRef) -> Any {
+    Any::from_object_ref(object.clone())
+}
+
+/// The hash of a value whose hash needs no walk: plain values, strings, bytes and BigInts
+/// (NaNs not yet merged); `None` for any other object.
+fn leaf_hash(raw: &TVMFFIAny) -> Option<u64> {
+    let index = raw.type_index;
+    if index == TVMFFITypeIndex::SMALL_STR.0 {
+        // Inline strings hash as the heap string with the same bytes does.
+        return Some(hash_combine(
+            TVMFFITypeIndex::STR.0 as u64,
+            stable_hash_bytes(&raw.uint64().to_le_bytes()[..small_len(raw)]),
+        ));
+    }
+    if index < TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0 {
+        return Some(hash_combine(index as u64, raw.uint64()));
+    }
+    match TVMFFITypeIndex(index) {
+        TVMFFITypeIndex::STR | TVMFFITypeIndex::BYTES => {
+            // SAFETY: AnyView is a transparent view of a live value.
+            let view = unsafe { AnyView::from_raw(*raw) };
+            let bytes = crate::any::view_bytes(&view).unwrap_or_default();
+            Some(hash_combine(index as u64, stable_hash_bytes(bytes)))
+        }
+        TVMFFITypeIndex::BIG_INT => {
+            // SAFETY: a live BigInt value.
+            let words = unsafe { super::values::big_int_words(raw) };
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            Some(hash_combine(index as u64, stable_hash_bytes(&bytes)))
+        }
+        _ => None,
+    }
+}
+
+fn small_len(raw: &TVMFFIAny) -> usize {
+    (raw.small_str_len as usize).min(8)
+}
+
+/// A CPU tensor's bytes, after the official checks (`what`: "hash" or "compare").
+fn tensor_bytes<'a>(tensor: &'a Tensor, name: &str, what: &str) -> Result<&'a [u8]> {
+    let device_type = tensor.device().device_type;
+    if device_type != DLDeviceType::CPU {
+        return Err(Error::new(
+            ErrorKind::INTERNAL_ERROR,
+            format!(
+                "Check failed: {name}.device().device_type == kDLCPU ({} vs. 1) : can only {what} CPU tensor",
+                device_type.0
+            ),
+        ));
+    }
+    if !tensor.is_contiguous() {
+        return Err(Error::new(
+            ErrorKind::INTERNAL_ERROR,
+            format!(
+                "Check failed: ({name}.IsContiguous()) is false: Can only {what} contiguous tensor"
+            ),
+        ));
+    }
+    let dtype = tensor.dl_tensor().dtype;
+    let bits = tensor.numel() as u64 * u64::from(dtype.bits) * u64::from(dtype.lanes);
+    let size = bits.div_ceil(8) as usize;
+    // The official runtime reads from the data pointer, not counting `byte_offset`.
+    let data = tensor.dl_tensor().data;
+    if size == 0 || data.is_null() {
+        return Ok(&[]);
+    }
+    // SAFETY: a contiguous CPU tensor holds `size` bytes at its data pointer while it lives.
+    Ok(unsafe { core::slice::from_raw_parts(data.cast::<u8>(), size) })
+}
+
+/// The data type word of a tensor, as a zero-filled Any payload.
+fn dtype_word(tensor: &Tensor) -> u64 {
+    let dtype = tensor.dl_tensor().dtype;
+    u64::from(dtype.code) | u64::from(dtype.bits) << 8 | u64::from(dtype.lanes) << 16
+}
+
+/// One structural hash computation.
+struct Hasher {
+    me: Weak<Hasher>,
+    region: DefRegion,
+    skip_tensor_content: bool,
+    free_var_counter: AtomicU32,
+    graph_node_counter: AtomicU32,
+    /// Objects already hashed (kept alive, so addresses stay theirs), with their hash.
+    memo: Mutex<HashMap<usize, (ObjectRef, u64)>>,
+    /// The callback handed to `__s_hash__` hooks, made on first use.
+    callback: OnceLock<Function>,
+}
+
+impl Hasher {
+    fn new(map_free_vars: bool, skip_tensor_content: bool) -> Arc<Hasher> {
+        Arc::new_cyclic(|me| Hasher {
+            me: me.clone(),
+            region: DefRegion::new(map_free_vars),
+            skip_tensor_content,
+            free_var_counter: AtomicU32::new(0),
+            graph_node_counter: AtomicU32::new(0),
+            memo: Mutex::new(HashMap::new()),
+            callback: OnceLock::new(),
+        })
+    }
+
+    fn hash_any(&self, value: &Any) -> Result<u64> {
+        let raw = value.as_raw();
+        if raw.type_index == TVMFFITypeIndex::FLOAT.0 && raw.float64().is_nan() {
+            return Ok(hash_combine(raw.type_index as u64, f64::NAN.to_bits()));
+        }
+        if let Some(hash) = leaf_hash(raw) {
+            return Ok(hash);
+        }
+        let index = raw.type_index;
+        match TVMFFITypeIndex(index) {
+            TVMFFITypeIndex::ARRAY => self.hash_sequence(index, value.get::<Array>()?.as_slice()),
+            TVMFFITypeIndex::LIST => self.hash_sequence(index, &value.get::<List>()?.to_vec()),
+            TVMFFITypeIndex::MAP => self.hash_map(index, &value.get::<Map>()?.entries()),
+            TVMFFITypeIndex::DICT => self.hash_map(index, &value.get::<Dict>()?.entries()),
+            TVMFFITypeIndex::SHAPE => {
+                let shape = value.get::<Shape>()?;
+                let extents = shape.as_slice();
+                let start = hash_combine(type_key_hash(index)?, extents.len() as u64);
+                Ok(extents
+                    .iter()
+                    .fold(start, |hash, &extent| hash_combine(hash, extent as u64)))
+            }
+            TVMFFITypeIndex::TENSOR => self.hash_tensor(&value.get::<Tensor>()?),
+            _ => match value.as_object_ref() {
+                Some(object) => self.hash_object(object),
+                None => Ok(hash_combine(index as u64, raw.uint64())),
+            },
+        }
+    }
+
+    fn hash_sequence(&self, type_index: i32, items: &[Any]) -> Result<u64> {
+        let mut hash = hash_combine(type_key_hash(type_index)?, items.len() as u64);
+        for item in items {
+            hash = hash_combine(hash, self.hash_any(item)?);
+        }
+        Ok(hash)
+    }
+
+    /// A key's hash that does not depend on where the walk is: a leaf's, or that of an object
+    /// already hashed; `None` otherwise.
+    fn order_independent_hash(&self, key: &Any) -> Option<u64> {
+        leaf_hash(key.as_raw()).or_else(|| {
+            let object = key.as_object_ref()?;
+            lock(&self.memo)
+                .get(&address(object))
+                .map(|&(_, hash)| hash)
+        })
+    }
+
+    fn hash_map(&self, type_index: i32, entries: &[(Any, Any)]) -> Result<u64> {
+        let mut hash = hash_combine(type_key_hash(type_index)?, entries.len() as u64);
+        let mut keyed: Vec<(u64, &Any)> = entries
+            .iter()
+            .filter_map(|(key, value)| Some((self.order_independent_hash(key)?, value)))
+            .collect();
+        keyed.sort_by_key(|&(key_hash, _)| key_hash);
+        for group in keyed.chunk_by(|a, b| a.0 == b.0) {
+            hash = hash_combine(hash, group[0].0);
+            // Tied keys leave their values out, so the hash does not depend on their order.
+            if let [(_, value)] = group {
+                hash = hash_combine(hash, self.hash_any(value)?);
+            }
+        }
+        Ok(hash)
+    }
+
+    fn hash_tensor(&self, tensor: &Tensor) -> Result<u64> {
+        let extents = tensor.shape();
+        let start = hash_combine(
+            type_key_hash(TVMFFITypeIndex::TENSOR.0)?,
+            extents.len() as u64,
+        );
+        let mut hash = extents
+            .iter()
+            .fold(start, |hash, &extent| hash_combine(hash, extent as u64));
+        hash = hash_combine(hash, dtype_word(tensor));
+        if !self.skip_tensor_content {
+            let bytes = tensor_bytes(tensor, "tensor", "hash")?;
+            hash = hash_combine(hash, stable_hash_bytes(bytes));
+        }
+        Ok(hash)
+    }
+
+    fn hash_object(&self, object: &ObjectRef) -> Result<u64> {
+        let (info, kind) = seq_hash_kind(object)?;
+        if let Some(&(_, hash)) = lock(&self.memo).get(&address(object)) {
+            return Ok(hash);
+        }
+        let mut hash = if kind == TVMFFISEqHashKind::FREE_VAR {
+            // The variable's own fields are walked even where its hash is its address: the
+            // walk advances the counter of free variables met inside them.
+            let fields = self
+                .region
+                .outside_simple(|| self.hash_fields(object, info))?;
+            if self.region.get() != def_region_kind::NONE {
+                let order = self.free_var_counter.fetch_add(1, Ordering::Relaxed);
+                hash_combine(fields, u64::from(order))
+            } else {
+                address(object) as u64
+            }
+        } else {
+            self.hash_fields(object, info)?
+        };
+        if kind == TVMFFISEqHashKind::DAG_NODE {
+            let order = self.graph_node_counter.fetch_add(1, Ordering::Relaxed);
+            hash = hash_combine(hash, u64::from(order));
+        }
+        lock(&self.memo).insert(address(object), (object.clone(), hash));
+        Ok(hash)
+    }
+
+    /// The hash of an object's fields (or of its `__s_hash__` hook), from its type key hash.
+    fn hash_fields(&self, object: &ObjectRef, info: &TVMFFITypeInfo) -> Result<u64> {
+        let mut hash = info.type_key_hash;
+        if let Some(hook) = hook(info.type_index, "__s_hash__")? {
+            let result = hook.call(&[
+                *object_view(object).as_view(),
+                AnyView::from(hash as i64),
+                *Any::from(self.callback()?).as_view(),
+            ])?;
+            return Ok(result.get::<i64>()? as u64);
+        }
+        for field in reflection::fields_of(info.type_index) {
+            if field.flags & field_flags::SEQ_HASH_IGNORE != 0 {
+                continue;
+            }
+            let value = reflection::read_field(object, field)?;
+            let field_hash = match field_region(field.flags) {
+                Some(kind) => self.region.within(kind, || self.hash_any(&value))?,
+                None => self.hash_any(&value)?,
+            };
+            hash = hash_combine(hash, field_hash);
+        }
+        Ok(hash)
+    }
+
+    /// `(value, init, def_region_kind) -> combine(init, hash(value))`, for `__s_hash__` hooks.
+    fn callback(&self) -> Result<Function> {
+        if let Some(callback) = self.callback.get() {
+            return Ok(callback.clone());
+        }
+        let me = self.me.clone();
+        let callback = Function::from_typed(move |value: Any, init: i64, kind: i64| {
+            let hasher = me.upgrade().ok_or_else(finished_walk)?;
+            let kind = hasher.region.requested(kind as i32);
+            let hash = hasher.region.within(kind, || hasher.hash_any(&value))?;
+            Ok::<i64, Error>(hash_combine(init as u64, hash) as i64)
+        });
+        Ok(self.callback.get_or_init(|| callback).clone())
+    }
+}
+
+fn finished_walk() -> Error {
+    Error::new(
+        ErrorKind::RUNTIME_ERROR,
+        "a structural hook callback was called after its walk finished",
+    )
+}
+
+/// The kind of an access step, as `ffi.reflection.AccessStep` numbers them.
+// TODO(issue 15): drop once ffi.GetFirstStructuralMismatch returns the traced paths.
+#[allow(dead_code)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AccessKind {
+    Attr = 0,
+    ArrayItem = 1,
+    MapItem = 2,
+    AttrMissing = 3,
+    ArrayItemMissing = 4,
+    MapItemMissing = 5,
+}
+
+/// One step of a path to a mismatch.
+// TODO(issue 15): drop once ffi.GetFirstStructuralMismatch returns the traced paths.
+#[allow(dead_code)]
+pub(crate) struct Step {
+    pub(crate) kind: AccessKind,
+    pub(crate) key: Any,
+}
+
+impl Step {
+    fn new(kind: AccessKind, key: impl Into<Any>) -> Step {
+        Step {
+            kind,
+            key: key.into(),
+        }
+    }
+}
+
+/// The paths to the first mismatch, innermost step first.
+#[derive(Default)]
+struct Trace {
+    lhs: Vec<Step>,
+    rhs: Vec<Step>,
+}
+
+/// A Map or a Dict.
+enum Mapping {
+    Map(Map),
+    Dict(Dict),
+}
+
+impl Mapping {
+    fn len(&self) -> usize {
+        match self {
+            Mapping::Map(map) => map.len(),
+            Mapping::Dict(dict) => dict.len(),
+        }
+    }
+
+    fn entries(&self) -> Vec<(Any, Any)> {
+        match self {
+            Mapping::Map(map) => map.entries(),
+            Mapping::Dict(dict) => dict.entries(),
+        }
+    }
+
+    fn get(&self, key: &Any) -> Option<Any> {
+        match self {
+            Mapping::Map(map) => map.get(key.as_view()),
+            Mapping::Dict(dict) => dict.get(key.as_view()),
+        }
+    }
+}
+
+/// One structural comparison.
+struct Comparer {
+    me: Weak<Comparer>,
+    region: DefRegion,
+    skip_tensor_content: bool,
+    /// Where the first mismatch lies, when asked for.
+    trace: Option<Mutex<Trace>>,
+    /// Bound pairs: lhs address to (lhs, rhs), and rhs address to (rhs, lhs).
+    lhs_to_rhs: Mutex<HashMap<usize, (ObjectRef, ObjectRef)>>,
+    rhs_to_lhs: Mutex<HashMap<usize, (ObjectRef, ObjectRef)>>,
+    /// The callback handed to `__s_equal__` hooks, made on first use.
+    callback: OnceLock<Function>,
+}
+
+impl Comparer {
+    fn new(map_free_vars: bool, skip_tensor_content: bool, trace: bool) -> Arc<Comparer> {
+        Arc::new_cyclic(|me| Comparer {
+            me: me.clone(),
+            region: DefRegion::new(map_free_vars),
+            skip_tensor_content,
+            trace: trace.then(|| Mutex::new(Trace::default())),
+            lhs_to_rhs: Mutex::new(HashMap::new()),
+            rhs_to_lhs: Mutex::new(HashMap::new()),
+            callback: OnceLock::new(),
+        })
+    }
+
+    fn tracing(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    fn record(&self, lhs: Step, rhs: Step) {
+        if let Some(trace) = &self.trace {
+            let mut trace = lock(trace);
+            trace.lhs.push(lhs);
+            trace.rhs.push(rhs);
+        }
+    }
+
+    fn compare_any(&self, lhs: &Any, rhs: &Any) -> Result<bool> {
+        let (l, r) = (lhs.as_raw(), rhs.as_raw());
+        let index = l.type_index;
+        if index != r.type_index {
+            let strings = [TVMFFITypeIndex::STR.0, TVMFFITypeIndex::SMALL_STR.0];
+            let bytes = [TVMFFITypeIndex::BYTES.0, TVMFFITypeIndex::SMALL_BYTES.0];
+            let same_family =
+                |family: [i32; 2]| family.contains(&index) && family.contains(&r.type_index);
+            if same_family(strings) || same_family(bytes) {
+                return Ok(
+                    crate::any::view_bytes(lhs.as_view()) == crate::any::view_bytes(rhs.as_view())
+                );
+            }
+            return Ok(false);
+        }
+        if index < TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0 {
+            if index == TVMFFITypeIndex::FLOAT.0 && l.float64().is_nan() {
+                return Ok(r.float64().is_nan());
+            }
+            return Ok(l.small_str_len == r.small_str_len && l.uint64() == r.uint64());
+        }
+        match TVMFFITypeIndex(index) {
+            TVMFFITypeIndex::BIG_INT => {
+                // SAFETY: two live BigInt values.
+                Ok(unsafe { super::values::big_int_words(l) == super::values::big_int_words(r) })
+            }
+            TVMFFITypeIndex::STR | TVMFFITypeIndex::BYTES => {
+                Ok(crate::any::view_bytes(lhs.as_view()) == crate::any::view_bytes(rhs.as_view()))
+            }
+            TVMFFITypeIndex::ARRAY => self.compare_sequence(
+                lhs.get::<Array>()?.as_slice(),
+                rhs.get::<Array>()?.as_slice(),
+            ),
+            TVMFFITypeIndex::LIST => {
+                self.compare_sequence(&lhs.get::<List>()?.to_vec(), &rhs.get::<List>()?.to_vec())
+            }
+            TVMFFITypeIndex::MAP => self.compare_map(
+                &Mapping::Map(lhs.get::<Map>()?),
+                &Mapping::Map(rhs.get::<Map>()?),
+            ),
+            TVMFFITypeIndex::DICT => self.compare_map(
+                &Mapping::Dict(lhs.get::<Dict>()?),
+                &Mapping::Dict(rhs.get::<Dict>()?),
+            ),
+            TVMFFITypeIndex::SHAPE => {
+                Ok(lhs.get::<Shape>()?.as_slice() == rhs.get::<Shape>()?.as_slice())
+            }
+            TVMFFITypeIndex::TENSOR => {
+                self.compare_tensor(&lhs.get::<Tensor>()?, &rhs.get::<Tensor>()?)
+            }
+            _ => match (lhs.as_object_ref(), rhs.as_object_ref()) {
+                (Some(l), Some(r)) => self.compare_object(l, r),
+                _ => Ok(false),
+            },
+        }
+    }
+
+    fn compare_sequence(&self, lhs: &[Any], rhs: &[Any]) -> Result<bool> {
+        if lhs.len() != rhs.len() && !self.tracing() {
+            return Ok(false);
+        }
+        for (i, (l, r)) in lhs.iter().zip(rhs).enumerate() {
+            if !self.compare_any(l, r)? {
+                let i = i as i64;
+                self.record(
+                    Step::new(AccessKind::ArrayItem, i),
+                    Step::new(AccessKind::ArrayItem, i),
+                );
+                return Ok(false);
+            }
+        }
+        match lhs.len().cmp(&rhs.len()) {
+            core::cmp::Ordering::Equal => return Ok(true),
+            core::cmp::Ordering::Greater => {
+                let i = rhs.len() as i64;
+                self.record(
+                    Step::new(AccessKind::ArrayItem, i),
+                    Step::new(AccessKind::ArrayItemMissing, i),
+                );
+            }
+            core::cmp::Ordering::Less => {
+                let i = lhs.len() as i64;
+                self.record(
+                    Step::new(AccessKind::ArrayItemMissing, i),
+                    Step::new(AccessKind::ArrayItem, i),
+                );
+            }
+        }
+        Ok(false)
+    }
+
+    /// `key` as the other side's key: a bound object as the object it is bound to.
+    fn mapped_key(key: &Any, bound: &Mutex<HashMap<usize, (ObjectRef, ObjectRef)>>) -> Any {
+        key.as_object_ref()
+            .and_then(|object| lock(bound).get(&address(object)).map(|(_, o)| o.clone()))
+            .map_or_else(|| key.clone(), Any::from_object_ref)
+    }
+
+    fn compare_map(&self, lhs: &Mapping, rhs: &Mapping) -> Result<bool> {
+        if lhs.len() != rhs.len() && !self.tracing() {
+            return Ok(false);
+        }
+        for (key, value) in lhs.entries() {
+            let rhs_key = Self::mapped_key(&key, &self.lhs_to_rhs);
+            let Some(rhs_value) = rhs.get(&rhs_key) else {
+                self.record(
+                    Step::new(AccessKind::MapItem, key),
+                    Step::new(AccessKind::MapItemMissing, rhs_key),
+                );
+                return Ok(false);
+            };
+            if !self.compare_any(&value, &rhs_value)? {
+                self.record(
+                    Step::new(AccessKind::MapItem, key),
+                    Step::new(AccessKind::MapItem, rhs_key),
+                );
+                return Ok(false);
+            }
+        }
+        if lhs.len() == rhs.len() {
+            return Ok(true);
+        }
+        for (key, _) in rhs.entries() {
+            let lhs_key = Self::mapped_key(&key, &self.rhs_to_lhs);
+            if lhs.get(&lhs_key).is_none() {
+                self.record(
+                    Step::new(AccessKind::MapItemMissing, lhs_key),
+                    Step::new(AccessKind::MapItem, key),
+                );
+                return Ok(false);
+            }
+        }
+        Ok(false)
+    }
+
+    fn compare_tensor(&self, lhs: &Tensor, rhs: &Tensor) -> Result<bool> {
+        if lhs.as_object_ref().ptr_eq(rhs.as_object_ref()) {
+            return Ok(true);
+        }
+        if lhs.shape() != rhs.shape() || lhs.dtype() != rhs.dtype() {
+            return Ok(false);
+        }
+        if self.skip_tensor_content {
+            return Ok(true);
+        }
+        let lhs_device = lhs.device().device_type;
+        let rhs_device = rhs.device().device_type;
+        if lhs_device != DLDeviceType::CPU || rhs_device != DLDeviceType::CPU {
+            // The official checks both devices before either layout.
+            let (name, device) = if lhs_device != DLDeviceType::CPU {
+                ("lhs", lhs_device)
+            } else {
+                ("rhs", rhs_device)
+            };
+            return Err(Error::new(
+                ErrorKind::INTERNAL_ERROR,
+                format!(
+                    "Check failed: {name}.device().device_type == kDLCPU ({} vs. 1) : can only compare CPU tensor",
+                    device.0
+                ),
+            ));
+        }
+        let lhs_bytes = tensor_bytes(lhs, "lhs", "compare")?;
+        let rhs_bytes = tensor_bytes(rhs, "rhs", "compare")?;
+        Ok(lhs_bytes == rhs_bytes)
+    }
+
+    fn bind(&self, lhs: &ObjectRef, rhs: &ObjectRef) {
+        lock(&self.lhs_to_rhs).insert(address(lhs), (lhs.clone(), rhs.clone()));
+        lock(&self.rhs_to_lhs).insert(address(rhs), (rhs.clone(), lhs.clone()));
+    }
+
+    fn compare_object(&self, lhs: &ObjectRef, rhs: &ObjectRef) -> Result<bool> {
+        let (info, kind) = seq_hash_kind(lhs)?;
+        if kind == TVMFFISEqHashKind::UNIQUE_INSTANCE {
+            return Ok(lhs.ptr_eq(rhs));
+        }
+        if kind == TVMFFISEqHashKind::CONST_TREE_NODE && lhs.ptr_eq(rhs) {
+            return Ok(true);
+        }
+        let free_var = kind == TVMFFISEqHashKind::FREE_VAR;
+        if free_var || kind == TVMFFISEqHashKind::DAG_NODE {
+            if let Some((_, bound)) = lock(&self.lhs_to_rhs).get(&address(lhs)) {
+                return Ok(bound.ptr_eq(rhs));
+            }
+            if lock(&self.rhs_to_lhs).contains_key(&address(rhs)) {
+                return Ok(false);
+            }
+        }
+        if !free_var {
+            let equal = self.compare_fields(lhs, rhs, info)?;
+            if equal && kind == TVMFFISEqHashKind::DAG_NODE {
+                self.bind(lhs, rhs);
+            }
+            return Ok(equal);
+        }
+        if !self
+            .region
+            .outside_simple(|| self.compare_fields(lhs, rhs, info))?
+        {
+            return Ok(false);
+        }
+        // An unbound free variable binds if it is the same object or inside a def region.
+        if lhs.ptr_eq(rhs) || self.region.get() != def_region_kind::NONE {
+            self.bind(lhs, rhs);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Compares two objects of one type field by field (or through its `__s_equal__` hook).
+    fn compare_fields(
+        &self,
+        lhs: &ObjectRef,
+        rhs: &ObjectRef,
+        info: &TVMFFITypeInfo,
+    ) -> Result<bool> {
+        if let Some(hook) = hook(info.type_index, "__s_equal__")? {
+            let result = hook.call(&[
+                *object_view(lhs).as_view(),
+                *object_view(rhs).as_view(),
+                *Any::from(self.callback()?).as_view(),
+            ])?;
+            return result.get::<bool>();
+        }
+        for field in reflection::fields_of(info.type_index) {
+            if field.flags & field_flags::SEQ_HASH_IGNORE != 0 {
+                continue;
+            }
+            let l = reflection::read_field(lhs, field)?;
+            let r = reflection::read_field(rhs, field)?;
+            let equal = match field_region(field.flags) {
+                Some(kind) => self.region.within(kind, || self.compare_any(&l, &r))?,
+                None => self.compare_any(&l, &r)?,
+            };
+            if !equal {
+                if self.tracing() {
+                    let name = crate::String::from(reflection::field_name(field));
+                    self.record(
+                        Step::new(AccessKind::Attr, name.clone()),
+                        Step::new(AccessKind::Attr, name),
+                    );
+                }
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// `(lhs, rhs, def_region_kind, field_name) -> bool`, for `__s_equal__` hooks.
+    fn callback(&self) -> Result<Function> {
+        if let Some(callback) = self.callback.get() {
+            return Ok(callback.clone());
+        }
+        let me = self.me.clone();
+        let callback = Function::from_packed(move |args: &[AnyView<'_>]| {
+            let comparer = me.upgrade().ok_or_else(finished_walk)?;
+            let [lhs, rhs, kind, field_name] = args else {
+                return Err(Error::new(
+                    ErrorKind::TYPE_ERROR,
+                    format!(
+                        "the structural equality callback takes 4 arguments (lhs, rhs, def_region_kind, field_name), got {}",
+                        args.len()
+                    ),
+                ));
+            };
+            let (lhs, rhs) = (lhs.to_any()?, rhs.to_any()?);
+            let kind = comparer.region.requested(kind.get::<i64>()? as i32);
+            let equal = comparer
+                .region
+                .within(kind, || comparer.compare_any(&lhs, &rhs))?;
+            if !equal && comparer.tracing() {
+                let name = field_name.get::<crate::String>()?;
+                comparer.record(
+                    Step::new(AccessKind::Attr, name.clone()),
+                    Step::new(AccessKind::Attr, name),
+                );
+            }
+            Ok(Any::from(equal))
+        });
+        Ok(self.callback.get_or_init(|| callback).clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{DefRegion, field_region};
+    use pactum_sys::tvm_ffi::{def_region_kind, field_flags};
+
+    #[test]
+    fn a_pattern_region_persists_inside_any_other() {
+        let region = DefRegion::new(false);
+        assert_eq!(region.get(), def_region_kind::NONE);
+        let inner = region.within(def_region_kind::SIMPLE, || {
+            (
+                region.get(),
+                region.within(def_region_kind::PATTERN, || region.get()),
+            )
+        });
+        assert_eq!(inner, (def_region_kind::SIMPLE, def_region_kind::PATTERN));
+        assert_eq!(region.get(), def_region_kind::NONE);
+        let mapped = DefRegion::new(true);
+        assert_eq!(
+            mapped.within(def_region_kind::SIMPLE, || mapped.get()),
+            def_region_kind::PATTERN
+        );
+    }
+
+    #[test]
+    fn a_free_variable_s_fields_leave_a_simple_region_only() {
+        let region = DefRegion::new(false);
+        let seen = region.within(def_region_kind::SIMPLE, || {
+            region.outside_simple(|| region.get())
+        });
+        assert_eq!(seen, def_region_kind::NONE);
+        let mapped = DefRegion::new(true);
+        assert_eq!(
+            mapped.outside_simple(|| mapped.get()),
+            def_region_kind::PATTERN
+        );
+        assert_eq!(
+            region.requested(def_region_kind::NONE),
+            def_region_kind::NONE
+        );
+        assert_eq!(
+            mapped.requested(def_region_kind::NONE),
+            def_region_kind::PATTERN
+        );
+        assert_eq!(
+            mapped.requested(def_region_kind::SIMPLE),
+            def_region_kind::SIMPLE
+        );
+    }
+
+    #[test]
+    fn field_flags_open_regions() {
+        assert_eq!(field_region(0), None);
+        assert_eq!(field_region(field_flags::SEQ_HASH_IGNORE), None);
+        assert_eq!(
+            field_region(field_flags::SEQ_HASH_DEF_PATTERN),
+            Some(def_region_kind::PATTERN)
+        );
+        assert_eq!(
+            field_region(field_flags::SEQ_HASH_DEF_SIMPLE | field_flags::SEQ_HASH_DEF_PATTERN),
+            Some(def_region_kind::SIMPLE)
+        );
+    }
+}
