@@ -378,12 +378,6 @@ def test_json_graph_round_trip():
 # The wheel's own testing library (C++ reflection: fields, methods, generated __ffi_init__)
 
 
-@pytest.mark.pactum_crash(
-    reason="importing tvm_ffi.testing segfaults in core.so: the runtime's own reflected types "
-    "(ffi.EnumState, ffi.Enum, ffi.IntEnum, ffi.StrEnum) have no fields and no __ffi_init__ on pactum's "
-    "library, so the enum machinery's EnumState() leaves a NULL handle, which core.so dereferences "
-    "when registering it as the __ffi_enum__ type attribute"
-)
 def test_testing_library_object():
     import tvm_ffi.testing
 

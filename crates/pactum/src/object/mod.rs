@@ -7,7 +7,9 @@ mod custom;
 pub(crate) mod header;
 pub(crate) mod types;
 
-pub(crate) use alloc::{ObjectBox, alloc_raw_object, free_raw_object, new_object_box};
+pub(crate) use alloc::{
+    ObjectBox, alloc_raw_object, free_raw_object, fresh_header, new_object_box,
+};
 #[doc(hidden)]
 pub use custom::register_object_type;
 pub use custom::{Obj, ObjectType};

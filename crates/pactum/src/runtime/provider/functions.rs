@@ -14,7 +14,9 @@ use pactum_sys::tvm_ffi::{
 use super::args::{SafeCallFn, arg_bytes, arg_ref, byte_array_bytes, out_ptr};
 use super::builtin::{BOOL, FUNCTION, STR, VOID_PTR, index_error, typed};
 use super::registry::{self, BuiltinGlobal, Registry};
-use super::{module_globals, repr_globals, structural_globals, unsupported_globals, value_globals};
+use super::{
+    dataclass, module_globals, repr_globals, structural_globals, unsupported_globals, value_globals,
+};
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::CApi};
 use crate::error::{Error, ErrorKind};
@@ -277,6 +279,7 @@ fn builtin_globals() -> Vec<BuiltinGlobal> {
     globals.extend(value_globals::container_globals());
     globals.extend(module_globals::module_globals());
     globals.extend(repr_globals::repr_globals());
+    globals.extend(dataclass::dataclass_globals());
     globals.extend(structural_globals::structural_globals());
     globals.extend(unsupported_globals::unsupported_globals());
     globals

@@ -17,6 +17,7 @@
 //   every built-in global) and `env`.
 mod args;
 mod builtin;
+mod dataclass;
 mod env;
 mod errors;
 mod forwarder;
@@ -27,6 +28,7 @@ mod objects;
 mod reflection;
 mod registry;
 mod repr_globals;
+mod runtime_types;
 mod structural_globals;
 mod tensors;
 mod types;

@@ -2,9 +2,6 @@
 //! its ancestors registered, their getters and setters, and the type-attribute columns. The
 //! recursive operations (repr, equality, hashing, copy, serialization) walk objects with these.
 
-// TODO(issue 15): drop once the dataclass globals use every helper.
-#![allow(dead_code)]
-
 use pactum_sys::tvm_ffi::{
     TVMFFIAny, TVMFFIAnyValue, TVMFFIFieldInfo, TVMFFITypeIndex, field_flags,
 };

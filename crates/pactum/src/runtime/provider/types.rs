@@ -16,6 +16,8 @@ use pactum_sys::tvm_ffi::{
 };
 
 use super::args::{arg_bytes, arg_ref, byte_array_bytes, out_ptr, permanent_bytes};
+use super::dataclass;
+use super::runtime_types::{self, RUNTIME_TYPES, RuntimeType};
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::CApi, EntryKind::Callback};
 use crate::error::{Error, ErrorKind, Result};
@@ -52,24 +54,6 @@ struct Column {
 
 /// Attribute columns readers expect to exist from the start (the official runtime creates
 /// them while loading; Python and C++ look several of them up).
-/// The dynamic types the official runtime registers while it loads, in its order, so they get
-/// the same indices (128..=137) and a host can resolve their keys before any library of its
-/// own registers them: `(key, parent key)`. pactum registers no fields or methods on them (the
-/// official runtime does); the globals that make their objects are not implemented yet
-/// (`unsupported_globals.rs`).
-const RUNTIME_TYPE_KEYS: &[(&str, &str)] = &[
-    ("ffi.EnumState", "ffi.Object"),
-    ("ffi.Enum", "ffi.Object"),
-    ("ffi.IntEnum", "ffi.Enum"),
-    ("ffi.StrEnum", "ffi.Enum"),
-    ("ffi.reflection.AccessStep", "ffi.Object"),
-    ("ffi.reflection.AccessPath", "ffi.Object"),
-    ("ffi.StructuralVisitor", "ffi.Object"),
-    ("ffi.VisitErrorContext", "ffi.Object"),
-    ("ffi.StructuralMutator", "ffi.Object"),
-    ("ffi.StructuralKey", "ffi.Object"),
-];
-
 const PRECREATED_COLUMNS: &[&str] = &[
     "__any_hash__",
     "__any_equal__",
@@ -158,18 +142,11 @@ impl TypeTable {
         table
             .set_metadata(TVMFFITypeIndex::BIG_INT.0, &big_int_metadata)
             .expect("bigint metadata");
-        for &(key, parent) in RUNTIME_TYPE_KEYS {
-            let parent = table.by_key[parent.as_bytes()];
-            // SAFETY: a permanent entry, read during construction.
-            let depth =
-                unsafe { (*(*table.entry(parent).expect("parent").get()).info.get()).type_depth }
-                    + 1;
-            table
-                .alloc(key.as_bytes(), -1, depth, 0, true, parent)
-                .expect("runtime type table");
-        }
         for name in PRECREATED_COLUMNS {
             table.column(name.as_bytes());
+        }
+        for (n, ty) in RUNTIME_TYPES.iter().enumerate() {
+            table.add_runtime_type(n, ty).expect("runtime type table");
         }
         let (hash, equal) = big_int_hooks();
         table
@@ -179,6 +156,134 @@ impl TypeTable {
             .set_attr(TVMFFITypeIndex::BIG_INT.0, b"__any_equal__", equal)
             .expect("fresh column");
         table
+    }
+
+    /// Allocates one of the runtime's own types and registers its reflection.
+    fn add_runtime_type(&mut self, n: usize, ty: &RuntimeType) -> Result<()> {
+        let parent = self.by_key[ty.parent.as_bytes()];
+        let parent_entry = self.entry(parent).ok_or_else(|| missing_type(parent))?;
+        // SAFETY: a permanent entry, read during construction.
+        let depth = unsafe { (*(*parent_entry.get()).info.get()).type_depth } + 1;
+        let index = self.alloc(ty.key.as_bytes(), -1, depth, 0, true, parent)?;
+        let Some(reflection) = &ty.reflection else {
+            return Ok(());
+        };
+        for field in reflection.fields {
+            self.register_field(index, &field.info())?;
+        }
+        self.set_metadata(
+            index,
+            &TVMFFITypeMetadata {
+                doc: empty(),
+                creator: Some(reflection.creator),
+                total_size: reflection.total_size,
+                structural_eq_hash_kind: TVMFFISEqHashKind(reflection.structural_kind),
+            },
+        )?;
+        self.set_attr(
+            index,
+            b"__ffi_new__",
+            Any::from(runtime_types::constructor(n)),
+        )?;
+        if reflection.init_without_arguments {
+            let init = runtime_types::init_without_arguments(n);
+            self.register_method(
+                index,
+                &TVMFFIMethodInfo {
+                    name: permanent_bytes(b"__ffi_init__"),
+                    doc: empty(),
+                    metadata: permanent_bytes(
+                        br#"{"type_schema":"{\"type\":\"ffi.Function\",\"named_args\":{\"return\":[{\"type\":\"ffi.Object\"}],\"params\":[]}}"}"#,
+                    ),
+                    flags: field_flags::IS_STATIC_METHOD,
+                    method: *Any::from(init.clone()).as_raw(),
+                },
+            )?;
+            self.set_attr(index, b"__ffi_init__", Any::from(init))?;
+        }
+        let total_size = reflection.total_size as usize;
+        self.set_attr(
+            index,
+            b"__ffi_shallow_copy__",
+            Any::from(dataclass::shallow_copy_function(total_size)),
+        )?;
+        self.set_attr(index, b"__ffi_type_final__", Any::from(reflection.is_final))
+    }
+
+    fn register_field(&mut self, type_index: i32, info: &TVMFFIFieldInfo) -> Result<()> {
+        let entry = self
+            .entry(type_index)
+            .ok_or_else(|| missing_type(type_index))?;
+        // SAFETY: mutation of a permanent entry under the table lock.
+        let entry = unsafe { &mut *entry.get() };
+        // SAFETY: reading the caller's name.
+        let name = unsafe { byte_array_bytes(&info.name) };
+        // SAFETY: permanent key.
+        let type_key = std::string::String::from_utf8_lossy(unsafe {
+            byte_array_bytes(&(*entry.info.get()).type_key)
+        })
+        .into_owned();
+        for existing in &entry.fields {
+            // SAFETY: permanent copies.
+            if unsafe { byte_array_bytes(&existing.name) } == name {
+                return Err(Error::new(
+                    ErrorKind::INTERNAL_ERROR,
+                    format!(
+                        "Check failed: (std::string_view(existing.name.data, existing.name.size) != new_name) is false: Duplicate field name \"{}\" in type \"{type_key}\"",
+                        std::string::String::from_utf8_lossy(name)
+                    ),
+                ));
+            }
+        }
+        for &ancestor in &entry.ancestors {
+            // SAFETY: ancestors are permanent infos.
+            let ancestor = unsafe { &*ancestor };
+            for i in 0..ancestor.num_fields.max(0) as usize {
+                // SAFETY: `fields` holds `num_fields` permanent records.
+                let field = unsafe { &*ancestor.fields.add(i) };
+                // SAFETY: permanent strings.
+                if unsafe { byte_array_bytes(&field.name) } == name {
+                    eprintln!(
+                        "[WARNING] Field \"{}\" in type \"{type_key}\" duplicates an ancestor field in \"{}\". Child types should not re-register inherited fields.",
+                        std::string::String::from_utf8_lossy(name),
+                        // SAFETY: permanent key.
+                        std::string::String::from_utf8_lossy(unsafe {
+                            byte_array_bytes(&ancestor.type_key)
+                        })
+                    );
+                }
+            }
+        }
+        entry.fields.push(copy_field(info)?);
+        // SAFETY: under the lock; readers of the old pointer race as in the official runtime.
+        unsafe {
+            (*entry.info.get()).fields = entry.fields.as_ptr();
+            (*entry.info.get()).num_fields = entry.fields.len() as i32;
+        }
+        Ok(())
+    }
+
+    fn register_method(&mut self, type_index: i32, info: &TVMFFIMethodInfo) -> Result<()> {
+        let entry = self
+            .entry(type_index)
+            .ok_or_else(|| missing_type(type_index))?;
+        // SAFETY: mutation of a permanent entry under the table lock.
+        let entry = unsafe { &mut *entry.get() };
+        let mut copy = *info;
+        // SAFETY: the caller's strings and value are valid for the call; copies are permanent.
+        unsafe {
+            copy.name = permanent_bytes(byte_array_bytes(&info.name));
+            copy.doc = permanent_bytes(byte_array_bytes(&info.doc));
+            copy.metadata = permanent_bytes(byte_array_bytes(&info.metadata));
+            copy.method = AnyView::from_raw(info.method).to_any()?.into_raw();
+        }
+        entry.methods.push(copy);
+        // SAFETY: under the lock.
+        unsafe {
+            (*entry.info.get()).methods = entry.methods.as_ptr();
+            (*entry.info.get()).num_methods = entry.methods.len() as i32;
+        }
+        Ok(())
     }
 
     fn set_attr(&mut self, type_index: i32, name: &[u8], value: Any) -> Result<()> {
@@ -570,57 +675,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterField(
     boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid record.
         let info = unsafe { arg_ref(info, "info")? };
-        let table = table();
-        let entry = table
-            .entry(type_index)
-            .ok_or_else(|| missing_type(type_index))?;
-        // SAFETY: mutation of a permanent entry under the table lock.
-        let entry = unsafe { &mut *entry.get() };
-        // SAFETY: reading the caller's name.
-        let name = unsafe { byte_array_bytes(&info.name) };
-        // SAFETY: permanent key.
-        let type_key = std::string::String::from_utf8_lossy(unsafe {
-            byte_array_bytes(&(*entry.info.get()).type_key)
-        })
-        .into_owned();
-        for existing in &entry.fields {
-            // SAFETY: permanent copies.
-            if unsafe { byte_array_bytes(&existing.name) } == name {
-                return Err(Error::new(
-                    ErrorKind::INTERNAL_ERROR,
-                    format!(
-                        "Check failed: (std::string_view(existing.name.data, existing.name.size) != new_name) is false: Duplicate field name \"{}\" in type \"{type_key}\"",
-                        std::string::String::from_utf8_lossy(name)
-                    ),
-                ));
-            }
-        }
-        for &ancestor in &entry.ancestors {
-            // SAFETY: ancestors are permanent infos.
-            let ancestor = unsafe { &*ancestor };
-            for i in 0..ancestor.num_fields.max(0) as usize {
-                // SAFETY: `fields` holds `num_fields` permanent records.
-                let field = unsafe { &*ancestor.fields.add(i) };
-                // SAFETY: permanent strings.
-                if unsafe { byte_array_bytes(&field.name) } == name {
-                    eprintln!(
-                        "[WARNING] Field \"{}\" in type \"{type_key}\" duplicates an ancestor field in \"{}\". Child types should not re-register inherited fields.",
-                        std::string::String::from_utf8_lossy(name),
-                        // SAFETY: permanent key.
-                        std::string::String::from_utf8_lossy(unsafe {
-                            byte_array_bytes(&ancestor.type_key)
-                        })
-                    );
-                }
-            }
-        }
-        entry.fields.push(copy_field(info)?);
-        // SAFETY: under the lock; readers of the old pointer race as in the official runtime.
-        unsafe {
-            (*entry.info.get()).fields = entry.fields.as_ptr();
-            (*entry.info.get()).num_fields = entry.fields.len() as i32;
-        }
-        Ok(())
+        table().register_field(type_index, info)
     })
 }
 
@@ -637,27 +692,7 @@ pub unsafe extern "C" fn TVMFFITypeRegisterMethod(
     boundary::status(CApi, || {
         // SAFETY: checked non-null; the caller passes a valid record.
         let info = unsafe { arg_ref(info, "info")? };
-        let table = table();
-        let entry = table
-            .entry(type_index)
-            .ok_or_else(|| missing_type(type_index))?;
-        // SAFETY: mutation of a permanent entry under the table lock.
-        let entry = unsafe { &mut *entry.get() };
-        let mut copy = *info;
-        // SAFETY: the caller's strings and value are valid for the call; copies are permanent.
-        unsafe {
-            copy.name = permanent_bytes(byte_array_bytes(&info.name));
-            copy.doc = permanent_bytes(byte_array_bytes(&info.doc));
-            copy.metadata = permanent_bytes(byte_array_bytes(&info.metadata));
-            copy.method = AnyView::from_raw(info.method).to_any()?.into_raw();
-        }
-        entry.methods.push(copy);
-        // SAFETY: under the lock.
-        unsafe {
-            (*entry.info.get()).methods = entry.methods.as_ptr();
-            (*entry.info.get()).num_methods = entry.methods.len() as i32;
-        }
-        Ok(())
+        table().register_method(type_index, info)
     })
 }
 
@@ -725,7 +760,6 @@ pub unsafe extern "C" fn TVMFFIGetTypeAttrColumn(
 
 /// The value of type attribute `name` registered for `type_index`, if any (None counts as
 /// absent).
-#[allow(dead_code)]
 pub(crate) fn attr_value(type_index: i32, name: &[u8]) -> Option<Any> {
     let table = table();
     let column = table.columns.get(name)?;
@@ -733,6 +767,11 @@ pub(crate) fn attr_value(type_index: i32, name: &[u8]) -> Option<Any> {
     let column = unsafe { &*column.get() };
     let value = column.values.get(usize::try_from(type_index).ok()?)?;
     (!value.is_none()).then(|| value.clone())
+}
+
+/// Registers type attribute `name` of `type_index` (as `TVMFFITypeRegisterAttr`).
+pub(crate) fn register_attr(type_index: i32, name: &[u8], value: Any) -> Result<()> {
+    table().set_attr(type_index, name, value)
 }
 
 /// The BigInt hash and equality hooks the official runtime registers, as OpaquePtr values,

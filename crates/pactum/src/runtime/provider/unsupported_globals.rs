@@ -19,9 +19,6 @@ pub(crate) const UNSUPPORTED: &[&str] = &[
     "ffi.FromJSONGraph",
     "ffi.FromJSONGraphString",
     "ffi.GetFirstStructuralMismatch",
-    "ffi.MakeFieldGetter",
-    "ffi.MakeFieldSetter",
-    "ffi.MakeObjectFromPackedArgs",
     "ffi.RecursiveEq",
     "ffi.RecursiveGe",
     "ffi.RecursiveGt",
@@ -48,7 +45,6 @@ pub(crate) const UNSUPPORTED: &[&str] = &[
     "ffi.ToJSONGraphString",
     "ffi.VisitErrorContext.FindAccessPaths",
     "ffi.VisitInterrupt",
-    "ffi._PyClassRegisterTypeAttrColumns",
     "ffi.json.Parse",
     "ffi.json.Stringify",
 ];

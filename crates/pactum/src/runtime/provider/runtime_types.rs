@@ -1,0 +1,311 @@
+//! The reflected types the official runtime defines for itself at start-up, with the same
+//! fields (names, offsets, storage, flags, docs, schemas), metadata and type attributes, so
+//! hosts read and build them as they would on the official library: `ffi.EnumState` and the
+//! enum bases the Python package's enums are built on, and the access-path and structural-key
+//! objects. Their objects are layout objects (`dataclass.rs`).
+
+use core::ffi::c_int;
+
+use pactum_sys::tvm_ffi::{TVMFFIObjectHandle, TVMFFITypeIndex, field_flags};
+
+use super::dataclass::{RuntimeField, Storage, new_layout_object};
+use crate::any::{Any, AnyView};
+use crate::boundary::{self, EntryKind::Callback};
+use crate::containers::{Dict, List};
+use crate::error::Result;
+use crate::function::Function;
+use crate::object::ObjectRef;
+
+/// One runtime type: `(key, parent key)` first, then what it reflects.
+pub(crate) struct RuntimeType {
+    pub(crate) key: &'static str,
+    pub(crate) parent: &'static str,
+    /// The reflection the official runtime registers, when pactum provides it.
+    pub(crate) reflection: Option<Reflection>,
+}
+
+pub(crate) struct Reflection {
+    pub(crate) total_size: i32,
+    /// `TVMFFISEqHashKind`.
+    pub(crate) structural_kind: i32,
+    pub(crate) is_final: bool,
+    pub(crate) fields: &'static [RuntimeField],
+    /// An explicit `__ffi_init__` taking no arguments (the object as the creator makes it).
+    pub(crate) init_without_arguments: bool,
+    pub(crate) creator: unsafe extern "C" fn(*mut TVMFFIObjectHandle) -> c_int,
+}
+
+const INT: i32 = TVMFFITypeIndex::INT.0;
+const ANY: i32 = TVMFFITypeIndex::ANY.0;
+const OBJECT: i32 = TVMFFITypeIndex::OBJECT.0;
+const LIST: i32 = TVMFFITypeIndex::LIST.0;
+const OBJECT_SIZE: i32 = 48;
+
+const fn field(
+    name: &'static str,
+    doc: &'static str,
+    schema: &'static str,
+    offset: i64,
+    storage: Storage,
+    static_type_index: i32,
+    flags: i64,
+) -> RuntimeField {
+    RuntimeField {
+        name,
+        doc,
+        schema,
+        offset,
+        storage,
+        static_type_index,
+        flags,
+    }
+}
+
+const INT_SCHEMA: &str = r#"{"type":"int"}"#;
+const STR_SCHEMA: &str = r#"{"type":"ffi.String"}"#;
+const ANY_SCHEMA: &str = r#"{"type":"Any"}"#;
+const INT_DOC: &str = "Canonical integer index.";
+const STR_DOC: &str = "Canonical string index.";
+const HIDDEN_INDEX: i64 = field_flags::INIT_OFF | field_flags::SEQ_HASH_IGNORE;
+
+/// The official start-up order, which fixes their indices (128..=137).
+pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
+    RuntimeType {
+        key: "ffi.EnumState",
+        parent: "ffi.Object",
+        reflection: Some(Reflection {
+            total_size: OBJECT_SIZE,
+            structural_kind: 0,
+            is_final: true,
+            fields: &[
+                field(
+                    "entries",
+                    "Enum singletons in registration order.",
+                    r#"{"type":"ffi.List","args":[{"type":"ffi.Object"}]}"#,
+                    24,
+                    Storage::Object,
+                    LIST,
+                    field_flags::INIT_OFF,
+                ),
+                field(
+                    "indexes",
+                    "Canonical integer and string indices to enum singletons.",
+                    r#"{"type":"ffi.Dict","args":[{"type":"Any"},{"type":"ffi.Object"}]}"#,
+                    32,
+                    Storage::Object,
+                    OBJECT,
+                    field_flags::INIT_OFF,
+                ),
+                field(
+                    "attrs",
+                    "Extensible-attribute columns keyed by enum singleton.",
+                    r#"{"type":"ffi.Dict","args":[{"type":"ffi.String"},{"type":"ffi.Dict","args":[{"type":"ffi.Object"},{"type":"Any"}]}]}"#,
+                    40,
+                    Storage::Object,
+                    OBJECT,
+                    field_flags::INIT_OFF,
+                ),
+            ],
+            init_without_arguments: true,
+            creator: create::<0>,
+        }),
+    },
+    RuntimeType {
+        key: "ffi.Enum",
+        parent: "ffi.Object",
+        reflection: Some(Reflection {
+            total_size: OBJECT_SIZE,
+            structural_kind: 5,
+            is_final: false,
+            fields: &[
+                field(
+                    "_int_index",
+                    INT_DOC,
+                    INT_SCHEMA,
+                    24,
+                    Storage::Int64,
+                    INT,
+                    field_flags::SEQ_HASH_IGNORE,
+                ),
+                field("_str_index", STR_DOC, STR_SCHEMA, 32, Storage::Any, ANY, 0),
+            ],
+            init_without_arguments: false,
+            creator: create::<1>,
+        }),
+    },
+    RuntimeType {
+        key: "ffi.IntEnum",
+        parent: "ffi.Enum",
+        reflection: Some(Reflection {
+            total_size: OBJECT_SIZE,
+            structural_kind: 5,
+            is_final: false,
+            fields: &[field(
+                "value",
+                INT_DOC,
+                INT_SCHEMA,
+                24,
+                Storage::Int64,
+                INT,
+                HIDDEN_INDEX,
+            )],
+            init_without_arguments: false,
+            creator: create::<2>,
+        }),
+    },
+    RuntimeType {
+        key: "ffi.StrEnum",
+        parent: "ffi.Enum",
+        reflection: Some(Reflection {
+            total_size: OBJECT_SIZE,
+            structural_kind: 5,
+            is_final: false,
+            fields: &[field(
+                "value",
+                STR_DOC,
+                STR_SCHEMA,
+                32,
+                Storage::Any,
+                ANY,
+                HIDDEN_INDEX,
+            )],
+            init_without_arguments: false,
+            creator: create::<3>,
+        }),
+    },
+    RuntimeType {
+        key: "ffi.reflection.AccessStep",
+        parent: "ffi.Object",
+        reflection: Some(Reflection {
+            total_size: OBJECT_SIZE,
+            structural_kind: 4,
+            is_final: true,
+            fields: &[
+                field("kind", "", INT_SCHEMA, 24, Storage::Int32, INT, 0),
+                field("key", "", ANY_SCHEMA, 32, Storage::Any, ANY, 0),
+            ],
+            init_without_arguments: false,
+            creator: create::<4>,
+        }),
+    },
+    RuntimeType {
+        key: "ffi.reflection.AccessPath",
+        parent: "ffi.Object",
+        reflection: Some(Reflection {
+            total_size: OBJECT_SIZE,
+            structural_kind: 4,
+            is_final: true,
+            fields: &[
+                field(
+                    "parent",
+                    "",
+                    r#"{"type":"Optional","args":[{"type":"ffi.Object"}]}"#,
+                    24,
+                    Storage::Object,
+                    ANY,
+                    0,
+                ),
+                field(
+                    "step",
+                    "",
+                    r#"{"type":"Optional","args":[{"type":"ffi.reflection.AccessStep"}]}"#,
+                    32,
+                    Storage::Object,
+                    ANY,
+                    0,
+                ),
+                field("depth", "", INT_SCHEMA, 40, Storage::Int32, INT, 0),
+            ],
+            init_without_arguments: false,
+            creator: create::<5>,
+        }),
+    },
+    RuntimeType {
+        key: "ffi.StructuralVisitor",
+        parent: "ffi.Object",
+        reflection: None,
+    },
+    RuntimeType {
+        key: "ffi.VisitErrorContext",
+        parent: "ffi.Object",
+        reflection: None,
+    },
+    RuntimeType {
+        key: "ffi.StructuralMutator",
+        parent: "ffi.Object",
+        reflection: None,
+    },
+    RuntimeType {
+        key: "ffi.StructuralKey",
+        parent: "ffi.Object",
+        reflection: Some(Reflection {
+            total_size: OBJECT_SIZE,
+            structural_kind: 0,
+            is_final: true,
+            fields: &[
+                field("key", "", ANY_SCHEMA, 24, Storage::Any, ANY, 0),
+                field("hash_i64", "", INT_SCHEMA, 40, Storage::Int64, INT, 0),
+            ],
+            init_without_arguments: false,
+            creator: create::<9>,
+        }),
+    },
+];
+
+/// A new object of runtime type `N` as its default constructor makes it (an `EnumState`
+/// starts with empty containers; the others with zero/None fields).
+pub(crate) fn new_runtime_object(n: usize) -> Result<ObjectRef> {
+    let ty = &RUNTIME_TYPES[n];
+    let total_size = ty.reflection.as_ref().map_or(24, |r| r.total_size) as usize;
+    let object = new_layout_object(crate::object::type_index_of_key(ty.key)?, total_size)?;
+    if ty.key == "ffi.EnumState" {
+        let fields = super::reflection::fields_of(object.type_index());
+        let empty = [
+            Any::from(List::new()),
+            Any::from(Dict::new()),
+            Any::from(Dict::new()),
+        ];
+        for (field, value) in fields.iter().zip(empty) {
+            super::reflection::write_field(&object, field, value.as_view())?;
+        }
+    }
+    Ok(object)
+}
+
+/// The metadata creator of runtime type `N`.
+unsafe extern "C" fn create<const N: usize>(out: *mut TVMFFIObjectHandle) -> c_int {
+    boundary::status(Callback, || {
+        let object = new_runtime_object(N)?;
+        if out.is_null() {
+            return Err(crate::error::Error::new(
+                crate::error::ErrorKind::VALUE_ERROR,
+                "object creator called with a NULL result pointer",
+            ));
+        }
+        // SAFETY: checked non-null; the caller takes the reference.
+        unsafe { out.write(object.into_raw().cast()) };
+        Ok(())
+    })
+}
+
+/// `__ffi_new__` of runtime type `n`.
+pub(crate) fn constructor(n: usize) -> Function {
+    Function::from_packed(move |_: &[AnyView<'_>]| new_runtime_object(n).map(Any::from_object_ref))
+}
+
+/// The explicit `__ffi_init__()` of runtime type `n`, which takes no arguments.
+pub(crate) fn init_without_arguments(n: usize) -> Function {
+    Function::from_packed(move |args: &[AnyView<'_>]| {
+        if !args.is_empty() {
+            return Err(crate::error::Error::new(
+                crate::error::ErrorKind::TYPE_ERROR,
+                format!(
+                    "{}.__ffi_init__() takes 0 argument(s), but {} were given",
+                    RUNTIME_TYPES[n].key,
+                    args.len()
+                ),
+            ));
+        }
+        new_runtime_object(n).map(Any::from_object_ref)
+    })
+}
