@@ -180,3 +180,198 @@ def test_equal_tensors():
     assert se(a, c, skip_tensor_content=True)
     assert not se(tensor(np.zeros((2,), "float32")), tensor(np.zeros((2,), "int32")))
     assert not se(tensor(np.zeros((2,), "float32")), tensor(np.zeros((3,), "float32")))
+
+
+# Mismatch paths (ffi.GetFirstStructuralMismatch), rendered by the package's AccessPath
+
+
+def mismatch(lhs, rhs, **kwargs):
+    found = tvm_ffi.get_first_structural_mismatch(lhs, rhs, **kwargs)
+    return None if found is None else tuple(repr(path) for path in found)
+
+
+def test_mismatch_paths_of_containers():
+    assert mismatch([1, [2, 3]], [1, [2, 3]]) is None
+    assert mismatch([1, [2, 3]], [1, [2, 4]]) == ("<root>[1][1]", "<root>[1][1]")
+    assert mismatch({"a": [1]}, {"a": [2]}) == ('<root>["a"][0]', '<root>["a"][0]')
+    assert mismatch([1, 2, 3], [1, 2]) == ("<root>[2]", "<root>[<missing:2>]")
+    assert mismatch([1], [1, 2]) == ("<root>[<missing:1>]", "<root>[1]")
+    assert mismatch({"a": 1}, {"b": 1}) == ('<root>["a"]', '<root>[<missing:"a">]')
+    assert mismatch({"a": 1}, {"a": 1, "b": 2}) == ('<root>[<missing:"b">]', '<root>["b"]')
+    assert mismatch(tvm_ffi.List([1, 2]), tvm_ffi.List([1])) == ("<root>[1]", "<root>[<missing:1>]")
+    assert mismatch(tvm_ffi.Dict({1: 2}), tvm_ffi.Dict({1: 3})) == ("<root>[1]", "<root>[1]")
+    # A difference at the top, or inside a value that is not a container, is the root.
+    assert mismatch(1, 2) == ("<root>", "<root>")
+    assert mismatch(tvm_ffi.Shape((1, 2)), tvm_ffi.Shape((1, 3))) == ("<root>", "<root>")
+
+
+def test_mismatch_paths_are_access_paths():
+    from tvm_ffi.access_path import AccessKind, AccessPath
+
+    lhs, rhs = tvm_ffi.get_first_structural_mismatch([1, [2, 3]], [1, [2, 4]])
+    assert isinstance(lhs, AccessPath) and lhs.depth == 2
+    assert lhs == rhs and lhs == AccessPath.root().array_item(1).array_item(1)
+    assert lhs.step.kind == AccessKind.ARRAY_ITEM and lhs.step.key == 1
+    assert repr(lhs.parent) == "<root>[1]"
+    assert [repr(step) for step in lhs.to_steps()] == ["[1]", "[1]"]
+
+
+def test_access_paths_built_from_python():
+    from tvm_ffi.access_path import AccessPath
+
+    root = AccessPath.root()
+    assert repr(root) == "<root>" and root.parent is None and root.step is None and root.depth == 0
+    path = root.attr("a").array_item(2).map_item("k").attr_missing("z").array_item_missing(3).map_item_missing(1.5)
+    assert repr(path) == '<root>.a[2]["k"][<missing:"z">][<missing:3>][<missing:1.5>]'
+    assert path.depth == 6
+    assert repr(path.to_steps()) == '(.a, [2], ["k"], [<missing:"z">], [<missing:3>], [<missing:1.5>])'
+    assert root.is_prefix_of(path) and not path.is_prefix_of(root)
+    assert path.parent.is_prefix_of(path) and not root.attr("b").is_prefix_of(path)
+    assert path == root.attr("a").array_item(2).map_item("k").attr_missing("z").array_item_missing(3).map_item_missing(1.5)
+    assert path != root and root.attr("a") != root.attr("b") and root.array_item(1) != root.map_item(1)
+    assert repr(root.map_item(None)) == "<root>[None]"
+    assert repr(root.map_item_missing(None)) == "<root>[<missing:None>]"
+    assert repr(root.map_item([1, "x"])) == '<root>[(1, "x")]'
+    assert repr(root.map_item(b"x")) == '<root>[b"x"]'
+    assert repr(root._extend(path.step)) == "<root>[<missing:1.5>]"
+    with pytest.raises(ValueError, match="AccessPath can't be initialized directly"):
+        AccessPath()
+    with pytest.raises(TypeError) as info:
+        root._attr(1)
+    assert str(info.value) == (
+        "Mismatched type on argument #1 when calling: `ffi.reflection.AccessPath._attr(0: "
+        "ffi.reflection.AccessPath, 1: str) -> ffi.reflection.AccessPath`. Expected `str` but got `int`"
+    )
+
+
+def test_structural_key():
+    from tvm_ffi.structural import StructuralKey
+
+    key = StructuralKey([1, 2])
+    assert key.hash_i64 == hash(key) == 2823322240268045181
+    assert repr(key) == "ffi.StructuralKey(key=(1, 2), hash_i64=2823322240268045181)"
+    assert key == StructuralKey([1, 2]) and key != StructuralKey([1, 3])
+    assert {key: "a"}[StructuralKey([1, 2])] == "a"
+    # Map keys hash and compare structurally through the type's hooks.
+    merged = tvm_ffi.Map({key: 1, StructuralKey([1, 2]): 2})
+    assert len(merged) == 1 and merged[StructuralKey([1, 2])] == 2
+
+
+# Reflected objects, by their structural kind (types defined from Python with py_class)
+
+
+@pytest.fixture(scope="module")
+def kinds():
+    from typing import Any
+
+    from tvm_ffi import Object
+    from tvm_ffi.dataclasses import field, py_class
+
+    class Kinds:
+        @py_class("test_structural.Var", structural_eq="var")
+        class Var(Object):
+            name: str = field(structural_eq="ignore")
+
+        @py_class("test_structural.Fn", structural_eq="tree")
+        class Fn(Object):
+            params: Any = field(structural_eq="def-pattern")
+            body: Any
+
+        @py_class("test_structural.Let", structural_eq="tree")
+        class Let(Object):
+            var: Any = field(structural_eq="def-simple")
+            value: Any
+            body: Any
+
+        @py_class("test_structural.Node", structural_eq="dag")
+        class Node(Object):
+            v: int
+
+        @py_class("test_structural.Leaf", structural_eq="const-tree")
+        class Leaf(Object):
+            v: int
+            note: str = field(structural_eq="ignore", default="")
+
+        @py_class("test_structural.Unique", structural_eq="singleton")
+        class Unique(Object):
+            v: int
+
+        @py_class("test_structural.Opaque", structural_eq=None)
+        class Opaque(Object):
+            v: int
+
+        @py_class("test_structural.Hooked", structural_eq="tree")
+        class Hooked(Object):
+            a: int
+            b: int
+
+            def __s_equal__(self, other, callback):
+                return callback(self.a, other.a, 0, "a")
+
+            def __s_hash__(self, init, callback):
+                return callback(self.a, init, 0)
+
+    return Kinds
+
+
+def test_tree_nodes_compare_fields_except_ignored_ones(kinds):
+    Leaf = kinds.Leaf
+    assert sh(Leaf(1)) == sh(Leaf(1, "note")) == 7876658321761065759
+    assert se(Leaf(1), Leaf(1, "other")) and not se(Leaf(1), Leaf(2))
+    assert mismatch(Leaf(1), Leaf(2)) == ("<root>.v", "<root>.v")
+
+
+def test_free_variables_bind_inside_definitions(kinds):
+    Var, Fn, Let = kinds.Var, kinds.Fn, kinds.Let
+    x, y = Var("x"), Var("y")
+    assert se(x, x) and not se(x, y)
+    assert se(x, y, map_free_vars=True)
+    assert sh(x, map_free_vars=True) == sh(y, map_free_vars=True)
+    assert se(Fn([x], [x, 1]), Fn([y], [y, 1]))
+    assert sh(Fn([x], [x, 1])) == sh(Fn([y], [y, 1]))
+    assert not se(Fn([x], [x, 1]), Fn([y], [x, 1]))
+    assert mismatch(Fn([x], [x, 1]), Fn([y], [x, 1])) == ("<root>.body[0]", "<root>.body[0]")
+    assert se(Let(x, 1, x), Let(y, 1, y)) and not se(Let(x, 1, x), Let(y, 1, x))
+    assert mismatch([Fn([x], {"k": [x, 2]})], [Fn([y], {"k": [y, 3]})]) == (
+        '<root>[0].body["k"][1]',
+        '<root>[0].body["k"][1]',
+    )
+    # Map keys that are bound variables are looked up as the variables they are bound to.
+    assert se(Fn([x], {x: 1}), Fn([y], {y: 1})) and sh(Fn([x], {x: 1})) == sh(Fn([y], {y: 1}))
+    assert mismatch(Fn([x], {x: 1}), Fn([y], {x: 1})) == (
+        '<root>.body[test_structural.Var(name="x")]',
+        '<root>.body[<missing:test_structural.Var(name="y")>]',
+    )
+
+
+def test_dag_nodes_keep_their_sharing(kinds):
+    Node = kinds.Node
+    shared = Node(1)
+    assert se([shared, shared], [shared, shared])
+    assert se([Node(1), Node(1)], [Node(1), Node(1)])
+    assert not se([shared, shared], [Node(1), Node(1)])
+    assert sh([shared, shared]) != sh([Node(1), Node(1)])
+
+
+def test_unique_instances_compare_by_identity(kinds):
+    Unique = kinds.Unique
+    one = Unique(1)
+    assert se(one, one) and not se(one, Unique(1))
+    assert sh(one) == sh(Unique(1))
+
+
+def test_structural_hooks(kinds):
+    Hooked = kinds.Hooked
+    assert se(Hooked(1, 2), Hooked(1, 3)) and not se(Hooked(1, 2), Hooked(2, 2))
+    assert sh(Hooked(1, 2)) == sh(Hooked(1, 3))
+    assert mismatch(Hooked(1, 2), Hooked(2, 2)) == ("<root>.a", "<root>.a")
+
+
+def test_types_without_a_structural_kind_are_refused(kinds):
+    message = "Type metadata is not set for type `test_structural.Opaque`, so StructuralHash is not supported for this type"
+    with pytest.raises(TypeError) as info:
+        sh(kinds.Opaque(1))
+    assert str(info.value) == message
+    with pytest.raises(TypeError) as info:
+        se(kinds.Opaque(1), kinds.Opaque(1))
+    assert str(info.value) == message

@@ -15,6 +15,7 @@
 //   pactum does not implement yet, `unsupported_globals`;
 // - the C functions that reach the layers below: `functions` (which fills the registry with
 //   every built-in global) and `env`.
+mod access_path;
 mod args;
 mod builtin;
 mod dataclass;

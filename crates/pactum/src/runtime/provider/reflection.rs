@@ -34,6 +34,32 @@ pub(crate) fn fields_of(type_index: i32) -> Vec<&'static TVMFFIFieldInfo> {
     fields
 }
 
+/// The field record named `name` of `type_index` or one of its ancestors.
+pub(crate) fn field_named(type_index: i32, name: &str) -> Result<&'static TVMFFIFieldInfo> {
+    fields_of(type_index)
+        .into_iter()
+        .find(|field| field_name(field) == name)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::ATTRIBUTE_ERROR,
+                format!(
+                    "type {} has no field `{name}`",
+                    crate::object::type_key_of(type_index)
+                ),
+            )
+        })
+}
+
+/// Reads field `name` of `object`.
+pub(crate) fn read_named(object: &ObjectRef, name: &str) -> Result<Any> {
+    read_field(object, field_named(object.type_index(), name)?)
+}
+
+/// Writes `value` into field `name` of `object`.
+pub(crate) fn write_named(object: &ObjectRef, name: &str, value: &AnyView<'_>) -> Result<()> {
+    write_field(object, field_named(object.type_index(), name)?, value)
+}
+
 /// A field's name.
 pub(crate) fn field_name(field: &TVMFFIFieldInfo) -> &str {
     if field.name.data.is_null() {

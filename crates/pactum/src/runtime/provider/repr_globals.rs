@@ -8,8 +8,9 @@
 //! printable ASCII (and `"`, `\`) as `\xNN`; Arrays as tuples (`()`, `(1,)`, `(1, 2)`), Lists as
 //! `[...]`, Maps and Dicts as `{k: v, ...}`, a container reached again inside itself as `...`;
 //! `Shape(1, 2)`, tensors as `float32[2, 3]@cpu:0`, data types and devices by name, the
-//! runtime's singletons as `<MISSING>`/`<KWARGS>`, and any other object as its type key,
-//! followed by `(field=value, ...)` when its type reflects fields.
+//! runtime's singletons as `<MISSING>`/`<KWARGS>`, any other object as its type's
+//! `__ffi_repr__` hook returns it, or else as its type key followed by `(field=value, ...)`
+//! when its type reflects fields.
 
 use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
@@ -20,6 +21,7 @@ use super::value_globals;
 use crate::any::{Any, AnyView};
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::Result;
+use crate::function::Function;
 use crate::object::ObjectRef;
 use crate::shape::Shape;
 
@@ -144,8 +146,30 @@ impl Printer {
             _ if object.as_raw() == value_globals::kwargs().as_raw() => {
                 self.out.push_str("<KWARGS>")
             }
-            _ => self.reflected(object)?,
+            _ => match reflection::type_attr(object.type_index(), "__ffi_repr__") {
+                Some(hook) => self.hooked(object, hook)?,
+                None => self.reflected(object)?,
+            },
         }
+        Ok(())
+    }
+
+    /// An object whose type registers an `__ffi_repr__` hook: what the hook returns, given the
+    /// object and a function printing any value in this form.
+    fn hooked(&mut self, object: &ObjectRef, hook: Any) -> Result<()> {
+        let hook = hook.cast::<Function>()?;
+        let fn_repr = Function::from_packed(|args: &[AnyView<'_>]| {
+            let mut printer = Printer::default();
+            for value in args {
+                printer.value(value)?;
+            }
+            Ok(Any::from(printer.out))
+        });
+        let text = hook.call(&[
+            *Any::from_object_ref(object.clone()).as_view(),
+            *Any::from(fn_repr).as_view(),
+        ])?;
+        self.out.push_str(&text.get::<std::string::String>()?);
         Ok(())
     }
 

@@ -9,6 +9,8 @@ use core::ffi::c_int;
 use pactum_sys::tvm_ffi::{TVMFFIObjectHandle, TVMFFITypeIndex, field_flags};
 
 use super::dataclass::{RuntimeField, Storage, new_layout_object};
+use super::registry::BuiltinGlobal;
+use super::{access_path, structural_globals};
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::Callback};
 use crate::containers::{Dict, List};
@@ -33,7 +35,28 @@ pub(crate) struct Reflection {
     /// An explicit `__ffi_init__` taking no arguments (the object as the creator makes it).
     pub(crate) init_without_arguments: bool,
     pub(crate) creator: unsafe extern "C" fn(*mut TVMFFIObjectHandle) -> c_int,
+    /// The methods and type attributes the official runtime gives the type besides.
+    pub(crate) extras: Option<fn() -> TypeExtras>,
 }
+
+/// A method of a runtime type: its name, whether it is static, and the typed function (whose
+/// metadata is the method's).
+pub(crate) struct RuntimeMethod {
+    pub(crate) name: &'static str,
+    pub(crate) is_static: bool,
+    pub(crate) global: BuiltinGlobal,
+}
+
+/// The methods and type attributes of a runtime type.
+pub(crate) struct TypeExtras {
+    pub(crate) methods: Vec<RuntimeMethod>,
+    pub(crate) attrs: Vec<(&'static str, Any)>,
+}
+
+/// Positions in [`RUNTIME_TYPES`] of the types other modules make objects of.
+pub(crate) const ACCESS_STEP_TYPE: usize = 4;
+pub(crate) const ACCESS_PATH_TYPE: usize = 5;
+pub(crate) const STRUCTURAL_KEY_TYPE: usize = 9;
 
 const INT: i32 = TVMFFITypeIndex::INT.0;
 const ANY: i32 = TVMFFITypeIndex::ANY.0;
@@ -108,6 +131,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: true,
             creator: create::<0>,
+            extras: None,
         }),
     },
     RuntimeType {
@@ -131,6 +155,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             creator: create::<1>,
+            extras: None,
         }),
     },
     RuntimeType {
@@ -151,6 +176,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             )],
             init_without_arguments: false,
             creator: create::<2>,
+            extras: None,
         }),
     },
     RuntimeType {
@@ -171,6 +197,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             )],
             init_without_arguments: false,
             creator: create::<3>,
+            extras: None,
         }),
     },
     RuntimeType {
@@ -186,6 +213,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             creator: create::<4>,
+            extras: Some(access_path::access_step_extras),
         }),
     },
     RuntimeType {
@@ -218,6 +246,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             creator: create::<5>,
+            extras: Some(access_path::access_path_extras),
         }),
     },
     RuntimeType {
@@ -248,6 +277,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             creator: create::<9>,
+            extras: Some(structural_globals::structural_key_extras),
         }),
     },
 ];
@@ -308,4 +338,22 @@ pub(crate) fn init_without_arguments(n: usize) -> Function {
         }
         new_runtime_object(n).map(Any::from_object_ref)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_name_their_types() {
+        assert_eq!(
+            RUNTIME_TYPES[ACCESS_STEP_TYPE].key,
+            "ffi.reflection.AccessStep"
+        );
+        assert_eq!(
+            RUNTIME_TYPES[ACCESS_PATH_TYPE].key,
+            "ffi.reflection.AccessPath"
+        );
+        assert_eq!(RUNTIME_TYPES[STRUCTURAL_KEY_TYPE].key, "ffi.StructuralKey");
+    }
 }

@@ -1,6 +1,7 @@
-//! `ffi.StructuralHash`, `ffi.StructuralEqual` and `ffi.GetFirstStructuralMismatch`: the
-//! official runtime's structural hashing and comparison (apache-tvm-ffi 0.1.15.post2), hash
-//! values bit for bit.
+//! `ffi.StructuralHash`, `ffi.StructuralEqual`, `ffi.GetFirstStructuralMismatch` and the
+//! structural keys (`ffi.StructuralKey`, `ffi.StructuralKeyEqual`): the official runtime's
+//! structural hashing and comparison (apache-tvm-ffi 0.1.15.post2), hash values bit for bit, and
+//! the access paths (`access_path.rs`) of the first difference, as the official walk finds it.
 //!
 //! The rules, as the official runtime applies them:
 //! - plain values hash as `combine(type index, payload word)`: NaNs share one hash, inline
@@ -29,9 +30,11 @@ use pactum_sys::tvm_ffi::{
     TVMFFIAny, TVMFFISEqHashKind, TVMFFITypeIndex, TVMFFITypeInfo, def_region_kind, field_flags,
 };
 
-use super::builtin::{ANY, BOOL, INT, typed};
+use super::access_path::{self, AccessKind};
+use super::builtin::{ANY, BOOL, INT, OPTIONAL_ACCESS_PATH_PAIR, STRUCTURAL_KEY, typed};
 use super::reflection;
 use super::registry::BuiltinGlobal;
+use super::runtime_types::{RuntimeMethod, STRUCTURAL_KEY_TYPE, TypeExtras, new_runtime_object};
 use crate::any::{Any, AnyView, Payload};
 use crate::containers::hash::{hash_combine, stable_hash_bytes};
 use crate::containers::{Array, Dict, List, Map};
@@ -41,21 +44,122 @@ use crate::object::{ObjectRef, TypeInfo};
 use crate::shape::Shape;
 use crate::tensor::Tensor;
 
-/// `ffi.StructuralHash` and `ffi.StructuralEqual`.
+/// `ffi.StructuralHash`, `ffi.StructuralEqual`, `ffi.GetFirstStructuralMismatch`,
+/// `ffi.StructuralKey` and `ffi.StructuralKeyEqual`.
 pub(crate) fn structural_globals() -> Vec<BuiltinGlobal> {
     vec![
         typed("ffi.StructuralHash", &[ANY, BOOL, BOOL], INT, |a| {
-            let value = a.owned(0)?;
-            let hasher = Hasher::new(a.get::<bool>(1)?, a.get::<bool>(2)?);
+            let hash = structural_hash(&a.owned(0)?, a.get::<bool>(1)?, a.get::<bool>(2)?)?;
             // The official global hands the unsigned hash back bit-cast to a signed integer.
-            Ok(Any::from(hasher.hash_any(&value)? as i64))
+            Ok(Any::from(hash as i64))
         }),
         typed("ffi.StructuralEqual", &[ANY, ANY, BOOL, BOOL], BOOL, |a| {
             let (lhs, rhs) = (a.owned(0)?, a.owned(1)?);
             let comparer = Comparer::new(a.get::<bool>(2)?, a.get::<bool>(3)?, false);
             Ok(Any::from(comparer.compare_any(&lhs, &rhs)?))
         }),
+        typed(
+            "ffi.GetFirstStructuralMismatch",
+            &[ANY, ANY, BOOL, BOOL],
+            OPTIONAL_ACCESS_PATH_PAIR,
+            |a| {
+                let (lhs, rhs) = (a.owned(0)?, a.owned(1)?);
+                let comparer = Comparer::new(a.get::<bool>(2)?, a.get::<bool>(3)?, true);
+                if comparer.compare_any(&lhs, &rhs)? {
+                    return Ok(Any::none());
+                }
+                let trace = comparer.take_trace();
+                Ok(access_path::path_pair(
+                    path_of(trace.lhs)?,
+                    path_of(trace.rhs)?,
+                ))
+            },
+        ),
+        structural_key_global("ffi.StructuralKey"),
+        typed("ffi.StructuralKeyEqual", &[ANY, ANY], BOOL, |a| {
+            Ok(Any::from(structural_key_equal(a.view(0), a.view(1))?))
+        }),
     ]
+}
+
+/// The structural hash of `value`.
+fn structural_hash(value: &Any, map_free_vars: bool, skip_tensor_content: bool) -> Result<u64> {
+    Hasher::new(map_free_vars, skip_tensor_content).hash_any(value)
+}
+
+/// The path of traced steps (innermost first).
+fn path_of(steps: Vec<Step>) -> Result<ObjectRef> {
+    let steps = steps
+        .iter()
+        .rev()
+        .map(|step| access_path::new_step(step.kind, &step.key))
+        .collect::<Result<Vec<_>>>()?;
+    access_path::from_steps(steps)
+}
+
+/// `ffi.StructuralKey(key)` (also the type's `__ffi_init__`): `key` with its structural hash.
+fn structural_key_global(name: &'static str) -> BuiltinGlobal {
+    typed(name, &[ANY], STRUCTURAL_KEY, |a| {
+        let key = a.owned(0)?;
+        let hash = structural_hash(&key, false, false)?;
+        let object = new_runtime_object(STRUCTURAL_KEY_TYPE)?;
+        reflection::write_named(&object, "key", key.as_view())?;
+        reflection::write_named(&object, "hash_i64", &AnyView::from(hash as i64))?;
+        Ok(Any::from_object_ref(object))
+    })
+}
+
+/// A `StructuralKey` argument, or the official failed check.
+fn structural_key(view: &AnyView<'_>, name: &str) -> Result<ObjectRef> {
+    view.get::<ObjectRef>()
+        .ok()
+        .filter(|object| {
+            Some(object.type_index()) == crate::object::type_index_of_key("ffi.StructuralKey").ok()
+        })
+        .ok_or_else(|| Error::new(ErrorKind::INTERNAL_ERROR, format!("Check not null: {name}")))
+}
+
+fn key_hash(key: &ObjectRef) -> Result<i64> {
+    reflection::read_named(key, "hash_i64")?.get::<i64>()
+}
+
+/// Two structural keys are equal when they are one object, or their hashes and keys agree.
+fn structural_key_equal(lhs: &AnyView<'_>, rhs: &AnyView<'_>) -> Result<bool> {
+    if lhs.object_ptr().is_some() && lhs.object_ptr() == rhs.object_ptr() {
+        return Ok(true);
+    }
+    let lhs = structural_key(lhs, "lhs_obj")?;
+    let rhs = structural_key(rhs, "rhs_obj")?;
+    if key_hash(&lhs)? != key_hash(&rhs)? {
+        return Ok(false);
+    }
+    let (l, r) = (
+        reflection::read_named(&lhs, "key")?,
+        reflection::read_named(&rhs, "key")?,
+    );
+    Comparer::new(false, false, false).compare_any(&l, &r)
+}
+
+/// The `__ffi_init__` method and the `__any_hash__`/`__any_equal__` hooks of
+/// `ffi.StructuralKey` (Map and Dict keys hash and compare structurally).
+pub(crate) fn structural_key_extras() -> TypeExtras {
+    let hash = typed("__any_hash__", &[ANY], INT, |a| {
+        Ok(Any::from(key_hash(&structural_key(a.view(0), "key_obj")?)?))
+    });
+    let equal = typed("__any_equal__", &[ANY, ANY], BOOL, |a| {
+        Ok(Any::from(structural_key_equal(a.view(0), a.view(1))?))
+    });
+    TypeExtras {
+        methods: vec![RuntimeMethod {
+            name: "__ffi_init__",
+            is_static: true,
+            global: structural_key_global("ffi.StructuralKey.__ffi_init__"),
+        }],
+        attrs: vec![
+            ("__any_hash__", Any::from(hash.function)),
+            ("__any_equal__", Any::from(equal.function)),
+        ],
+    }
 }
 
 /// The definition-region state of a walk: where free variables bind (compare) or hash by the
@@ -455,25 +559,10 @@ fn finished_walk() -> Error {
     )
 }
 
-/// The kind of an access step, as `ffi.reflection.AccessStep` numbers them.
-// TODO(issue 15): drop once ffi.GetFirstStructuralMismatch returns the traced paths.
-#[allow(dead_code)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AccessKind {
-    Attr = 0,
-    ArrayItem = 1,
-    MapItem = 2,
-    AttrMissing = 3,
-    ArrayItemMissing = 4,
-    MapItemMissing = 5,
-}
-
 /// One step of a path to a mismatch.
-// TODO(issue 15): drop once ffi.GetFirstStructuralMismatch returns the traced paths.
-#[allow(dead_code)]
-pub(crate) struct Step {
-    pub(crate) kind: AccessKind,
-    pub(crate) key: Any,
+struct Step {
+    kind: AccessKind,
+    key: Any,
 }
 
 impl Step {
@@ -558,6 +647,14 @@ impl Comparer {
             trace.lhs.push(lhs);
             trace.rhs.push(rhs);
         }
+    }
+
+    /// The steps traced so far (none when not tracing).
+    fn take_trace(&self) -> Trace {
+        self.trace
+            .as_ref()
+            .map(|trace| core::mem::take(&mut *lock(trace)))
+            .unwrap_or_default()
     }
 
     fn compare_any(&self, lhs: &Any, rhs: &Any) -> Result<bool> {

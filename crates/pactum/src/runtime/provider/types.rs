@@ -207,6 +207,28 @@ impl TypeTable {
             b"__ffi_shallow_copy__",
             Any::from(dataclass::shallow_copy_function(total_size)),
         )?;
+        if let Some(extras) = reflection.extras {
+            let extras = extras();
+            for method in extras.methods {
+                self.register_method(
+                    index,
+                    &TVMFFIMethodInfo {
+                        name: permanent_bytes(method.name.as_bytes()),
+                        doc: empty(),
+                        metadata: permanent_bytes(method.global.metadata.as_bytes()),
+                        flags: if method.is_static {
+                            field_flags::IS_STATIC_METHOD
+                        } else {
+                            0
+                        },
+                        method: *Any::from(method.global.function).as_raw(),
+                    },
+                )?;
+            }
+            for (name, value) in extras.attrs {
+                self.set_attr(index, name.as_bytes(), value)?;
+            }
+        }
         self.set_attr(index, b"__ffi_type_final__", Any::from(reflection.is_final))
     }
 
