@@ -18,6 +18,7 @@
 mod access_path;
 mod args;
 mod builtin;
+mod conversions;
 mod dataclass;
 mod env;
 mod errors;

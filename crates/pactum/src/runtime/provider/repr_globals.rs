@@ -8,11 +8,10 @@
 //! printable ASCII (and `"`, `\`) as `\xNN`; Arrays as tuples (`()`, `(1,)`, `(1, 2)`), Lists as
 //! `[...]`, Maps and Dicts as `{k: v, ...}`, a container reached again inside itself as `...`;
 //! `Shape(1, 2)`, tensors as `float32[2, 3]@cpu:0`, data types and devices by name, the
-//! runtime's singletons as `<MISSING>`/`<KWARGS>`, any other object as its type's
-//! `__ffi_repr__` hook returns it, or else as its type key followed by `(field=value, ...)`
-//! when its type reflects fields.
+//! runtime's singletons as `<MISSING>`/`<KWARGS>`, and any other object as its type key,
+//! followed by `(field=value, ...)` when its type reflects fields.
 
-use pactum_sys::tvm_ffi::TVMFFITypeIndex;
+use pactum_sys::tvm_ffi::{TVMFFITypeIndex, field_flags};
 
 use super::builtin::{ANY, STR, typed};
 use super::reflection;
@@ -21,7 +20,6 @@ use super::value_globals;
 use crate::any::{Any, AnyView};
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::Result;
-use crate::function::Function;
 use crate::object::ObjectRef;
 use crate::shape::Shape;
 
@@ -146,30 +144,19 @@ impl Printer {
             _ if object.as_raw() == value_globals::kwargs().as_raw() => {
                 self.out.push_str("<KWARGS>")
             }
-            _ => match reflection::type_attr(object.type_index(), "__ffi_repr__") {
-                Some(hook) => self.hooked(object, hook)?,
-                None => self.reflected(object)?,
-            },
-        }
-        Ok(())
-    }
-
-    /// An object whose type registers an `__ffi_repr__` hook: what the hook returns, given the
-    /// object and a function printing any value in this form.
-    fn hooked(&mut self, object: &ObjectRef, hook: Any) -> Result<()> {
-        let hook = hook.cast::<Function>()?;
-        let fn_repr = Function::from_packed(|args: &[AnyView<'_>]| {
-            let mut printer = Printer::default();
-            for value in args {
-                printer.value(value)?;
+            _ => {
+                if let Some(hook) = reflection::type_attr(object.type_index(), "__ffi_repr__") {
+                    return self.hooked(object, hook);
+                }
+                if let Some(name) = enum_name(object)? {
+                    self.out.push_str(&object.type_key());
+                    self.out.push('.');
+                    self.out.push_str(&name);
+                    return Ok(());
+                }
+                self.reflected(object)?
             }
-            Ok(Any::from(printer.out))
-        });
-        let text = hook.call(&[
-            *Any::from_object_ref(object.clone()).as_view(),
-            *Any::from(fn_repr).as_view(),
-        ])?;
-        self.out.push_str(&text.get::<std::string::String>()?);
+        }
         Ok(())
     }
 
@@ -204,7 +191,7 @@ impl Printer {
         self.out.push_str(&object.type_key());
         let mut first = true;
         for field in reflection::fields_of(object.type_index()) {
-            if field.getter.is_none() {
+            if field.getter.is_none() || field.flags & field_flags::REPR_OFF != 0 {
                 continue;
             }
             let field_value = reflection::read_field(object, field)?;
@@ -219,6 +206,49 @@ impl Printer {
         }
         Ok(())
     }
+}
+
+impl Printer {
+    /// A type's `__ffi_repr__(object, repr)` hook, given a function printing nested values.
+    fn hooked(&mut self, object: &ObjectRef, hook: Any) -> Result<()> {
+        let hook = hook.cast::<crate::Function>()?;
+        let nested = crate::Function::from_packed(|args: &[AnyView<'_>]| {
+            let mut printer = Printer::default();
+            if let Some(value) = args.first() {
+                printer.value(value)?;
+            }
+            Ok(Any::from(printer.out))
+        });
+        let nested = Any::from(nested);
+        let text = hook.call(&[
+            *Any::from_object_ref(object.clone()).as_view(),
+            *nested.as_view(),
+        ])?;
+        self.out
+            .push_str(text.get::<crate::string::String>()?.as_str());
+        Ok(())
+    }
+}
+
+/// The canonical string index of an `ffi.Enum` singleton, which prints as `<type key>.<name>`.
+fn enum_name(object: &ObjectRef) -> Result<Option<std::string::String>> {
+    let Ok(enum_index) = crate::object::type_index_of_key("ffi.Enum") else {
+        return Ok(None);
+    };
+    if !crate::object::types::is_instance(object.type_index(), enum_index) {
+        return Ok(None);
+    }
+    let fields = reflection::fields_of(enum_index);
+    let Some(field) = fields
+        .iter()
+        .find(|f| reflection::field_name(f) == "_str_index")
+    else {
+        return Ok(None);
+    };
+    let name = reflection::read_field(object, field)?;
+    Ok(Some(
+        name.get::<crate::string::String>()?.as_str().to_owned(),
+    ))
 }
 
 fn join_ints(values: &[i64]) -> std::string::String {

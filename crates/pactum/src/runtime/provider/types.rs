@@ -16,8 +16,8 @@ use pactum_sys::tvm_ffi::{
 };
 
 use super::args::{arg_bytes, arg_ref, byte_array_bytes, out_ptr, permanent_bytes};
-use super::dataclass;
 use super::runtime_types::{self, RUNTIME_TYPES, RuntimeType};
+use super::{conversions, dataclass};
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::CApi, EntryKind::Callback};
 use crate::error::{Error, ErrorKind, Result};
@@ -145,6 +145,11 @@ impl TypeTable {
         for name in PRECREATED_COLUMNS {
             table.column(name.as_bytes());
         }
+        for (index, converter) in conversions::builtin_converters() {
+            table
+                .set_attr(index, b"__ffi_convert__", converter)
+                .expect("fresh column");
+        }
         for (n, ty) in RUNTIME_TYPES.iter().enumerate() {
             table.add_runtime_type(n, ty).expect("runtime type table");
         }
@@ -228,6 +233,10 @@ impl TypeTable {
             for (name, value) in extras.attrs {
                 self.set_attr(index, name.as_bytes(), value)?;
             }
+        }
+        if reflection.converts_instances {
+            let converter = conversions::instance_converter(index, ty.key);
+            self.set_attr(index, b"__ffi_convert__", converter)?;
         }
         self.set_attr(index, b"__ffi_type_final__", Any::from(reflection.is_final))
     }
