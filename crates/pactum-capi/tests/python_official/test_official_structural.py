@@ -375,3 +375,28 @@ def test_types_without_a_structural_kind_are_refused(kinds):
     with pytest.raises(TypeError) as info:
         se(kinds.Opaque(1), kinds.Opaque(1))
     assert str(info.value) == message
+
+
+def test_access_paths_are_const_tree_nodes():
+    from tvm_ffi.access_path import AccessPath
+
+    root = AccessPath.root()
+    assert sh(root) == 15883335515245100999
+    assert sh(root.attr("a").array_item(1)) == 3746930958184406357
+    assert se(root.attr("a"), AccessPath.root().attr("a")) and not se(root.attr("a"), root.attr("b"))
+    assert mismatch(root.attr("a").array_item(1), root.attr("a").array_item(2)) == (
+        "<root>.step.key",
+        "<root>.step.key",
+    )
+
+
+def test_runtime_objects_without_a_structural_kind_are_refused():
+    from tvm_ffi.structural import StructuralKey
+
+    for value, key in [(StructuralKey([1]), "ffi.StructuralKey"), (tvm_ffi.system_lib(), "ffi.Module")]:
+        with pytest.raises(TypeError) as info:
+            sh(value)
+        assert str(info.value) == f"_type_s_eq_hash_kind is not set for type `{key}`, so StructuralHash is not supported for this type"
+    with pytest.raises(TypeError) as info:
+        sh(tvm_ffi.convert(object()))
+    assert str(info.value) == "Type metadata is not set for type `ffi.OpaquePyObject`, so StructuralHash is not supported for this type"

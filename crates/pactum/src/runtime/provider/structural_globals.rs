@@ -35,7 +35,9 @@ use super::builtin::{ANY, BOOL, INT, OPTIONAL_ACCESS_PATH_PAIR, STRUCTURAL_KEY, 
 use super::reflection;
 use super::registry::BuiltinGlobal;
 use super::runtime_types::{RuntimeMethod, STRUCTURAL_KEY_TYPE, TypeExtras, new_runtime_object};
+use super::types;
 use crate::any::{Any, AnyView, Payload};
+use crate::boundary::{self, EntryKind::Callback};
 use crate::containers::hash::{hash_combine, stable_hash_bytes};
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::{Error, ErrorKind, Result};
@@ -140,15 +142,9 @@ fn structural_key_equal(lhs: &AnyView<'_>, rhs: &AnyView<'_>) -> Result<bool> {
     Comparer::new(false, false, false).compare_any(&l, &r)
 }
 
-/// The `__ffi_init__` method and the `__any_hash__`/`__any_equal__` hooks of
+/// The `__ffi_init__` method and the native `__any_hash__`/`__any_equal__` hooks of
 /// `ffi.StructuralKey` (Map and Dict keys hash and compare structurally).
 pub(crate) fn structural_key_extras() -> TypeExtras {
-    let hash = typed("__any_hash__", &[ANY], INT, |a| {
-        Ok(Any::from(key_hash(&structural_key(a.view(0), "key_obj")?)?))
-    });
-    let equal = typed("__any_equal__", &[ANY, ANY], BOOL, |a| {
-        Ok(Any::from(structural_key_equal(a.view(0), a.view(1))?))
-    });
     TypeExtras {
         methods: vec![RuntimeMethod {
             name: "__ffi_init__",
@@ -156,10 +152,47 @@ pub(crate) fn structural_key_extras() -> TypeExtras {
             global: structural_key_global("ffi.StructuralKey.__ffi_init__"),
         }],
         attrs: vec![
-            ("__any_hash__", Any::from(hash.function)),
-            ("__any_equal__", Any::from(equal.function)),
+            (
+                "__any_hash__",
+                types::native_hook(structural_key_any_hash as *mut core::ffi::c_void),
+            ),
+            (
+                "__any_equal__",
+                types::native_hook(structural_key_any_equal as *mut core::ffi::c_void),
+            ),
         ],
     }
+}
+
+/// A native hook's result: the value, or the error object (the official convention).
+fn native_result(result: Result<Any>) -> TVMFFIAny {
+    result
+        .unwrap_or_else(|error| Any::from_object_ref(error.as_object_ref().clone()))
+        .into_raw()
+}
+
+/// `__any_hash__` of `ffi.StructuralKey`: the key's cached structural hash.
+unsafe extern "C" fn structural_key_any_hash(value: *const TVMFFIAny) -> TVMFFIAny {
+    boundary::value(Callback, TVMFFIAny::NONE, || {
+        // SAFETY: the runtime calls the hook with a live StructuralKey value.
+        let view = unsafe { AnyView::from_raw(*value) };
+        let hash = structural_key(&view, "key_obj").and_then(|key| key_hash(&key));
+        Ok(native_result(hash.map(Any::from)))
+    })
+}
+
+/// `__any_equal__` of `ffi.StructuralKey`.
+unsafe extern "C" fn structural_key_any_equal(
+    lhs: *const TVMFFIAny,
+    rhs: *const TVMFFIAny,
+) -> TVMFFIAny {
+    boundary::value(Callback, TVMFFIAny::NONE, || {
+        // SAFETY: the runtime calls the hook with two live values of the key's type.
+        let (lhs, rhs) = unsafe { (AnyView::from_raw(*lhs), AnyView::from_raw(*rhs)) };
+        Ok(native_result(
+            structural_key_equal(&lhs, &rhs).map(Any::from),
+        ))
+    })
 }
 
 /// The definition-region state of a walk: where free variables bind (compare) or hash by the
