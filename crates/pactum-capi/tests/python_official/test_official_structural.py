@@ -400,3 +400,19 @@ def test_runtime_objects_without_a_structural_kind_are_refused():
     with pytest.raises(TypeError) as info:
         sh(tvm_ffi.convert(object()))
     assert str(info.value) == "Type metadata is not set for type `ffi.OpaquePyObject`, so StructuralHash is not supported for this type"
+
+
+def test_structural_key_globals():
+    from tvm_ffi.structural import StructuralKey
+
+    make = tvm_ffi.get_global_func("ffi.StructuralKey")
+    equal = tvm_ffi.get_global_func("ffi.StructuralKeyEqual")
+    assert make([1, 2]).hash_i64 == 2823322240268045181 and make("x").key == "x"
+    key = StructuralKey([1])
+    assert equal(key, key) and equal(key, StructuralKey([1])) and not equal(key, StructuralKey([2]))
+    # The same value on both sides is equal before either is checked to be a key.
+    assert equal(1, 1) and equal("x", "x") and equal(None, None)
+    for args, name in [((1, 2), "lhs_obj"), ((key, 2), "rhs_obj"), ((1, key), "lhs_obj")]:
+        with pytest.raises(RuntimeError) as info:
+            equal(*args)
+        assert str(info.value) == f"Check not null: {name} "

@@ -38,7 +38,7 @@ use super::runtime_types::{RuntimeMethod, STRUCTURAL_KEY_TYPE, TypeExtras, new_r
 use super::types;
 use crate::any::{Any, AnyView, Payload};
 use crate::boundary::{self, EntryKind::Callback};
-use crate::containers::hash::{hash_combine, stable_hash_bytes};
+use crate::containers::hash::{any_hash, hash_combine, stable_hash_bytes};
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
@@ -79,7 +79,11 @@ pub(crate) fn structural_globals() -> Vec<BuiltinGlobal> {
         ),
         structural_key_global("ffi.StructuralKey"),
         typed("ffi.StructuralKeyEqual", &[ANY, ANY], BOOL, |a| {
-            Ok(Any::from(structural_key_equal(a.view(0), a.view(1))?))
+            let (lhs, rhs) = (a.owned(0)?, a.owned(1)?);
+            Ok(Any::from(structural_key_equal(
+                lhs.as_view(),
+                rhs.as_view(),
+            )?))
         }),
     ]
 }
@@ -118,7 +122,12 @@ fn structural_key(view: &AnyView<'_>, name: &str) -> Result<ObjectRef> {
         .filter(|object| {
             Some(object.type_index()) == crate::object::type_index_of_key("ffi.StructuralKey").ok()
         })
-        .ok_or_else(|| Error::new(ErrorKind::INTERNAL_ERROR, format!("Check not null: {name}")))
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::INTERNAL_ERROR,
+                format!("Check not null: {name} "),
+            )
+        })
 }
 
 fn key_hash(key: &ObjectRef) -> Result<i64> {
@@ -127,7 +136,7 @@ fn key_hash(key: &ObjectRef) -> Result<i64> {
 
 /// Two structural keys are equal when they are one object, or their hashes and keys agree.
 fn structural_key_equal(lhs: &AnyView<'_>, rhs: &AnyView<'_>) -> Result<bool> {
-    if lhs.object_ptr().is_some() && lhs.object_ptr() == rhs.object_ptr() {
+    if same_as(lhs.as_raw(), rhs.as_raw()) {
         return Ok(true);
     }
     let lhs = structural_key(lhs, "lhs_obj")?;
@@ -329,8 +338,8 @@ fn hook(type_index: i32, name: &str) -> Result<Option<Function>> {
         .transpose()
 }
 
-/// An object as a borrowed argument.
-fn object_view(object: &ObjectRef) -> Any {
+/// An object as a value (one more reference), to pass to a hook.
+fn object_value(object: &ObjectRef) -> Any {
     Any::from_object_ref(object.clone())
 }
 
@@ -338,49 +347,50 @@ fn object_view(object: &ObjectRef) -> Any {
 /// (NaNs not yet merged); `None` for any other object.
 fn leaf_hash(raw: &TVMFFIAny) -> Option<u64> {
     let index = raw.type_index;
-    if index == TVMFFITypeIndex::SMALL_STR.0 {
-        // Inline strings hash as the heap string with the same bytes does.
-        return Some(hash_combine(
-            TVMFFITypeIndex::STR.0 as u64,
-            stable_hash_bytes(&raw.uint64().to_le_bytes()[..small_len(raw)]),
-        ));
-    }
-    if index < TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0 {
-        return Some(hash_combine(index as u64, raw.uint64()));
-    }
     match TVMFFITypeIndex(index) {
-        TVMFFITypeIndex::STR | TVMFFITypeIndex::BYTES => {
-            // SAFETY: AnyView is a transparent view of a live value.
-            let view = unsafe { AnyView::from_raw(*raw) };
-            let bytes = crate::any::view_bytes(&view).unwrap_or_default();
-            Some(hash_combine(index as u64, stable_hash_bytes(bytes)))
+        // Strings hash as Map keys do: inline ones as the heap string with the same bytes.
+        TVMFFITypeIndex::SMALL_STR | TVMFFITypeIndex::STR | TVMFFITypeIndex::BYTES => {
+            Some(any_hash(raw))
         }
         TVMFFITypeIndex::BIG_INT => {
             // SAFETY: a live BigInt value.
-            let words = unsafe { super::values::big_int_words(raw) };
-            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            Some(hash_combine(index as u64, stable_hash_bytes(&bytes)))
+            let words_hash = unsafe { super::values::big_int_words_hash(raw) };
+            Some(hash_combine(index as u64, words_hash))
+        }
+        // Inline bytes too are a plain value here, unlike in Map keys.
+        _ if index < TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0 => {
+            Some(hash_combine(index as u64, raw.uint64()))
         }
         _ => None,
     }
 }
 
-fn small_len(raw: &TVMFFIAny) -> usize {
-    (raw.small_str_len as usize).min(8)
+/// Whether two values are the same (type index, then 12 payload bytes: the same object, or
+/// equal plain values).
+fn same_as(lhs: &TVMFFIAny, rhs: &TVMFFIAny) -> bool {
+    lhs.type_index == rhs.type_index
+        && lhs.small_str_len == rhs.small_str_len
+        && lhs.uint64() == rhs.uint64()
 }
 
-/// A CPU tensor's bytes, after the official checks (`what`: "hash" or "compare").
-fn tensor_bytes<'a>(tensor: &'a Tensor, name: &str, what: &str) -> Result<&'a [u8]> {
+/// The official check that a tensor whose content is read is on the CPU (`name` as the
+/// official check names it; `what`: "hash" or "compare").
+fn check_cpu(tensor: &Tensor, name: &str, what: &str) -> Result<()> {
     let device_type = tensor.device().device_type;
-    if device_type != DLDeviceType::CPU {
-        return Err(Error::new(
-            ErrorKind::INTERNAL_ERROR,
-            format!(
-                "Check failed: {name}.device().device_type == kDLCPU ({} vs. 1) : can only {what} CPU tensor",
-                device_type.0
-            ),
-        ));
+    if device_type == DLDeviceType::CPU {
+        return Ok(());
     }
+    Err(Error::new(
+        ErrorKind::INTERNAL_ERROR,
+        format!(
+            "Check failed: {name}.device().device_type == kDLCPU ({} vs. 1) : can only {what} CPU tensor",
+            device_type.0
+        ),
+    ))
+}
+
+/// A CPU tensor's bytes, after the official check that it is contiguous.
+fn contiguous_bytes<'a>(tensor: &'a Tensor, name: &str, what: &str) -> Result<&'a [u8]> {
     if !tensor.is_contiguous() {
         return Err(Error::new(
             ErrorKind::INTERNAL_ERROR,
@@ -510,7 +520,8 @@ impl Hasher {
             .fold(start, |hash, &extent| hash_combine(hash, extent as u64));
         hash = hash_combine(hash, dtype_word(tensor));
         if !self.skip_tensor_content {
-            let bytes = tensor_bytes(tensor, "tensor", "hash")?;
+            check_cpu(tensor, "tensor", "hash")?;
+            let bytes = contiguous_bytes(tensor, "tensor", "hash")?;
             hash = hash_combine(hash, stable_hash_bytes(bytes));
         }
         Ok(hash)
@@ -549,7 +560,7 @@ impl Hasher {
         let mut hash = info.type_key_hash;
         if let Some(hook) = hook(info.type_index, "__s_hash__")? {
             let result = hook.call(&[
-                *object_view(object).as_view(),
+                *object_value(object).as_view(),
                 AnyView::from(hash as i64),
                 *Any::from(self.callback()?).as_view(),
             ])?;
@@ -709,7 +720,7 @@ impl Comparer {
             if index == TVMFFITypeIndex::FLOAT.0 && l.float64().is_nan() {
                 return Ok(r.float64().is_nan());
             }
-            return Ok(l.small_str_len == r.small_str_len && l.uint64() == r.uint64());
+            return Ok(same_as(l, r));
         }
         match TVMFFITypeIndex(index) {
             TVMFFITypeIndex::BIG_INT => {
@@ -835,25 +846,10 @@ impl Comparer {
         if self.skip_tensor_content {
             return Ok(true);
         }
-        let lhs_device = lhs.device().device_type;
-        let rhs_device = rhs.device().device_type;
-        if lhs_device != DLDeviceType::CPU || rhs_device != DLDeviceType::CPU {
-            // The official checks both devices before either layout.
-            let (name, device) = if lhs_device != DLDeviceType::CPU {
-                ("lhs", lhs_device)
-            } else {
-                ("rhs", rhs_device)
-            };
-            return Err(Error::new(
-                ErrorKind::INTERNAL_ERROR,
-                format!(
-                    "Check failed: {name}.device().device_type == kDLCPU ({} vs. 1) : can only compare CPU tensor",
-                    device.0
-                ),
-            ));
-        }
-        let lhs_bytes = tensor_bytes(lhs, "lhs", "compare")?;
-        let rhs_bytes = tensor_bytes(rhs, "rhs", "compare")?;
+        check_cpu(lhs, "lhs", "compare")?;
+        check_cpu(rhs, "rhs", "compare")?;
+        let lhs_bytes = contiguous_bytes(lhs, "lhs", "compare")?;
+        let rhs_bytes = contiguous_bytes(rhs, "rhs", "compare")?;
         Ok(lhs_bytes == rhs_bytes)
     }
 
@@ -909,8 +905,8 @@ impl Comparer {
     ) -> Result<bool> {
         if let Some(hook) = hook(info.type_index, "__s_equal__")? {
             let result = hook.call(&[
-                *object_view(lhs).as_view(),
-                *object_view(rhs).as_view(),
+                *object_value(lhs).as_view(),
+                *object_value(rhs).as_view(),
                 *Any::from(self.callback()?).as_view(),
             ])?;
             return result.get::<bool>();

@@ -811,9 +811,8 @@ fn big_int_hooks() -> (Any, Any) {
     unsafe extern "C" fn big_int_hash(value: *const TVMFFIAny) -> TVMFFIAny {
         boundary::value(Callback, Any::from(0i64).into_raw(), || {
             // SAFETY: the hash hook is called with a live BigInt value.
-            let words = unsafe { super::values::big_int_words(&*value) };
-            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            Ok(Any::from(crate::containers::hash::stable_hash_bytes(&bytes) as i64).into_raw())
+            let hash = unsafe { super::values::big_int_words_hash(&*value) };
+            Ok(Any::from(hash as i64).into_raw())
         })
     }
     unsafe extern "C" fn big_int_equal(lhs: *const TVMFFIAny, rhs: *const TVMFFIAny) -> TVMFFIAny {

@@ -119,6 +119,18 @@ pub(crate) fn int_from_words(words: &[i64]) -> TVMFFIAny {
     }
 }
 
+/// The stable hash of the words of an Int or BigInt value (little-endian bytes), the official
+/// content hash of a BigInt.
+///
+/// # Safety
+/// `value` must be a live Int or BigInt.
+pub(crate) unsafe fn big_int_words_hash(value: &TVMFFIAny) -> u64 {
+    // SAFETY: forwarded from the caller.
+    let words = unsafe { big_int_words(value) };
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    crate::containers::hash::stable_hash_bytes(&bytes)
+}
+
 /// The words of an Int or BigInt value.
 ///
 /// # Safety
