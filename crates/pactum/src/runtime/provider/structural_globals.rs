@@ -972,8 +972,71 @@ impl Comparer {
 
 #[cfg(test)]
 mod tests {
-    use super::{DefRegion, field_region};
+    use super::{AccessKind, Comparer, DefRegion, field_region, structural_hash};
+    use crate::any::Any;
+    use crate::containers::{Array, Map};
+    use crate::shape::Shape;
     use pactum_sys::tvm_ffi::{def_region_kind, field_flags};
+
+    fn array(items: impl IntoIterator<Item = Any>) -> Any {
+        Any::from(items.into_iter().collect::<Array>())
+    }
+
+    fn map(entries: &[(&str, i64)]) -> Any {
+        Any::from(
+            entries
+                .iter()
+                .map(|&(k, v)| (Any::from(k), Any::from(v)))
+                .collect::<Map>(),
+        )
+    }
+
+    #[test]
+    fn hashes_are_the_official_values() {
+        // Measured on apache-tvm-ffi 0.1.15.post2 (tvm_ffi.structural_hash).
+        let hash = |value: Any| structural_hash(&value, false, false).unwrap();
+        assert_eq!(hash(Any::none()), 2654435769);
+        assert_eq!(hash(Any::from(1i64)), 2654435835);
+        assert_eq!(hash(Any::from(1.5f64)), 4609434221268138618);
+        assert_eq!(hash(Any::from(f64::NAN)), 9221120239695526522);
+        assert_eq!(hash(Any::from(-f64::NAN)), 9221120239695526522);
+        assert_eq!(hash(Any::from(-0.0f64)), 9223372039509211770);
+        assert_eq!(hash(Any::from("abc")), 2660953131);
+        assert_eq!(hash(Any::from("hello world!!")), 4293989463);
+        assert_eq!(hash(array([1i64, 2].map(Any::from))), 2823322240268045181);
+        assert_eq!(hash(map(&[("a", 1), ("b", 2)])), 8387368743028195433);
+        assert_eq!(hash(map(&[("b", 2), ("a", 1)])), 8387368743028195433);
+        assert_eq!(hash(Any::from(Shape::new(&[2, 3]))), 284796581919864661);
+    }
+
+    #[test]
+    fn the_first_mismatch_is_traced_innermost_step_first() {
+        let lhs = array([Any::from(1i64), array([2i64, 3].map(Any::from))]);
+        let rhs = array([Any::from(1i64), array([2i64, 4].map(Any::from))]);
+        let comparer = Comparer::new(false, false, true);
+        assert!(!comparer.compare_any(&lhs, &rhs).unwrap());
+        let trace = comparer.take_trace();
+        let steps: Vec<(AccessKind, i64)> = trace
+            .lhs
+            .iter()
+            .map(|step| (step.kind, step.key.get::<i64>().unwrap()))
+            .collect();
+        assert_eq!(
+            steps,
+            [(AccessKind::ArrayItem, 1), (AccessKind::ArrayItem, 1)]
+        );
+        let shorter = array([Any::from(1i64)]);
+        let comparer = Comparer::new(false, false, true);
+        assert!(!comparer.compare_any(&lhs, &shorter).unwrap());
+        let trace = comparer.take_trace();
+        assert_eq!(trace.lhs[0].kind, AccessKind::ArrayItem);
+        assert_eq!(trace.rhs[0].kind, AccessKind::ArrayItemMissing);
+        assert!(
+            Comparer::new(false, false, false)
+                .compare_any(&lhs, &lhs.clone())
+                .unwrap()
+        );
+    }
 
     #[test]
     fn a_pattern_region_persists_inside_any_other() {
