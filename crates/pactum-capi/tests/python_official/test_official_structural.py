@@ -416,3 +416,13 @@ def test_structural_key_globals():
         with pytest.raises(RuntimeError) as info:
             equal(*args)
         assert str(info.value) == f"Check not null: {name} "
+
+
+def test_enum_singletons_hash_by_name_and_compare_by_identity():
+    import tvm_ffi.testing
+
+    low, high = tvm_ffi.testing._TestCxxIntEnum.low, tvm_ffi.testing._TestCxxIntEnum.high
+    assert sh(low) == 8588477143423540257 and sh(high) == 8588477141675566637
+    assert se(low, low) and not se(low, high)
+    assert mismatch(high, low) == ("<root>", "<root>")
+    assert sh(tvm_ffi.testing._TestCxxStrEnum.add) == 16230601536410347024
