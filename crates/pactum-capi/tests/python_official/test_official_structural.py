@@ -426,3 +426,14 @@ def test_enum_singletons_hash_by_name_and_compare_by_identity():
     assert se(low, low) and not se(low, high)
     assert mismatch(high, low) == ("<root>", "<root>")
     assert sh(tvm_ffi.testing._TestCxxStrEnum.add) == 16230601536410347024
+
+
+def test_map_entries_whose_key_has_no_stable_hash_are_left_out(kinds):
+    Leaf = kinds.Leaf
+    # A fresh object key has no hash independent of the walk: its entry is left out.
+    assert sh({Leaf(1): 1}) == sh({Leaf(1): 2}) == 11694236735499009313
+    # Once the walk has hashed the object, the entry counts, value included.
+    leaf = Leaf(1)
+    assert sh([leaf, {leaf: 5}]) != sh([leaf, {leaf: 6}])
+    assert sh({1: 1, True: 2}) == 8690073498391464551
+    assert not se({1: 1}, {True: 1})
