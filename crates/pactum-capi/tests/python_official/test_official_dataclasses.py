@@ -262,3 +262,21 @@ def test_enum_fields_print_as_their_names():
         "testing.TestCxxEnumHolder(priority=testing.TestCxxIntEnum.low, opcode=testing.TestCxxStrEnum.+)"
     )
     assert REPR_PRINT(T._TestCxxIntEnum.high) == "testing.TestCxxIntEnum.high"
+
+
+def test_repr_cycles_addresses_and_big_ints(monkeypatch):
+    import re
+
+    derived = T.TestObjectDerived(v_i64=1, v_f64=0.0, v_str="", v_map={}, v_array=[])
+    cyclic = tvm_ffi.List([1])
+    cyclic.append(cyclic)
+    assert REPR_PRINT(cyclic) == "[1, ...]"
+    assert REPR_PRINT(2**100) == "1267650600228229401496703205376"
+    assert REPR_PRINT(tvm_ffi.convert([-(2**70) + 3])) == "(-1180591620717411303421,)"
+    monkeypatch.setenv("TVM_FFI_REPR_WITH_ADDR", "1")
+    assert re.fullmatch(r"\[1, \.\.\.@(0x[0-9a-f]+)\]@\1", REPR_PRINT(cyclic))
+    assert re.fullmatch(
+        r"testing\.TestObjectDerived@0x[0-9a-f]+\(v_i64=1, v_f64=0, v_str=\"\", v_map=\{\}@0x[0-9a-f]+, "
+        r"v_array=\(\)@0x[0-9a-f]+\)",
+        REPR_PRINT(derived),
+    )

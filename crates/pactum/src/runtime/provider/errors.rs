@@ -158,57 +158,177 @@ pub unsafe extern "C" fn TVMFFIErrorSetRaisedFromCStrParts(
 }
 
 /// The backtrace recorded for errors raised through the C API: the native frames from the
-/// caller outward, most recent first, one `  File "<object>", line 0, in <symbol>` line each.
-/// Frames are named with `dladdr` (no debug-info lookup, so this costs microseconds).
+/// caller outward, most recent first, one `  File "<unknown>", line 0, in <symbol>` line each,
+/// stopping at the FFI boundary, as the official runtime writes frames it has no debug
+/// information for. Frames are named with `dladdr` (no debug-info lookup, so this costs
+/// microseconds).
 pub(crate) fn current_backtrace() -> Vec<u8> {
-    native_backtrace(None)
+    native_backtrace(None, true)
 }
 
-/// Frames of the calling thread, skipping the leading frames that belong to pactum's own
-/// object (the runtime's internals), after an optional given frame line.
+/// `TVM_TRACEBACK_LIMIT` (frames), 512 unless set to a valid count.
+fn backtrace_limit() -> usize {
+    std::env::var("TVM_TRACEBACK_LIMIT")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .and_then(|v| i32::try_from(v).ok())
+        .map_or(512, |v| v as usize)
+}
+
+/// Where a backtrace stops at the FFI boundary: the C call entry and the Python interpreter,
+/// whose frames the Python side reports itself.
+fn is_boundary_frame(symbol: &str) -> bool {
+    [
+        "TVMFFIFunctionCall",
+        "slot_tp_call",
+        "object_is_not_callable",
+        "_Py",
+        "PyObject",
+    ]
+    .iter()
+    .any(|prefix| symbol.starts_with(prefix))
+}
+
+/// Frames the official runtime leaves out: its function-call and error plumbing, the C
+/// library's start-up and libffi trampolines.
+fn is_excluded_frame(symbol: &str) -> bool {
+    [
+        "tvm::ffi::Function",
+        "tvm::ffi::detail::",
+        "TVMFFIBacktrace",
+        "TVMFFIErrorSetRaisedFromCStr",
+        "__libc_",
+        "ffi_call_",
+    ]
+    .iter()
+    .any(|prefix| symbol.starts_with(prefix))
+}
+
+/// A C++ symbol demangled with the process's `__cxa_demangle`, when one is loaded (the
+/// official runtime prints demangled names); otherwise as it is.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn native_backtrace(first_line: Option<&[u8]>) -> Vec<u8> {
-    const MAX_FRAMES: usize = 64;
-    let mut frames = [core::ptr::null_mut::<core::ffi::c_void>(); MAX_FRAMES];
+fn demangled(symbol: &core::ffi::CStr) -> std::string::String {
+    type Demangle = unsafe extern "C" fn(
+        *const c_char,
+        *mut c_char,
+        *mut libc::size_t,
+        *mut c_int,
+    ) -> *mut c_char;
+    static DEMANGLE: std::sync::OnceLock<Option<Demangle>> = std::sync::OnceLock::new();
+    let demangle = *DEMANGLE.get_or_init(|| {
+        // SAFETY: dlsym only reads loader tables; the name is NUL-terminated.
+        let address = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"__cxa_demangle".as_ptr()) };
+        // SAFETY: the Itanium C++ ABI fixes `__cxa_demangle`'s signature.
+        (!address.is_null())
+            .then(|| unsafe { core::mem::transmute::<*mut core::ffi::c_void, Demangle>(address) })
+    });
+    let raw = symbol.to_string_lossy().into_owned();
+    let Some(demangle) = demangle.filter(|_| raw.starts_with("_Z")) else {
+        return raw;
+    };
+    let mut status: c_int = -1;
+    // SAFETY: a NUL-terminated name; with a NULL buffer the demangler mallocs the result.
+    let result = unsafe {
+        demangle(
+            symbol.as_ptr(),
+            core::ptr::null_mut(),
+            core::ptr::null_mut(),
+            &mut status,
+        )
+    };
+    if result.is_null() {
+        return raw;
+    }
+    // SAFETY: on success the result is a NUL-terminated string we own.
+    let text = unsafe { core::ffi::CStr::from_ptr(result) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: allocated with malloc by the demangler.
+    unsafe { libc::free(result.cast()) };
+    if status == 0 { text } else { raw }
+}
+
+/// Frames of the calling thread after an optional given frame line, with the official
+/// filtering: pactum's own leading frames (and, after a given line, the caller that line
+/// describes) skipped, plumbing frames and unnamed addresses left out, and the walk stopped
+/// at the FFI boundary unless `stop_at_boundary` is false.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn native_backtrace(first_line: Option<&[u8]>, stop_at_boundary: bool) -> Vec<u8> {
+    const MAX_FRAMES: usize = 512;
+    let mut frames = vec![core::ptr::null_mut::<core::ffi::c_void>(); MAX_FRAMES];
     // SAFETY: glibc's backtrace writes at most MAX_FRAMES addresses into the buffer.
     let count =
         unsafe { libc::backtrace(frames.as_mut_ptr(), MAX_FRAMES as c_int) }.max(0) as usize;
     let own_object =
         object_of(native_backtrace as *const core::ffi::c_void).map(|(object, _)| object);
+    let limit = backtrace_limit();
     let mut text = first_line.map(<[u8]>::to_vec).unwrap_or_default();
-    let mut in_own_frames = true;
+    let mut lines = usize::from(first_line.is_some());
+    // The caller of TVMFFIBacktrace is the frame the given line already names.
+    let mut skip = usize::from(first_line.is_some());
     for &address in &frames[..count] {
         let Some((object, symbol)) = object_of(address.cast_const()) else {
             continue;
         };
-        if in_own_frames && Some(object) == own_object {
-            continue;
+        if lines >= limit {
+            break;
         }
-        in_own_frames = false;
-        let object_name = if object.is_null() {
-            "<unknown>".into()
-        } else {
-            // SAFETY: dladdr returns a NUL-terminated path owned by the loader.
-            unsafe { core::ffi::CStr::from_ptr(object) }.to_string_lossy()
-        };
         let symbol_name = if symbol.is_null() {
-            format!("0x{:016x}", address as usize)
+            None
         } else {
             // SAFETY: dladdr returns a NUL-terminated symbol name owned by the loader.
-            unsafe { core::ffi::CStr::from_ptr(symbol) }
-                .to_string_lossy()
-                .into_owned()
+            Some(demangled(unsafe { core::ffi::CStr::from_ptr(symbol) }))
         };
-        text.extend_from_slice(
-            format!("  File \"{object_name}\", line 0, in {symbol_name}\n").as_bytes(),
-        );
+        if stop_at_boundary && symbol_name.as_deref().is_some_and(is_boundary_frame) {
+            break;
+        }
+        // pactum's own frames are its plumbing (the official runtime's are excluded by name).
+        if Some(object) == own_object {
+            continue;
+        }
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        let line = match symbol_name {
+            Some(symbol_name) if is_excluded_frame(&symbol_name) => continue,
+            Some(symbol_name) => format!("  File \"<unknown>\", line 0, in {symbol_name}\n"),
+            // The official runtime names a program's static functions from its symbol table,
+            // which dladdr cannot see; the program and offset stand in. Unnamed frames in
+            // shared libraries are left out, as the official runtime leaves them.
+            None if is_main_program(object) => {
+                // SAFETY: dladdr returns a NUL-terminated path owned by the loader.
+                let path = unsafe { core::ffi::CStr::from_ptr(object) }.to_string_lossy();
+                format!("  File \"{path}\", line 0, in {:#x}\n", address as usize)
+            }
+            None => continue,
+        };
+        text.extend_from_slice(line.as_bytes());
+        lines += 1;
     }
     text
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn native_backtrace(first_line: Option<&[u8]>) -> Vec<u8> {
+fn native_backtrace(first_line: Option<&[u8]>, _stop_at_boundary: bool) -> Vec<u8> {
     first_line.map(<[u8]>::to_vec).unwrap_or_default()
+}
+
+/// Whether `object` (a dladdr file name) is the running program rather than a library.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn is_main_program(object: *const c_char) -> bool {
+    static PROGRAM: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    let Some(program) = PROGRAM.get_or_init(|| std::fs::canonicalize("/proc/self/exe").ok()) else {
+        return false;
+    };
+    if object.is_null() {
+        return false;
+    }
+    // SAFETY: dladdr returns a NUL-terminated path owned by the loader.
+    let name = unsafe { core::ffi::CStr::from_ptr(object) }
+        .to_string_lossy()
+        .into_owned();
+    std::fs::canonicalize(name).is_ok_and(|path| &path == program)
 }
 
 /// The object file and nearest dynamic symbol of a code address.
@@ -325,7 +445,7 @@ pub unsafe extern "C" fn TVMFFIBacktrace(
     filename: *const c_char,
     lineno: c_int,
     func: *const c_char,
-    _cross_ffi_boundary: c_int,
+    cross_ffi_boundary: c_int,
 ) -> *const TVMFFIByteArray {
     boundary::value(CApi, &EMPTY_BACKTRACE.0, || {
         Ok(BACKTRACE.with(|cell| {
@@ -347,7 +467,7 @@ pub unsafe extern "C" fn TVMFFIBacktrace(
                 line.push(b'\n');
                 given = Some(line);
             }
-            *text = native_backtrace(given.as_deref());
+            *text = native_backtrace(given.as_deref(), cross_ffi_boundary == 0);
             *view = TVMFFIByteArray {
                 data: text.as_ptr().cast(),
                 size: text.len(),

@@ -19,24 +19,44 @@ use super::registry::BuiltinGlobal;
 use super::value_globals;
 use crate::any::{Any, AnyView};
 use crate::containers::{Array, Dict, List, Map};
-use crate::error::Result;
+use std::collections::HashMap;
+
+use crate::error::{Error, ErrorKind, Result};
 use crate::object::ObjectRef;
 use crate::shape::Shape;
 
 /// `ffi.ReprPrint`.
 pub(crate) fn repr_globals() -> Vec<BuiltinGlobal> {
     vec![typed("ffi.ReprPrint", &[ANY], STR, |a| {
-        let mut printer = Printer::default();
-        printer.value(a.view(0))?;
-        Ok(Any::from(printer.out))
+        Ok(Any::from(repr_text(a.view(0))?))
     })]
+}
+
+/// The official repr of `value`; with `TVM_FFI_REPR_WITH_ADDR=1` in the environment, objects
+/// carry their addresses as the official runtime prints them.
+fn repr_text(value: &AnyView<'_>) -> Result<std::string::String> {
+    let mut printer = Printer {
+        show_addresses: std::env::var_os("TVM_FFI_REPR_WITH_ADDR").is_some_and(|v| v == "1"),
+        ..Printer::default()
+    };
+    printer.value(value)?;
+    Ok(printer.out)
+}
+
+/// Deeper nesting is refused rather than risking the thread's stack (counted per thread, so
+/// `__ffi_repr__` hooks printing their children count too).
+const MAX_DEPTH: usize = 2048;
+
+thread_local! {
+    static DEPTH: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
 }
 
 #[derive(Default)]
 struct Printer {
     out: std::string::String,
-    /// The containers being printed, outermost first (a container met again prints `...`).
-    stack: Vec<usize>,
+    show_addresses: bool,
+    /// Objects being printed (a cycle prints `...`) or printed (their text is reused).
+    seen: HashMap<usize, Option<std::string::String>>,
 }
 
 impl Printer {
@@ -68,6 +88,11 @@ impl Printer {
                 let bytes = crate::any::view_bytes(value).unwrap_or_default();
                 quote_bytes(&mut self.out, bytes);
             }
+            TVMFFITypeIndex::BIG_INT => {
+                // SAFETY: a BigInt value holds its words.
+                let words = unsafe { super::values::big_int_words(value.as_raw()) };
+                self.out.push_str(&big_int_decimal(&words));
+            }
             _ => match value.object_ptr() {
                 Some(_) => {
                     let owned = value.to_any()?;
@@ -82,52 +107,35 @@ impl Printer {
         Ok(())
     }
 
+    fn address_suffix(&mut self, object: &ObjectRef) {
+        if self.show_addresses {
+            self.out
+                .push_str(&format!("@{:#x}", object.as_raw() as usize));
+        }
+    }
+
     fn object(&mut self, value: &Any, object: &ObjectRef) -> Result<()> {
         let address = object.as_raw() as usize;
-        let container = matches!(
-            TVMFFITypeIndex(object.type_index()),
-            TVMFFITypeIndex::ARRAY
-                | TVMFFITypeIndex::LIST
-                | TVMFFITypeIndex::MAP
-                | TVMFFITypeIndex::DICT
-        );
-        if container && self.stack.contains(&address) {
-            self.out.push_str("...");
-            return Ok(());
+        match self.seen.get(&address) {
+            Some(Some(text)) => {
+                self.out.push_str(&text.clone());
+                return Ok(());
+            }
+            Some(None) => {
+                self.out.push_str("...");
+                self.address_suffix(object);
+                return Ok(());
+            }
+            None => {}
         }
         match TVMFFITypeIndex(object.type_index()) {
-            TVMFFITypeIndex::ARRAY => {
-                let items: Vec<Any> = value.get::<Array>()?.iter().cloned().collect();
-                self.stack.push(address);
-                self.sequence("(", &items, ")")?;
-                if items.len() == 1 {
-                    self.out.insert(self.out.len() - 1, ',');
-                }
-                self.stack.pop();
+            _ if object.as_raw() == value_globals::missing().as_raw() => {
+                self.out.push_str("<MISSING>");
+                return Ok(());
             }
-            TVMFFITypeIndex::LIST => {
-                let items = value.get::<List>()?.to_vec();
-                self.stack.push(address);
-                self.sequence("[", &items, "]")?;
-                self.stack.pop();
-            }
-            TVMFFITypeIndex::MAP => {
-                let entries = value.get::<Map>()?.entries();
-                self.stack.push(address);
-                self.mapping(&entries)?;
-                self.stack.pop();
-            }
-            TVMFFITypeIndex::DICT => {
-                let entries = value.get::<Dict>()?.entries();
-                self.stack.push(address);
-                self.mapping(&entries)?;
-                self.stack.pop();
-            }
-            TVMFFITypeIndex::SHAPE => {
-                let shape = value.get::<Shape>()?;
-                self.out.push_str("Shape(");
-                self.out.push_str(&join_ints(shape.as_slice()));
-                self.out.push(')');
+            _ if object.as_raw() == value_globals::kwargs().as_raw() => {
+                self.out.push_str("<KWARGS>");
+                return Ok(());
             }
             TVMFFITypeIndex::TENSOR => {
                 let tensor = value.get::<crate::Tensor>()?;
@@ -137,27 +145,76 @@ impl Printer {
                     join_ints(tensor.shape()),
                     tensor.device()
                 ));
+                self.address_suffix(object);
+                return Ok(());
             }
-            _ if object.as_raw() == value_globals::missing().as_raw() => {
-                self.out.push_str("<MISSING>")
+            TVMFFITypeIndex::SHAPE => {
+                let shape = value.get::<Shape>()?;
+                self.out.push_str("Shape(");
+                self.out.push_str(&join_ints(shape.as_slice()));
+                self.out.push(')');
+                return Ok(());
             }
-            _ if object.as_raw() == value_globals::kwargs().as_raw() => {
-                self.out.push_str("<KWARGS>")
-            }
-            _ => {
-                if let Some(hook) = reflection::type_attr(object.type_index(), "__ffi_repr__") {
-                    return self.hooked(object, hook);
-                }
-                if let Some(name) = enum_name(object)? {
-                    self.out.push_str(&object.type_key());
-                    self.out.push('.');
-                    self.out.push_str(&name);
-                    return Ok(());
-                }
-                self.reflected(object)?
-            }
+            _ => {}
         }
+        if DEPTH.get() >= MAX_DEPTH {
+            return Err(Error::new(
+                ErrorKind::custom("RecursionError"),
+                format!("ffi.ReprPrint: values nested deeper than {MAX_DEPTH} levels"),
+            ));
+        }
+        let start = self.out.len();
+        self.seen.insert(address, None);
+        DEPTH.set(DEPTH.get() + 1);
+        let printed = self.compound(value, object);
+        DEPTH.set(DEPTH.get() - 1);
+        printed?;
+        self.seen
+            .insert(address, Some(self.out[start..].to_owned()));
         Ok(())
+    }
+
+    /// Containers, hooked, enum and reflected objects: the kinds that may contain themselves.
+    fn compound(&mut self, value: &Any, object: &ObjectRef) -> Result<()> {
+        let container = match TVMFFITypeIndex(object.type_index()) {
+            TVMFFITypeIndex::ARRAY => {
+                let items: Vec<Any> = value.get::<Array>()?.iter().cloned().collect();
+                self.sequence("(", &items, ")")?;
+                if items.len() == 1 {
+                    self.out.insert(self.out.len() - 1, ',');
+                }
+                true
+            }
+            TVMFFITypeIndex::LIST => {
+                let items = value.get::<List>()?.to_vec();
+                self.sequence("[", &items, "]")?;
+                true
+            }
+            TVMFFITypeIndex::MAP => {
+                self.mapping(&value.get::<Map>()?.entries())?;
+                true
+            }
+            TVMFFITypeIndex::DICT => {
+                self.mapping(&value.get::<Dict>()?.entries())?;
+                true
+            }
+            _ => false,
+        };
+        if container {
+            self.address_suffix(object);
+            return Ok(());
+        }
+        if let Some(hook) = reflection::type_attr(object.type_index(), "__ffi_repr__") {
+            return self.hooked(object, hook);
+        }
+        if let Some(name) = enum_name(object)? {
+            self.out.push_str(&object.type_key());
+            self.out.push('.');
+            self.out.push_str(&name);
+            self.address_suffix(object);
+            return Ok(());
+        }
+        self.reflected(object)
     }
 
     fn sequence(&mut self, open: &str, items: &[Any], close: &str) -> Result<()> {
@@ -189,11 +246,18 @@ impl Printer {
     /// Any other object: its type key, then its reflected fields (ancestors' first), if any.
     fn reflected(&mut self, object: &ObjectRef) -> Result<()> {
         self.out.push_str(&object.type_key());
+        self.address_suffix(object);
         let mut first = true;
+        let mut names = Vec::new();
         for field in reflection::fields_of(object.type_index()) {
             if field.getter.is_none() || field.flags & field_flags::REPR_OFF != 0 {
                 continue;
             }
+            // A field re-exposed under a name already printed shows once.
+            if names.contains(&reflection::field_name(field)) {
+                continue;
+            }
+            names.push(reflection::field_name(field));
             let field_value = reflection::read_field(object, field)?;
             self.out.push_str(if first { "(" } else { ", " });
             first = false;
@@ -212,12 +276,9 @@ impl Printer {
     /// A type's `__ffi_repr__(object, repr)` hook, given a function printing nested values.
     fn hooked(&mut self, object: &ObjectRef, hook: Any) -> Result<()> {
         let hook = hook.cast::<crate::Function>()?;
-        let nested = crate::Function::from_packed(|args: &[AnyView<'_>]| {
-            let mut printer = Printer::default();
-            if let Some(value) = args.first() {
-                printer.value(value)?;
-            }
-            Ok(Any::from(printer.out))
+        let nested = crate::Function::from_packed(|args: &[AnyView<'_>]| match args.first() {
+            Some(value) => Ok(Any::from(repr_text(value)?)),
+            None => Ok(Any::from("None")),
         });
         let nested = Any::from(nested);
         let text = hook.call(&[
@@ -226,8 +287,57 @@ impl Printer {
         ])?;
         self.out
             .push_str(text.get::<crate::string::String>()?.as_str());
+        if matches!(
+            TVMFFITypeIndex(object.type_index()),
+            TVMFFITypeIndex::ARRAY
+                | TVMFFITypeIndex::LIST
+                | TVMFFITypeIndex::MAP
+                | TVMFFITypeIndex::DICT
+        ) {
+            self.address_suffix(object);
+        }
         Ok(())
     }
+}
+
+/// A BigInt's words (little-endian two's complement) in decimal.
+fn big_int_decimal(words: &[i64]) -> std::string::String {
+    let negative = words.last().is_some_and(|w| *w < 0);
+    // The magnitude, little-endian.
+    let mut magnitude: Vec<u64> = words.iter().map(|&w| w as u64).collect();
+    if negative {
+        let mut carry = true;
+        for word in &mut magnitude {
+            *word = !*word;
+            if carry {
+                let (sum, overflow) = word.overflowing_add(1);
+                *word = sum;
+                carry = overflow;
+            }
+        }
+    }
+    const CHUNK: u64 = 10_000_000_000_000_000_000;
+    let mut chunks = Vec::new();
+    while magnitude.iter().any(|&w| w != 0) {
+        let mut remainder: u128 = 0;
+        for word in magnitude.iter_mut().rev() {
+            let current = (remainder << 64) | u128::from(*word);
+            *word = (current / u128::from(CHUNK)) as u64;
+            remainder = current % u128::from(CHUNK);
+        }
+        chunks.push(remainder as u64);
+    }
+    let mut text = std::string::String::from(if negative { "-" } else { "" });
+    match chunks.split_last() {
+        None => text.push('0'),
+        Some((most, rest)) => {
+            text.push_str(&most.to_string());
+            for chunk in rest.iter().rev() {
+                text.push_str(&format!("{chunk:019}"));
+            }
+        }
+    }
+    text
 }
 
 /// The canonical string index of an `ffi.Enum` singleton, which prints as `<type key>.<name>`.
