@@ -133,8 +133,9 @@ pub(crate) fn any_hash(value: &TVMFFIAny) -> u64 {
     }
 }
 
+/// The two 8-byte words of a value: its type index and padding, then its payload.
 #[inline]
-fn raw_words(value: &TVMFFIAny) -> (u64, u64) {
+pub(crate) fn raw_words(value: &TVMFFIAny) -> (u64, u64) {
     // SAFETY: TVMFFIAny is 16 bytes of plain data.
     let words: [u64; 2] = unsafe { core::mem::transmute(*value) };
     (words[0], words[1])

@@ -15,7 +15,8 @@ use super::args::{SafeCallFn, arg_bytes, arg_ref, byte_array_bytes, out_ptr};
 use super::builtin::{BOOL, FUNCTION, STR, VOID_PTR, index_error, typed};
 use super::registry::{self, BuiltinGlobal, Registry};
 use super::{
-    dataclass, module_globals, repr_globals, structural_globals, unsupported_globals, value_globals,
+    dataclass, module_globals, recursive_globals, repr_globals, structural_globals,
+    unsupported_globals, value_globals,
 };
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::CApi};
@@ -280,6 +281,7 @@ fn builtin_globals() -> Vec<BuiltinGlobal> {
     globals.extend(module_globals::module_globals());
     globals.extend(repr_globals::repr_globals());
     globals.extend(dataclass::dataclass_globals());
+    globals.extend(recursive_globals::recursive_globals());
     globals.extend(structural_globals::structural_globals());
     globals.extend(unsupported_globals::unsupported_globals());
     globals

@@ -27,6 +27,7 @@ mod functions;
 mod module_globals;
 mod modules;
 mod objects;
+mod recursive_globals;
 mod reflection;
 mod registry;
 mod repr_globals;

@@ -6,8 +6,11 @@ use pactum_sys::tvm_ffi::{
     TVMFFIAny, TVMFFIAnyValue, TVMFFIFieldInfo, TVMFFITypeIndex, field_flags,
 };
 
+use std::sync::{Mutex, MutexGuard};
+
 use super::types;
 use crate::any::{Any, AnyView};
+use crate::containers::hash::raw_words;
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 use crate::object::{ObjectRef, TypeInfo};
@@ -176,7 +179,36 @@ pub(crate) fn write_field(
     Ok(())
 }
 
+/// The address of an object, its identity in a walk.
+pub(crate) fn address(object: &ObjectRef) -> usize {
+    object.as_raw() as usize
+}
+
+/// The type key hash the runtime recorded for `type_index` (0 for an unknown index).
+pub(crate) fn type_key_hash(type_index: i32) -> u64 {
+    TypeInfo::of(type_index).map_or(0, |info| info.as_raw().type_key_hash)
+}
+
+/// Whether two values are the same value (same kind and payload: the same object, or equal
+/// plain values), as the official `same_as`.
+pub(crate) fn same_as(lhs: &TVMFFIAny, rhs: &TVMFFIAny) -> bool {
+    raw_words(lhs) == raw_words(rhs)
+}
+
+/// A walk's lock, taken whether or not a panic poisoned it.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The value of type attribute `name` for `type_index`, if one is registered (not None).
 pub(crate) fn type_attr(type_index: i32, name: &str) -> Option<Any> {
     types::attr_value(type_index, name.as_bytes())
+}
+
+/// The type index of `ffi.Enum`, the base type of the runtime's enum singletons.
+pub(crate) fn enum_type_index() -> Option<i32> {
+    static ENUM: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
+    *ENUM.get_or_init(|| crate::object::type_index_of_key("ffi.Enum").ok())
 }

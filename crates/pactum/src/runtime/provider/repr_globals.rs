@@ -342,7 +342,7 @@ fn big_int_decimal(words: &[i64]) -> std::string::String {
 
 /// The canonical string index of an `ffi.Enum` singleton, which prints as `<type key>.<name>`.
 fn enum_name(object: &ObjectRef) -> Result<Option<std::string::String>> {
-    let Ok(enum_index) = crate::object::type_index_of_key("ffi.Enum") else {
+    let Some(enum_index) = reflection::enum_type_index() else {
         return Ok(None);
     };
     if !crate::object::types::is_instance(object.type_index(), enum_index) {

@@ -23,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use pactum_sys::dlpack::DLDeviceType;
 use pactum_sys::tvm_ffi::{
@@ -32,7 +32,7 @@ use pactum_sys::tvm_ffi::{
 
 use super::access_path::{self, AccessKind};
 use super::builtin::{ANY, BOOL, INT, OPTIONAL_ACCESS_PATH_PAIR, STRUCTURAL_KEY, typed};
-use super::reflection;
+use super::reflection::{self, address, lock, same_as, type_key_hash};
 use super::registry::BuiltinGlobal;
 use super::runtime_types::{RuntimeMethod, STRUCTURAL_KEY_TYPE, TypeExtras, new_runtime_object};
 use super::types;
@@ -272,17 +272,6 @@ fn field_region(flags: i64) -> Option<i32> {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// The address that identifies an object in the walks' memo tables.
-fn address(object: &ObjectRef) -> usize {
-    object.as_raw() as usize
-}
-
 fn type_info(type_index: i32) -> Result<&'static TVMFFITypeInfo> {
     TypeInfo::of(type_index)
         .map(|info| info.as_raw())
@@ -292,10 +281,6 @@ fn type_info(type_index: i32) -> Result<&'static TVMFFITypeInfo> {
                 format!("Cannot find type info for type_index={type_index}"),
             )
         })
-}
-
-fn type_key_hash(type_index: i32) -> Result<u64> {
-    Ok(type_info(type_index)?.type_key_hash)
 }
 
 /// The structural kind of an object's type, or the official `TypeError` when its type has no
@@ -354,8 +339,11 @@ fn leaf_hash(raw: &TVMFFIAny) -> Option<u64> {
         }
         TVMFFITypeIndex::BIG_INT => {
             // SAFETY: a live BigInt value.
-            let words_hash = unsafe { super::values::big_int_words_hash(raw) };
-            Some(hash_combine(index as u64, words_hash))
+            let words = unsafe { super::values::big_int_words(raw) };
+            Some(hash_combine(
+                index as u64,
+                super::values::big_int_hash(&words),
+            ))
         }
         // Inline bytes too are a plain value here, unlike in Map keys.
         _ if index < TVMFFITypeIndex::STATIC_OBJECT_BEGIN.0 => {
@@ -363,14 +351,6 @@ fn leaf_hash(raw: &TVMFFIAny) -> Option<u64> {
         }
         _ => None,
     }
-}
-
-/// Whether two values are the same (type index, then 12 payload bytes: the same object, or
-/// equal plain values).
-fn same_as(lhs: &TVMFFIAny, rhs: &TVMFFIAny) -> bool {
-    lhs.type_index == rhs.type_index
-        && lhs.small_str_len == rhs.small_str_len
-        && lhs.uint64() == rhs.uint64()
 }
 
 /// The official check that a tensor whose content is read is on the CPU (`name` as the
@@ -460,7 +440,7 @@ impl Hasher {
             TVMFFITypeIndex::SHAPE => {
                 let shape = value.get::<Shape>()?;
                 let extents = shape.as_slice();
-                let start = hash_combine(type_key_hash(index)?, extents.len() as u64);
+                let start = hash_combine(type_key_hash(index), extents.len() as u64);
                 Ok(extents
                     .iter()
                     .fold(start, |hash, &extent| hash_combine(hash, extent as u64)))
@@ -474,7 +454,7 @@ impl Hasher {
     }
 
     fn hash_sequence(&self, type_index: i32, items: &[Any]) -> Result<u64> {
-        let mut hash = hash_combine(type_key_hash(type_index)?, items.len() as u64);
+        let mut hash = hash_combine(type_key_hash(type_index), items.len() as u64);
         for item in items {
             hash = hash_combine(hash, self.hash_any(item)?);
         }
@@ -493,7 +473,7 @@ impl Hasher {
     }
 
     fn hash_map(&self, type_index: i32, entries: &[(Any, Any)]) -> Result<u64> {
-        let mut hash = hash_combine(type_key_hash(type_index)?, entries.len() as u64);
+        let mut hash = hash_combine(type_key_hash(type_index), entries.len() as u64);
         let mut keyed: Vec<(u64, &Any)> = entries
             .iter()
             .filter_map(|(key, value)| Some((self.order_independent_hash(key)?, value)))
@@ -512,7 +492,7 @@ impl Hasher {
     fn hash_tensor(&self, tensor: &Tensor) -> Result<u64> {
         let extents = tensor.shape();
         let start = hash_combine(
-            type_key_hash(TVMFFITypeIndex::TENSOR.0)?,
+            type_key_hash(TVMFFITypeIndex::TENSOR.0),
             extents.len() as u64,
         );
         let mut hash = extents

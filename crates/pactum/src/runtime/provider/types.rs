@@ -811,8 +811,8 @@ fn big_int_hooks() -> (Any, Any) {
     unsafe extern "C" fn big_int_hash(value: *const TVMFFIAny) -> TVMFFIAny {
         boundary::value(Callback, Any::from(0i64).into_raw(), || {
             // SAFETY: the hash hook is called with a live BigInt value.
-            let hash = unsafe { super::values::big_int_words_hash(&*value) };
-            Ok(Any::from(hash as i64).into_raw())
+            let words = unsafe { super::values::big_int_words(&*value) };
+            Ok(Any::from(super::values::big_int_hash(&words) as i64).into_raw())
         })
     }
     unsafe extern "C" fn big_int_equal(lhs: *const TVMFFIAny, rhs: *const TVMFFIAny) -> TVMFFIAny {

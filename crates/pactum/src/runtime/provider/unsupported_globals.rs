@@ -1,7 +1,7 @@
 //! The official `ffi.*` globals pactum's runtime does not implement yet: structural mutation and
-//! visiting, JSON graph serialization, deep copy and the Python dataclass hooks. Each is
-//! registered, so hosts that bind every global by name at start-up (the official Python package
-//! binds all of them when `tvm_ffi` is imported) load, and calling one raises
+//! visiting, JSON graph serialization and the Python dataclass hooks. Each is registered, so
+//! hosts that bind every global by name at start-up (the official Python package binds all of
+//! them when `tvm_ffi` is imported) load, and calling one raises
 //! `NotImplementedError` naming it: never a wrong answer.
 //!
 //! `ffi._RegisterFFIInit` is left out on purpose: C++ reflection (`ObjectDef`) looks it up
@@ -15,15 +15,8 @@ use crate::error::{Error, ErrorKind};
 
 /// The names, as the official runtime (apache-tvm-ffi 0.1.15.post2) registers them.
 pub(crate) const UNSUPPORTED: &[&str] = &[
-    "ffi.DeepCopy",
     "ffi.FromJSONGraph",
     "ffi.FromJSONGraphString",
-    "ffi.RecursiveEq",
-    "ffi.RecursiveGe",
-    "ffi.RecursiveGt",
-    "ffi.RecursiveHash",
-    "ffi.RecursiveLe",
-    "ffi.RecursiveLt",
     "ffi.StructuralMap",
     "ffi.StructuralMutate",
     "ffi.StructuralMutatorDefRegionKind",

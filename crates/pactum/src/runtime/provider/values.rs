@@ -119,18 +119,6 @@ pub(crate) fn int_from_words(words: &[i64]) -> TVMFFIAny {
     }
 }
 
-/// The stable hash of the words of an Int or BigInt value (little-endian bytes), the official
-/// content hash of a BigInt.
-///
-/// # Safety
-/// `value` must be a live Int or BigInt.
-pub(crate) unsafe fn big_int_words_hash(value: &TVMFFIAny) -> u64 {
-    // SAFETY: forwarded from the caller.
-    let words = unsafe { big_int_words(value) };
-    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    crate::containers::hash::stable_hash_bytes(&bytes)
-}
-
 /// The words of an Int or BigInt value.
 ///
 /// # Safety
@@ -146,6 +134,42 @@ pub(crate) unsafe fn big_int_words(value: &TVMFFIAny) -> Vec<i64> {
         let count = obj.add(24).cast::<usize>().read();
         core::slice::from_raw_parts(obj.add(BIG_INT_HEADER).cast::<i64>(), count).to_vec()
     }
+}
+
+/// The hash of a BigInt (the official `BigInt::hash()`): the stable hash of its words' bytes.
+pub(crate) fn big_int_hash(words: &[i64]) -> u64 {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+    crate::containers::hash::stable_hash_bytes(&bytes)
+}
+
+/// The order of two integers given as minimal two's-complement words, least significant
+/// first (the forms of Int and BigInt values).
+pub(crate) fn compare_int_words(lhs: &[i64], rhs: &[i64]) -> core::cmp::Ordering {
+    let negative = |words: &[i64]| words.last().is_some_and(|&w| w < 0);
+    let (lhs_negative, rhs_negative) = (negative(lhs), negative(rhs));
+    if lhs_negative != rhs_negative {
+        return rhs_negative.cmp(&lhs_negative);
+    }
+    if lhs.len() != rhs.len() {
+        // A minimal form with more words has the larger magnitude.
+        let longer = lhs.len().cmp(&rhs.len());
+        return if lhs_negative {
+            longer.reverse()
+        } else {
+            longer
+        };
+    }
+    let lower = |words: &[i64]| {
+        words
+            .iter()
+            .rev()
+            .skip(1)
+            .map(|&w| w as u64)
+            .collect::<Vec<_>>()
+    };
+    lhs.last()
+        .cmp(&rhs.last())
+        .then_with(|| lower(lhs).cmp(&lower(rhs)))
 }
 
 #[allow(non_snake_case)]
@@ -269,4 +293,30 @@ pub unsafe extern "C" fn TVMFFIDataTypeToString(
 #[allow(dead_code)]
 fn _header_size_is_24() {
     const { assert!(core::mem::size_of::<TVMFFIObject>() == 24) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compare_int_words;
+    use core::cmp::Ordering::{Equal, Greater, Less};
+
+    #[test]
+    fn integer_words_order_by_value() {
+        let two_pow_70 = [0, 64];
+        let minus_two_pow_70 = [0, -64];
+        let two_pow_64_minus_one = [-1, 0];
+        assert_eq!(compare_int_words(&two_pow_70, &[5]), Greater);
+        assert_eq!(compare_int_words(&minus_two_pow_70, &[5]), Less);
+        assert_eq!(compare_int_words(&minus_two_pow_70, &[i64::MIN]), Less);
+        assert_eq!(compare_int_words(&two_pow_64_minus_one, &two_pow_70), Less);
+        assert_eq!(
+            compare_int_words(&two_pow_64_minus_one, &[i64::MAX]),
+            Greater
+        );
+        assert_eq!(compare_int_words(&[1, 64], &two_pow_70), Greater);
+        assert_eq!(compare_int_words(&[-1, -65], &minus_two_pow_70), Less);
+        assert_eq!(compare_int_words(&two_pow_70, &[0, 64]), Equal);
+        assert_eq!(compare_int_words(&[0, 0, 1], &two_pow_70), Greater);
+        assert_eq!(compare_int_words(&[0, 0, -1], &minus_two_pow_70), Less);
+    }
 }
