@@ -352,13 +352,11 @@ def test_load_missing_module_errors():
 # Structural equality and hashing, serialization
 
 
-@pytest.mark.pactum_xfail(reason="ffi.StructuralEqual " + NOT_IMPLEMENTED)
 def test_structural_equal():
     assert tvm_ffi.structural_equal([1, 2], [1, 2])
     assert not tvm_ffi.structural_equal([1, 2], [1, 3])
 
 
-@pytest.mark.pactum_xfail(reason="ffi.StructuralHash " + NOT_IMPLEMENTED)
 def test_structural_hash():
     assert tvm_ffi.structural_hash([1, 2]) == tvm_ffi.structural_hash([1, 2])
 

@@ -8,7 +8,8 @@ use super::registry::BuiltinGlobal;
 use crate::any::{Any, AnyView, FromAnyView};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
-use crate::object::type_key_of;
+use crate::object::types::is_instance;
+use crate::object::{ObjectRef, type_key_of};
 
 /// A parameter or result type: its name in signatures and its schema JSON.
 #[derive(Clone, Copy)]
@@ -56,6 +57,31 @@ ty!(
 );
 ty!(MODULE, "ffi.Module", r#"{"type":"ffi.Module"}"#);
 ty!(
+    ACCESS_STEP,
+    "ffi.reflection.AccessStep",
+    r#"{"type":"ffi.reflection.AccessStep"}"#
+);
+ty!(
+    ACCESS_PATH,
+    "ffi.reflection.AccessPath",
+    r#"{"type":"ffi.reflection.AccessPath"}"#
+);
+ty!(
+    ARRAY_OF_ACCESS_STEP,
+    "ffi.Array<ffi.reflection.AccessStep>",
+    r#"{"type":"ffi.Array","args":[{"type":"ffi.reflection.AccessStep"}]}"#
+);
+ty!(
+    OPTIONAL_ACCESS_PATH_PAIR,
+    "Optional<Tuple<ffi.reflection.AccessPath, ffi.reflection.AccessPath>>",
+    r#"{"type":"Optional","args":[{"type":"Tuple","args":[{"type":"ffi.reflection.AccessPath"},{"type":"ffi.reflection.AccessPath"}]}]}"#
+);
+ty!(
+    STRUCTURAL_KEY,
+    "ffi.StructuralKey",
+    r#"{"type":"ffi.StructuralKey"}"#
+);
+ty!(
     OPTIONAL_STR,
     "Optional<str>",
     r#"{"type":"Optional","args":[{"type":"ffi.String"}]}"#
@@ -98,17 +124,28 @@ pub(crate) struct Args<'a> {
 impl<'a> Args<'a> {
     /// Argument `index` converted to `T`, or the official mismatch `TypeError`.
     pub(crate) fn get<T: FromAnyView<'a>>(&self, index: usize) -> Result<T> {
-        T::from_any_view(&self.values[index]).map_err(|_| {
-            Error::new(
-                ErrorKind::TYPE_ERROR,
-                format!(
-                    "Mismatched type on argument #{index} when calling: `{}`. Expected `{}` but got `{}`",
-                    self.signature,
-                    self.params[index].text,
-                    type_key_of(self.values[index].type_index())
-                ),
-            )
-        })
+        T::from_any_view(&self.values[index]).map_err(|_| self.mismatch(index))
+    }
+
+    /// Argument `index` as an object of type `type_index` (or a subtype), or the official
+    /// mismatch `TypeError`.
+    pub(crate) fn object_of_type(&self, index: usize, type_index: i32) -> Result<ObjectRef> {
+        self.get::<ObjectRef>(index)
+            .ok()
+            .filter(|object| is_instance(object.type_index(), type_index))
+            .ok_or_else(|| self.mismatch(index))
+    }
+
+    fn mismatch(&self, index: usize) -> Error {
+        Error::new(
+            ErrorKind::TYPE_ERROR,
+            format!(
+                "Mismatched type on argument #{index} when calling: `{}`. Expected `{}` but got `{}`",
+                self.signature,
+                self.params[index].text,
+                type_key_of(self.values[index].type_index())
+            ),
+        )
     }
 
     /// Argument `index`'s bytes if it is a string (`ffi.String`, small or not, or a C

@@ -16,7 +16,7 @@ use super::builtin::{BOOL, FUNCTION, STR, VOID_PTR, index_error, typed};
 use super::registry::{self, BuiltinGlobal, Registry};
 use super::{
     dataclass, json_globals, module_globals, recursive_globals, repr_globals,
-    serialization_globals, unsupported_globals, value_globals,
+    serialization_globals, structural_globals, unsupported_globals, value_globals,
 };
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::CApi};
@@ -284,6 +284,7 @@ fn builtin_globals() -> Vec<BuiltinGlobal> {
     globals.extend(recursive_globals::recursive_globals());
     globals.extend(json_globals::json_globals());
     globals.extend(serialization_globals::serialization_globals());
+    globals.extend(structural_globals::structural_globals());
     globals.extend(unsupported_globals::unsupported_globals());
     globals
 }

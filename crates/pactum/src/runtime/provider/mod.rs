@@ -16,6 +16,7 @@
 //   pactum does not implement yet, `unsupported_globals`;
 // - the C functions that reach the layers below: `functions` (which fills the registry with
 //   every built-in global) and `env`.
+mod access_path;
 mod args;
 mod builtin;
 mod conversions;
@@ -34,6 +35,7 @@ mod registry;
 mod repr_globals;
 mod runtime_types;
 mod serialization_globals;
+mod structural_globals;
 mod tensors;
 mod types;
 mod unsupported_globals;

@@ -24,12 +24,12 @@
 //!   once, so sharing and cycles survive.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use pactum_sys::tvm_ffi::{TVMFFIFieldInfo, TVMFFITypeIndex, field_flags};
 
 use super::builtin::{ANY, BOOL, INT, typed};
-use super::reflection;
+use super::reflection::{self, address, lock, same_as, type_key_hash};
 use super::registry::BuiltinGlobal;
 use super::values;
 use crate::any::{Any, AnyView, Payload, view_of_object};
@@ -37,7 +37,7 @@ use crate::containers::hash::{hash_combine, raw_words, stable_hash_bytes};
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
-use crate::object::{ObjectRef, TypeInfo};
+use crate::object::ObjectRef;
 use crate::shape::Shape;
 
 /// The deepest a walk goes, as the official runtime allows.
@@ -155,27 +155,6 @@ fn is_bytes(type_index: i32) -> bool {
 /// The content of a string or bytes value.
 fn content(value: &Any) -> &[u8] {
     crate::any::view_bytes(value.as_view()).unwrap_or(&[])
-}
-
-/// The address of an object value, its identity in a walk.
-fn address(object: &ObjectRef) -> usize {
-    object.as_raw() as usize
-}
-
-/// The type key hash the runtime recorded for `type_index`.
-fn type_key_hash(type_index: i32) -> u64 {
-    TypeInfo::of(type_index).map_or(0, |info| info.as_raw().type_key_hash)
-}
-
-/// Whether two values are the same value (same kind and payload; the same object).
-fn same_as(lhs: &Any, rhs: &Any) -> bool {
-    raw_words(lhs.as_raw()) == raw_words(rhs.as_raw())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A walk's stack grew past [`MAX_DEPTH`].
@@ -976,7 +955,9 @@ impl Copier {
                     };
                     for field in reflection::fields_of(type_index) {
                         let value = reflection::read_field(object, field)?;
-                        if let Some(new) = self.copy_of(&value).filter(|new| !same_as(new, &value))
+                        if let Some(new) = self
+                            .copy_of(&value)
+                            .filter(|new| !same_as(new.as_raw(), value.as_raw()))
                         {
                             reflection::write_field(object, field, new.as_view())?;
                         }
@@ -1000,7 +981,7 @@ fn feed(frame: &mut CopyFrame, copy: Any) -> Result<()> {
         Target::Immutable(values) => values.push(copy),
         Target::Object(object, fields) => {
             let index = frame.next - 1;
-            if !same_as(&frame.children[index], &copy) {
+            if !same_as(frame.children[index].as_raw(), copy.as_raw()) {
                 if let (Some(object), Some(field)) = (object.as_object_ref(), fields.get(index)) {
                     reflection::write_field(object, field, copy.as_view())?;
                 }
@@ -1115,8 +1096,14 @@ mod tests {
             panic!("the original is an Array");
         };
         assert!(!copy.as_object_ref().ptr_eq(original.as_object_ref()));
-        assert!(same_as(&copy.as_slice()[0], &text));
-        assert!(!same_as(&copy.as_slice()[1], &original.as_slice()[1]));
-        assert!(same_as(&copy.as_slice()[1], &copy.as_slice()[2]));
+        assert!(same_as(copy.as_slice()[0].as_raw(), text.as_raw()));
+        assert!(!same_as(
+            copy.as_slice()[1].as_raw(),
+            original.as_slice()[1].as_raw()
+        ));
+        assert!(same_as(
+            copy.as_slice()[1].as_raw(),
+            copy.as_slice()[2].as_raw()
+        ));
     }
 }

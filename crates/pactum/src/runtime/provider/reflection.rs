@@ -7,8 +7,11 @@ use pactum_sys::tvm_ffi::{
     TVMFFITypeIndex, field_flags,
 };
 
+use std::sync::{Mutex, MutexGuard};
+
 use super::types;
 use crate::any::{Any, AnyView};
+use crate::containers::hash::raw_words;
 use crate::error::{Error, ErrorKind, Result};
 use crate::function::Function;
 use crate::object::{ObjectRef, TypeInfo, type_key_of};
@@ -33,6 +36,32 @@ pub(crate) fn fields_of(type_index: i32) -> Vec<&'static TVMFFIFieldInfo> {
         fields.extend(unsafe { std::slice::from_raw_parts(raw.fields, raw.num_fields as usize) });
     }
     fields
+}
+
+/// The field record named `name` of `type_index` or one of its ancestors.
+pub(crate) fn field_named(type_index: i32, name: &str) -> Result<&'static TVMFFIFieldInfo> {
+    fields_of(type_index)
+        .into_iter()
+        .find(|field| field_name(field) == name)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::ATTRIBUTE_ERROR,
+                format!(
+                    "type {} has no field `{name}`",
+                    crate::object::type_key_of(type_index)
+                ),
+            )
+        })
+}
+
+/// Reads field `name` of `object`.
+pub(crate) fn read_named(object: &ObjectRef, name: &str) -> Result<Any> {
+    read_field(object, field_named(object.type_index(), name)?)
+}
+
+/// Writes `value` into field `name` of `object`.
+pub(crate) fn write_named(object: &ObjectRef, name: &str, value: &AnyView<'_>) -> Result<()> {
+    write_field(object, field_named(object.type_index(), name)?, value)
 }
 
 /// A field's name.
@@ -164,6 +193,29 @@ pub(crate) fn write_field(
         return Err(Error::take_raised_after_failure("a reflected field setter"));
     }
     Ok(())
+}
+
+/// The address of an object, its identity in a walk.
+pub(crate) fn address(object: &ObjectRef) -> usize {
+    object.as_raw() as usize
+}
+
+/// The type key hash the runtime recorded for `type_index` (0 for an unknown index).
+pub(crate) fn type_key_hash(type_index: i32) -> u64 {
+    TypeInfo::of(type_index).map_or(0, |info| info.as_raw().type_key_hash)
+}
+
+/// Whether two values are the same value (same kind and payload: the same object, or equal
+/// plain values), as the official `same_as`.
+pub(crate) fn same_as(lhs: &TVMFFIAny, rhs: &TVMFFIAny) -> bool {
+    raw_words(lhs) == raw_words(rhs)
+}
+
+/// A walk's lock, taken whether or not a panic poisoned it.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The value of type attribute `name` for `type_index`, if one is registered (not None).

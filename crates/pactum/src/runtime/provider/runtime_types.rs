@@ -9,6 +9,8 @@ use core::ffi::c_int;
 use pactum_sys::tvm_ffi::{TVMFFIObjectHandle, TVMFFITypeIndex, field_flags};
 
 use super::dataclass::{RuntimeField, Storage, new_layout_object};
+use super::registry::BuiltinGlobal;
+use super::{access_path, structural_globals};
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::Callback};
 use crate::containers::{Dict, List};
@@ -35,7 +37,28 @@ pub(crate) struct Reflection {
     /// Registers a `__ffi_convert__` accepting the type's instances.
     pub(crate) converts_instances: bool,
     pub(crate) creator: unsafe extern "C" fn(*mut TVMFFIObjectHandle) -> c_int,
+    /// The methods and type attributes the official runtime gives the type besides.
+    pub(crate) extras: Option<fn() -> TypeExtras>,
 }
+
+/// A method of a runtime type: its name, whether it is static, and the typed function (whose
+/// metadata is the method's).
+pub(crate) struct RuntimeMethod {
+    pub(crate) name: &'static str,
+    pub(crate) is_static: bool,
+    pub(crate) global: BuiltinGlobal,
+}
+
+/// The methods and type attributes of a runtime type.
+pub(crate) struct TypeExtras {
+    pub(crate) methods: Vec<RuntimeMethod>,
+    pub(crate) attrs: Vec<(&'static str, Any)>,
+}
+
+/// Positions in [`RUNTIME_TYPES`] of the types other modules make objects of.
+pub(crate) const ACCESS_STEP_TYPE: usize = 4;
+pub(crate) const ACCESS_PATH_TYPE: usize = 5;
+pub(crate) const STRUCTURAL_KEY_TYPE: usize = 9;
 
 const INT: i32 = TVMFFITypeIndex::INT.0;
 const ANY: i32 = TVMFFITypeIndex::ANY.0;
@@ -111,6 +134,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: true,
             converts_instances: false,
             creator: create::<0>,
+            extras: None,
         }),
     },
     RuntimeType {
@@ -135,6 +159,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: false,
             creator: create::<1>,
+            extras: None,
         }),
     },
     RuntimeType {
@@ -156,6 +181,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: true,
             creator: create::<2>,
+            extras: None,
         }),
     },
     RuntimeType {
@@ -177,6 +203,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: true,
             creator: create::<3>,
+            extras: None,
         }),
     },
     RuntimeType {
@@ -193,6 +220,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: false,
             creator: create::<4>,
+            extras: Some(access_path::access_step_extras),
         }),
     },
     RuntimeType {
@@ -226,6 +254,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: false,
             creator: create::<5>,
+            extras: Some(access_path::access_path_extras),
         }),
     },
     RuntimeType {
@@ -257,6 +286,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: false,
             creator: create::<9>,
+            extras: Some(structural_globals::structural_key_extras),
         }),
     },
 ];
@@ -317,4 +347,22 @@ pub(crate) fn init_without_arguments(n: usize) -> Function {
         }
         new_runtime_object(n).map(Any::from_object_ref)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_name_their_types() {
+        assert_eq!(
+            RUNTIME_TYPES[ACCESS_STEP_TYPE].key,
+            "ffi.reflection.AccessStep"
+        );
+        assert_eq!(
+            RUNTIME_TYPES[ACCESS_PATH_TYPE].key,
+            "ffi.reflection.AccessPath"
+        );
+        assert_eq!(RUNTIME_TYPES[STRUCTURAL_KEY_TYPE].key, "ffi.StructuralKey");
+    }
 }

@@ -124,24 +124,23 @@ impl TypeTable {
                 .alloc(key.as_bytes(), index, depth, 0, can_overflow, parent)
                 .expect("static type table");
         }
-        let object_metadata = TVMFFITypeMetadata {
-            doc: empty(),
-            creator: None,
-            total_size: 24,
-            structural_eq_hash_kind: TVMFFISEqHashKind(0),
-        };
-        table
-            .set_metadata(TVMFFITypeIndex::OBJECT.0, &object_metadata)
-            .expect("object metadata");
-        let big_int_metadata = TVMFFITypeMetadata {
-            doc: empty(),
-            creator: None,
-            total_size: 32,
-            structural_eq_hash_kind: TVMFFISEqHashKind(0),
-        };
-        table
-            .set_metadata(TVMFFITypeIndex::BIG_INT.0, &big_int_metadata)
-            .expect("bigint metadata");
+        // The static types the official runtime gives metadata (and so a structural kind, none
+        // of them supported), with the size of their objects there.
+        for (index, total_size) in [
+            (TVMFFITypeIndex::OBJECT, 24),
+            (TVMFFITypeIndex::MODULE, 48),
+            (TVMFFITypeIndex::BIG_INT, 32),
+        ] {
+            let metadata = TVMFFITypeMetadata {
+                doc: empty(),
+                creator: None,
+                total_size,
+                structural_eq_hash_kind: TVMFFISEqHashKind(0),
+            };
+            table
+                .set_metadata(index.0, &metadata)
+                .expect("static type metadata");
+        }
         for name in PRECREATED_COLUMNS {
             table.column(name.as_bytes());
         }
@@ -212,6 +211,28 @@ impl TypeTable {
             b"__ffi_shallow_copy__",
             Any::from(dataclass::shallow_copy_function(total_size)),
         )?;
+        if let Some(extras) = reflection.extras {
+            let extras = extras();
+            for method in extras.methods {
+                self.register_method(
+                    index,
+                    &TVMFFIMethodInfo {
+                        name: permanent_bytes(method.name.as_bytes()),
+                        doc: empty(),
+                        metadata: permanent_bytes(method.global.metadata.as_bytes()),
+                        flags: if method.is_static {
+                            field_flags::IS_STATIC_METHOD
+                        } else {
+                            0
+                        },
+                        method: *Any::from(method.global.function).as_raw(),
+                    },
+                )?;
+            }
+            for (name, value) in extras.attrs {
+                self.set_attr(index, name.as_bytes(), value)?;
+            }
+        }
         if reflection.converts_instances {
             let converter = conversions::instance_converter(index, ty.key);
             self.set_attr(index, b"__ffi_convert__", converter)?;
@@ -803,20 +824,23 @@ fn big_int_hooks() -> (Any, Any) {
             Ok(Any::from(equal).into_raw())
         })
     }
-    let pointer = |f: *mut core::ffi::c_void| {
-        // SAFETY: an OpaquePtr value owns nothing.
-        unsafe {
-            Any::from_raw(TVMFFIAny {
-                type_index: TVMFFITypeIndex::OPAQUE_PTR.0,
-                small_str_len: 0,
-                value: TVMFFIAnyValue { v_ptr: f },
-            })
-        }
-    };
     (
-        pointer(big_int_hash as *mut core::ffi::c_void),
-        pointer(big_int_equal as *mut core::ffi::c_void),
+        native_hook(big_int_hash as *mut core::ffi::c_void),
+        native_hook(big_int_equal as *mut core::ffi::c_void),
     )
+}
+
+/// A native function pointer as the OpaquePtr value a type attribute column stores for a
+/// native hook (`__any_hash__`, `__any_equal__`).
+pub(crate) fn native_hook(function: *mut core::ffi::c_void) -> Any {
+    // SAFETY: an OpaquePtr value owns nothing.
+    unsafe {
+        Any::from_raw(TVMFFIAny {
+            type_index: TVMFFITypeIndex::OPAQUE_PTR.0,
+            small_str_len: 0,
+            value: TVMFFIAnyValue { v_ptr: function },
+        })
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
-//! The official `ffi.*` globals pactum's runtime does not implement yet: structural equality,
-//! hashing and mutation, and structural visiting. Each is registered, so hosts that bind every
-//! global by name at start-up (the official Python package binds all of them when `tvm_ffi` is
-//! imported) load, and calling one raises `NotImplementedError` naming it: never a wrong answer.
+//! The official `ffi.*` globals pactum's runtime does not implement yet: structural visiting
+//! and mutation. Each is registered, so hosts that bind every global by name at start-up (the
+//! official Python package binds all of them when `tvm_ffi` is imported) load, and calling one
+//! raises `NotImplementedError` naming it: never a wrong answer.
 
 use super::builtin::packed;
 use super::registry::BuiltinGlobal;
@@ -9,11 +9,6 @@ use crate::error::{Error, ErrorKind};
 
 /// The names, as the official runtime (apache-tvm-ffi 0.1.15.post2) registers them.
 pub(crate) const UNSUPPORTED: &[&str] = &[
-    "ffi.GetFirstStructuralMismatch",
-    "ffi.StructuralEqual",
-    "ffi.StructuralHash",
-    "ffi.StructuralKey",
-    "ffi.StructuralKeyEqual",
     "ffi.StructuralMap",
     "ffi.StructuralMutate",
     "ffi.StructuralMutatorDefRegionKind",
