@@ -14,7 +14,10 @@ use pactum_sys::tvm_ffi::{
 use super::args::{SafeCallFn, arg_bytes, arg_ref, byte_array_bytes, out_ptr};
 use super::builtin::{BOOL, FUNCTION, STR, VOID_PTR, index_error, typed};
 use super::registry::{self, BuiltinGlobal, Registry};
-use super::{dataclass, module_globals, repr_globals, unsupported_globals, value_globals};
+use super::{
+    dataclass, module_globals, repr_globals, structural_mutate, structural_visit,
+    unsupported_globals, value_globals, visit_error_context,
+};
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::CApi};
 use crate::error::{Error, ErrorKind};
@@ -278,6 +281,9 @@ fn builtin_globals() -> Vec<BuiltinGlobal> {
     globals.extend(module_globals::module_globals());
     globals.extend(repr_globals::repr_globals());
     globals.extend(dataclass::dataclass_globals());
+    globals.extend(structural_visit::visit_globals());
+    globals.extend(structural_mutate::mutate_globals());
+    globals.extend(visit_error_context::visit_error_context_globals());
     globals.extend(unsupported_globals::unsupported_globals());
     globals
 }

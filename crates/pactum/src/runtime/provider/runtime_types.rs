@@ -34,7 +34,8 @@ pub(crate) struct Reflection {
     pub(crate) init_without_arguments: bool,
     /// Registers a `__ffi_convert__` accepting the type's instances.
     pub(crate) converts_instances: bool,
-    pub(crate) creator: unsafe extern "C" fn(*mut TVMFFIObjectHandle) -> c_int,
+    /// The metadata creator (also enabling `__ffi_new__`); the traversal objects have none.
+    pub(crate) creator: Option<unsafe extern "C" fn(*mut TVMFFIObjectHandle) -> c_int>,
 }
 
 const INT: i32 = TVMFFITypeIndex::INT.0;
@@ -110,7 +111,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: true,
             converts_instances: false,
-            creator: create::<0>,
+            creator: Some(create::<0>),
         }),
     },
     RuntimeType {
@@ -134,7 +135,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             converts_instances: false,
-            creator: create::<1>,
+            creator: Some(create::<1>),
         }),
     },
     RuntimeType {
@@ -155,7 +156,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             )],
             init_without_arguments: false,
             converts_instances: true,
-            creator: create::<2>,
+            creator: Some(create::<2>),
         }),
     },
     RuntimeType {
@@ -176,7 +177,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             )],
             init_without_arguments: false,
             converts_instances: true,
-            creator: create::<3>,
+            creator: Some(create::<3>),
         }),
     },
     RuntimeType {
@@ -192,7 +193,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             converts_instances: false,
-            creator: create::<4>,
+            creator: Some(create::<4>),
         }),
     },
     RuntimeType {
@@ -225,23 +226,50 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             converts_instances: false,
-            creator: create::<5>,
+            creator: Some(create::<5>),
         }),
     },
     RuntimeType {
         key: "ffi.StructuralVisitor",
         parent: "ffi.Object",
-        reflection: None,
+        reflection: Some(TRAVERSAL),
     },
     RuntimeType {
         key: "ffi.VisitErrorContext",
         parent: "ffi.Object",
-        reflection: None,
+        reflection: Some(Reflection {
+            total_size: TRAVERSAL_SIZE,
+            structural_kind: 0,
+            is_final: true,
+            fields: &[
+                field(
+                    "reverse_visit_pattern",
+                    "",
+                    r#"{"type":"ffi.List","args":[{"type":"ffi.Object"}]}"#,
+                    24,
+                    Storage::Object,
+                    LIST,
+                    0,
+                ),
+                field(
+                    "prev_error_context",
+                    "",
+                    r#"{"type":"Optional","args":[{"type":"ffi.Object"}]}"#,
+                    32,
+                    Storage::Object,
+                    ANY,
+                    0,
+                ),
+            ],
+            init_without_arguments: false,
+            converts_instances: false,
+            creator: Some(create::<7>),
+        }),
     },
     RuntimeType {
         key: "ffi.StructuralMutator",
         parent: "ffi.Object",
-        reflection: None,
+        reflection: Some(TRAVERSAL),
     },
     RuntimeType {
         key: "ffi.StructuralKey",
@@ -256,10 +284,48 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             converts_instances: false,
-            creator: create::<9>,
+            creator: Some(create::<9>),
+        }),
+    },
+    // A static type (its index is fixed), given its reflection here.
+    RuntimeType {
+        key: "ffi.VisitInterrupt",
+        parent: "ffi.Object",
+        reflection: Some(Reflection {
+            total_size: TRAVERSAL_SIZE,
+            structural_kind: 0,
+            is_final: true,
+            fields: &[field(
+                "value",
+                "",
+                ANY_SCHEMA,
+                24,
+                Storage::Any,
+                ANY,
+                field_flags::HAS_DEFAULT,
+            )],
+            init_without_arguments: false,
+            converts_instances: false,
+            creator: Some(create::<10>),
         }),
     },
 ];
+
+/// The size of the traversal objects (header, vtable pointer, region kind) and of the
+/// objects the traversals make.
+const TRAVERSAL_SIZE: i32 = 40;
+
+/// The reflection of `ffi.StructuralVisitor` and `ffi.StructuralMutator`: no fields, no
+/// creator (only a traversal makes them).
+const TRAVERSAL: Reflection = Reflection {
+    total_size: TRAVERSAL_SIZE,
+    structural_kind: 0,
+    is_final: false,
+    fields: &[],
+    init_without_arguments: false,
+    converts_instances: false,
+    creator: None,
+};
 
 /// A new object of runtime type `N` as its default constructor makes it (an `EnumState`
 /// starts with empty containers; the others with zero/None fields).
@@ -279,6 +345,20 @@ pub(crate) fn new_runtime_object(n: usize) -> Result<ObjectRef> {
         }
     }
     Ok(object)
+}
+
+/// A new object of the runtime type `key`, as [`new_runtime_object`] makes it.
+pub(crate) fn new_runtime_object_of(key: &str) -> Result<ObjectRef> {
+    let n = RUNTIME_TYPES
+        .iter()
+        .position(|ty| ty.key == key)
+        .ok_or_else(|| {
+            crate::error::Error::new(
+                crate::error::ErrorKind::INTERNAL_ERROR,
+                format!("{key} is not one of the runtime's own types"),
+            )
+        })?;
+    new_runtime_object(n)
 }
 
 /// The metadata creator of runtime type `N`.

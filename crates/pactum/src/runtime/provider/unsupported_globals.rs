@@ -1,6 +1,5 @@
-//! The official `ffi.*` globals pactum's runtime does not implement yet: structural equality,
-//! hashing and mutation, JSON graph serialization, deep copy and the Python
-//! dataclass hooks. Each is registered, so hosts that bind every global by name at start-up (the
+//! The official `ffi.*` globals pactum's runtime does not implement yet: structural equality
+//! and hashing, JSON graph serialization, deep copy and the Python dataclass hooks. Each is registered, so hosts that bind every global by name at start-up (the
 //! official Python package binds all of them when `tvm_ffi` is imported) load, and calling one
 //! raises `NotImplementedError` naming it: never a wrong answer.
 //!
@@ -29,24 +28,8 @@ pub(crate) const UNSUPPORTED: &[&str] = &[
     "ffi.StructuralHash",
     "ffi.StructuralKey",
     "ffi.StructuralKeyEqual",
-    "ffi.StructuralMap",
-    "ffi.StructuralMutate",
-    "ffi.StructuralMutatorDefRegionKind",
-    "ffi.StructuralMutatorDefaultMutate",
-    "ffi.StructuralMutatorMutate",
-    "ffi.StructuralMutatorVarRemapGet",
-    "ffi.StructuralMutatorVarRemapSet",
-    "ffi.StructuralMutatorWithDefRegionKind",
-    "ffi.StructuralVisit",
-    "ffi.StructuralVisitorDefRegionKind",
-    "ffi.StructuralVisitorDefaultVisit",
-    "ffi.StructuralVisitorVisit",
-    "ffi.StructuralVisitorWithDefRegionKind",
-    "ffi.StructuralWalk",
     "ffi.ToJSONGraph",
     "ffi.ToJSONGraphString",
-    "ffi.VisitErrorContext.FindAccessPaths",
-    "ffi.VisitInterrupt",
     "ffi.json.Parse",
     "ffi.json.Stringify",
 ];
