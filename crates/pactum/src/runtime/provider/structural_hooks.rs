@@ -19,16 +19,68 @@ use crate::containers::{Array, Dict, List, Map};
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::ObjectRef;
 
-/// How deep one traversal may nest before it stops with a `RecursionError` (a cyclic graph,
-/// reachable through mutable containers, would otherwise recurse forever).
-pub(crate) const MAX_DEPTH: u32 = 2000;
+/// How deep one traversal may nest: it stops with a `RecursionError` beyond this depth, or
+/// earlier when less than [`STACK_RESERVE`] of the thread's stack is left (a cyclic graph,
+/// reachable through mutable containers, would otherwise recurse until the stack overflows).
+const MAX_DEPTH: u32 = 100_000;
 
-/// The error of a traversal nested deeper than [`MAX_DEPTH`].
-pub(crate) fn depth_error(what: &str) -> Error {
-    Error::new(
+/// The depth limit where the thread's stack bounds are unknown.
+const MAX_DEPTH_UNKNOWN_STACK: u32 = 256;
+
+/// The stack a traversal leaves for the callbacks and hooks it runs.
+const STACK_RESERVE: usize = 256 * 1024;
+
+/// The lowest address of the calling thread's stack, where the platform reports it.
+fn stack_floor() -> Option<usize> {
+    thread_local! {
+        static FLOOR: Cell<Option<Option<usize>>> = const { Cell::new(None) };
+    }
+    FLOOR.with(|floor| {
+        let known = floor.get().unwrap_or_else(query_stack_floor);
+        floor.set(Some(known));
+        known
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn query_stack_floor() -> Option<usize> {
+    let mut attr = core::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: on success pthread_getattr_np initialises `attr` for the calling thread.
+    if unsafe { libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    let mut address = core::ptr::null_mut();
+    let mut size = 0;
+    // SAFETY: `attr` was initialised above; the out pointers are valid locals.
+    let rc = unsafe { libc::pthread_attr_getstack(attr.as_ptr(), &mut address, &mut size) };
+    // SAFETY: `attr` was initialised above and is not used again.
+    unsafe { libc::pthread_attr_destroy(attr.as_mut_ptr()) };
+    (rc == 0 && !address.is_null()).then_some(address as usize)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn query_stack_floor() -> Option<usize> {
+    None
+}
+
+/// Whether a traversal at `depth` may go one level deeper: within [`MAX_DEPTH`] and with
+/// [`STACK_RESERVE`] of stack left; else the `RecursionError` naming `what`.
+pub(crate) fn check_depth(depth: u32, what: &str) -> Result<()> {
+    let marker = 0u8;
+    let here = core::hint::black_box(&marker) as *const u8 as usize;
+    let fits = match stack_floor() {
+        Some(floor) => depth < MAX_DEPTH && here.saturating_sub(floor) > STACK_RESERVE,
+        None => depth < MAX_DEPTH_UNKNOWN_STACK,
+    };
+    if fits {
+        return Ok(());
+    }
+    Err(Error::new(
         ErrorKind::custom("RecursionError"),
-        format!("{what} nested deeper than {MAX_DEPTH} values (is the graph cyclic?)"),
-    )
+        format!(
+            "{what} nested too deeply ({depth} levels, near the end of the thread's stack): is the graph cyclic?"
+        ),
+    ))
 }
 
 /// Counts the nesting of one traversal.
@@ -36,9 +88,7 @@ pub(crate) struct Depth<'a>(&'a Cell<u32>);
 
 impl<'a> Depth<'a> {
     pub(crate) fn enter(counter: &'a Cell<u32>, what: &str) -> Result<Depth<'a>> {
-        if counter.get() >= MAX_DEPTH {
-            return Err(depth_error(what));
-        }
+        check_depth(counter.get(), what)?;
         counter.set(counter.get() + 1);
         Ok(Depth(counter))
     }

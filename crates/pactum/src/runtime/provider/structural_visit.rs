@@ -471,3 +471,57 @@ fn run(engine: Engine, root: &AnyView<'_>) -> Result<Any> {
     let visitor = unsafe { Traversal::<VisitorVTable>::new(object.as_raw()) };
     interrupt_or_none(visitor.visit(root))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::any::{Any, AnyView};
+    use crate::containers::{Array, List};
+    use crate::function::Function;
+
+    fn global(name: &str) -> Function {
+        Function::get_global(name).unwrap_or_else(|| panic!("{name} is registered"))
+    }
+
+    /// A List holding itself: every traversal stops at the depth limit with a RecursionError
+    /// instead of overflowing the stack.
+    #[test]
+    fn cyclic_graphs_stop_at_the_depth_limit() {
+        let list = List::new();
+        list.push(Any::from(list.clone()));
+        list.push(Any::from(1i64));
+        let root = Any::from(list.clone());
+        let none = Any::from(Array::new([]));
+        let int_callback = Any::from(Array::new([
+            Any::from(1i64),
+            Any::from(Function::from_packed(|args: &[AnyView<'_>]| {
+                args[0].to_any()
+            })),
+        ]));
+        let callbacks = Any::from(Array::new([int_callback]));
+        let order = Any::from(1i64);
+        let calls = [
+            global("ffi.StructuralWalk").call(&[
+                *root.as_view(),
+                *none.as_view(),
+                *none.as_view(),
+                *order.as_view(),
+            ]),
+            global("ffi.StructuralMap").call(&[
+                *root.as_view(),
+                *callbacks.as_view(),
+                *none.as_view(),
+                *order.as_view(),
+            ]),
+        ];
+        list.clear();
+        for result in calls {
+            let error = result.expect_err("a cyclic graph cannot be traversed");
+            assert_eq!(error.kind(), "RecursionError");
+            assert!(
+                error.message().contains("nested too deeply"),
+                "{}",
+                error.message()
+            );
+        }
+    }
+}

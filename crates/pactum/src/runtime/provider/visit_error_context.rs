@@ -8,7 +8,7 @@ use super::builtin::{ACCESS_PATHS, BOOL, OBJECT, Ty, typed};
 use super::reflection::{field_name, fields_of, read_field, write_field};
 use super::registry::BuiltinGlobal;
 use super::runtime_types::new_runtime_object_of;
-use super::structural_hooks::{MAX_DEPTH, depth_error};
+use super::structural_hooks::check_depth;
 use crate::any::{Any, AnyView};
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::{Error, Result};
@@ -79,9 +79,7 @@ struct Finder {
 
 impl Finder {
     fn any(&mut self, value: Any) -> Result<()> {
-        if self.depth >= MAX_DEPTH {
-            return Err(depth_error("FindAccessPaths"));
-        }
+        check_depth(self.depth, "FindAccessPaths")?;
         self.depth += 1;
         let result = self.any_at_depth(value);
         self.depth -= 1;
