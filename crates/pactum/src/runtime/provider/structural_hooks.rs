@@ -10,6 +10,7 @@
 
 use core::cell::Cell;
 use core::ffi::c_void;
+use core::sync::atomic::{AtomicU32, Ordering};
 
 use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIObject, TVMFFITypeIndex, def_region_kind};
 
@@ -83,20 +84,21 @@ pub(crate) fn check_depth(depth: u32, what: &str) -> Result<()> {
     ))
 }
 
-/// Counts the nesting of one traversal.
-pub(crate) struct Depth<'a>(&'a Cell<u32>);
+/// Counts the nesting of one traversal (atomically: a traversal object may be reached from
+/// several threads, though sharing one between overlapping traversals is meaningless).
+pub(crate) struct Depth<'a>(&'a AtomicU32);
 
 impl<'a> Depth<'a> {
-    pub(crate) fn enter(counter: &'a Cell<u32>, what: &str) -> Result<Depth<'a>> {
-        check_depth(counter.get(), what)?;
-        counter.set(counter.get() + 1);
+    pub(crate) fn enter(counter: &'a AtomicU32, what: &str) -> Result<Depth<'a>> {
+        check_depth(counter.load(Ordering::Relaxed), what)?;
+        counter.fetch_add(1, Ordering::Relaxed);
         Ok(Depth(counter))
     }
 }
 
 impl Drop for Depth<'_> {
     fn drop(&mut self) {
-        self.0.set(self.0.get() - 1);
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -10,8 +10,9 @@
 //! DAG nodes are rewritten once: the result is recorded in the mutator's variable remap and
 //! reused for every later occurrence.
 
-use core::cell::{Cell, RefCell};
+use core::sync::atomic::AtomicU32;
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use pactum_sys::tvm_ffi::{
     TVMFFIAny, TVMFFIObject, TVMFFISEqHashKind, TVMFFITypeIndex, def_region_kind, field_flags,
@@ -54,8 +55,8 @@ enum Engine {
 #[repr(C)]
 struct MutatorBody {
     head: TraversalHead<MutatorVTable>,
-    depth: Cell<u32>,
-    remap: RefCell<HashMap<usize, (ObjectRef, Option<Any>)>>,
+    depth: AtomicU32,
+    remap: Mutex<HashMap<usize, (ObjectRef, Option<Any>)>>,
     engine: Engine,
 }
 
@@ -65,6 +66,12 @@ static ENGINE_VTABLE: MutatorVTable = MutatorVTable {
     var_remap_get: engine_remap_get,
     var_remap_set: engine_remap_set,
 };
+
+impl MutatorBody {
+    fn remap(&self) -> MutexGuard<'_, HashMap<usize, (ObjectRef, Option<Any>)>> {
+        self.remap.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 /// # Safety
 /// `mutator` must be a live object made by [`new_mutator`].
@@ -107,7 +114,7 @@ unsafe extern "C" fn engine_remap_get(mutator: *mut TVMFFIObject, var: TVMFFIAny
         let (body, var) = unsafe { (body(mutator), AnyView::from_raw(var)) };
         let key = remap_key(&var)?;
         // A miss is None; a hit recorded as unchanged is the unchanged marker.
-        Ok(match body.remap.borrow().get(&(key.as_raw() as usize)) {
+        Ok(match body.remap().get(&(key.as_raw() as usize)) {
             None => Some(Any::none()),
             Some((_, value)) => value.clone(),
         })
@@ -130,9 +137,9 @@ unsafe extern "C" fn engine_remap_set(
         };
         let key = remap_key(&var)?;
         let value = decode_mutation(mapped.to_any()?.into_raw())?;
-        body.remap
-            .borrow_mut()
-            .insert(key.as_raw() as usize, (key, value));
+        let replaced = body.remap().insert(key.as_raw() as usize, (key, value));
+        // Released outside the lock: a deleter may run anything.
+        drop(replaced);
         // None, not the unchanged marker, is the success result of a set.
         Ok(Some(Any::none()))
     })
@@ -145,8 +152,8 @@ fn new_mutator(engine: Engine) -> Result<ObjectRef> {
             vtable: &ENGINE_VTABLE,
             region: core::cell::UnsafeCell::new(def_region_kind::NONE),
         },
-        depth: Cell::new(0),
-        remap: RefCell::new(HashMap::new()),
+        depth: AtomicU32::new(0),
+        remap: Mutex::new(HashMap::new()),
         engine,
     };
     let object = new_object_box(type_index_of_key("ffi.StructuralMutator")?, body);

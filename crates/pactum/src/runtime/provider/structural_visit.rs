@@ -8,7 +8,7 @@
 //! region their flags name), unless its type registers an `__s_visit__` hook. None is never
 //! visited. An error leaving a visited object names it in the error's `ffi.VisitErrorContext`.
 
-use core::cell::Cell;
+use core::sync::atomic::AtomicU32;
 
 use pactum_sys::tvm_ffi::{
     TVMFFIAny, TVMFFIObject, TVMFFISEqHashKind, TVMFFITypeIndex, def_region_kind, field_flags,
@@ -157,7 +157,7 @@ enum Engine {
 #[repr(C)]
 struct VisitorBody {
     head: TraversalHead<VisitorVTable>,
-    depth: Cell<u32>,
+    depth: AtomicU32,
     engine: Engine,
 }
 
@@ -172,7 +172,7 @@ fn new_visitor(engine: Engine) -> Result<ObjectRef> {
             vtable: &ENGINE_VTABLE,
             region: core::cell::UnsafeCell::new(def_region_kind::NONE),
         },
-        depth: Cell::new(0),
+        depth: AtomicU32::new(0),
         engine,
     };
     let object = new_object_box(type_index_of_key("ffi.StructuralVisitor")?, body);
