@@ -534,3 +534,46 @@ def test_mutator_methods():
 
     assert structural_mutate(prog, (Let, probe)).same_as(prog)
     assert log == [None, 5, 6, 0, 2, 1]
+
+
+@py_class("visit_tests.Hooked")
+class Hooked(tvm_ffi.Object):
+    a: Any = None
+    b: Any = None
+
+    @staticmethod
+    def __s_visit__(visitor, value):
+        return visitor.visit(value.b)
+
+    @staticmethod
+    def __s_mutate__(mutator, value):
+        return Hooked(value.a, mutator.mutate(value.b))
+
+
+def test_python_hooks_and_edge_results():
+    hooked = Hooked(1, [2, 3])
+    out = []
+    assert structural_walk(hooked, (int, lambda v: out.append(v))) is None
+    assert out == [2, 3]
+    mapped = structural_map(hooked, (int, lambda v: v * 10))
+    assert mapped.a == 1 and list(mapped.b) == [20, 30]
+    # A walk result is read as a 32-bit tag: 2**32 + 1 is the skip tag.
+    for result, want in ((2**32 + 1, ["(1, (2,))"]), (-(2**31), ["(1, (2,))", "1", "(2,)", "2"])):
+        out = []
+        structural_walk([1, [2]], lambda v, r=result: (out.append(str(v)), r)[1], order="pre")
+        assert out == want
+    with pytest.raises(TypeError, match="expected WalkResult, but got float"):
+        structural_walk([1], lambda v: 1.0, order="pre")
+    with pytest.raises(RuntimeError) as info:
+        structural_map([1, 2], (int, lambda v: 1 / 0))
+    assert repr(info.value.__tvm_ffi_error__.extra_context) == (
+        "ffi.VisitErrorContext(reverse_visit_pattern=[(1, 2)], prev_error_context=None)"
+    )
+    assert structural_map(5, (int, lambda v: v + 1)) == 6
+    assert structural_map(None, (int, lambda v: v + 1)) is None
+    assert structural_walk(None, lambda v: pytest.fail("None is not visited")) is None
+    assert structural_map("abc", (str, lambda v: v + "!")) == "abc!"
+    assert structural_mutate("abc", lambda v, m: m.default_mutate(v)) == "abc"
+    assert structural_mutate(None, lambda v, m: 7) == 7
+    assert structural_map(None, lambda v: 7) == 7
+    assert structural_map(None, lambda v: 7, order="pre") == 7
