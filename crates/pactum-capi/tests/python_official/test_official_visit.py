@@ -577,3 +577,17 @@ def test_python_hooks_and_edge_results():
     assert structural_mutate(None, lambda v, m: 7) == 7
     assert structural_map(None, lambda v: 7) == 7
     assert structural_map(None, lambda v: 7, order="pre") == 7
+
+
+def test_map_cxx_objects():
+    pair = tvm_ffi.testing.TestIntPair(1, 2)
+    result = structural_map(pair, (int, lambda v: v + 10))
+    assert type(result) is tvm_ffi.testing.TestIntPair
+    assert (result.a, result.b, pair.a, pair.b) == (11, 12, 1, 2)
+    out = []
+    structural_walk(pair, lambda v: out.append(str(v)))
+    assert out == ["1", "2", "testing.TestIntPair(a=1, b=2)"]
+    value = tvm_ffi.testing.TestNonCopyable(1)
+    with pytest.raises(TypeError, match="^__ffi_shallow_copy__ must be an ffi.Function$") as info:
+        structural_map(value, (int, lambda v: v + 1))
+    assert info.value.__tvm_ffi_error__.extra_context.reverse_visit_pattern[0].same_as(value)
