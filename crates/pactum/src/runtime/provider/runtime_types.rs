@@ -1,8 +1,10 @@
 //! The reflected types the official runtime defines for itself at start-up, with the same
 //! fields (names, offsets, storage, flags, docs, schemas), metadata and type attributes, so
 //! hosts read and build them as they would on the official library: `ffi.EnumState` and the
-//! enum bases the Python package's enums are built on, and the access-path and structural-key
-//! objects. Their objects are layout objects (`dataclass.rs`).
+//! enum bases the Python package's enums are built on, the access-path and structural-key
+//! objects, the structural visitor and mutator (whose objects only the traversals make), the
+//! visit error context and the visit interrupt. Their objects are layout objects
+//! (`dataclass.rs`).
 
 use core::ffi::c_int;
 
@@ -71,7 +73,8 @@ const INT_DOC: &str = "Canonical integer index.";
 const STR_DOC: &str = "Canonical string index.";
 const HIDDEN_INDEX: i64 = field_flags::INIT_OFF | field_flags::SEQ_HASH_IGNORE;
 
-/// The official start-up order, which fixes their indices (128..=137).
+/// The official start-up order, which fixes the indices of the dynamic ones (128..=137); the
+/// static `ffi.VisitInterrupt` (index 77) comes last, only for its reflection.
 pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
     RuntimeType {
         key: "ffi.EnumState",
