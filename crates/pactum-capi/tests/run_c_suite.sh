@@ -118,19 +118,21 @@ if compile stable_abi_load "$CC" "${CFLAGS_COMMON[@]}" -fvisibility=hidden \
   PROGRAMS+=("stable_abi_load|$BUILD/stable_abi_load|$BUILD/add_one_cpu.so")
 fi
 
-if compile cpp_interop "$CXX" "${CXXFLAGS_COMMON[@]}" "$HERE/cpp/interop.cc" \
-  -o "$BUILD/cpp_interop" "${LINK_EXE[@]}"; then
-  # The replacement library exports only the C API: the program must not
-  # import any non-C symbol that libtvm_ffi.so defines.
-  nm -D --defined-only "$LIBDIR/libtvm_ffi.so" | awk '{print $NF}' | sort -u >"$BUILD/lib.defined"
-  nm -D --undefined-only "$BUILD/cpp_interop" | awk '{print $NF}' | sed 's/@.*//' | sort -u \
-    >"$BUILD/interop.undefined"
-  bad="$(comm -12 "$BUILD/lib.defined" "$BUILD/interop.undefined" | grep -v '^TVMFFI' || true)"
-  if [ -n "$bad" ]; then
-    fail "cpp_interop imports non-C symbols that libtvm_ffi.so defines: $bad"
+# The replacement library exports only the C API: a C++ program must not import
+# any non-C symbol that libtvm_ffi.so defines.
+nm -D --defined-only "$LIBDIR/libtvm_ffi.so" | awk '{print $NF}' | sort -u >"$BUILD/lib.defined"
+for cpp in interop structural; do
+  if compile "cpp_$cpp" "$CXX" "${CXXFLAGS_COMMON[@]}" "$HERE/cpp/$cpp.cc" \
+    -o "$BUILD/cpp_$cpp" "${LINK_EXE[@]}"; then
+    nm -D --undefined-only "$BUILD/cpp_$cpp" | awk '{print $NF}' | sed 's/@.*//' | sort -u \
+      >"$BUILD/$cpp.undefined"
+    bad="$(comm -12 "$BUILD/lib.defined" "$BUILD/$cpp.undefined" | grep -v '^TVMFFI' || true)"
+    if [ -n "$bad" ]; then
+      fail "cpp_$cpp imports non-C symbols that libtvm_ffi.so defines: $bad"
+    fi
+    PROGRAMS+=("cpp_$cpp|$BUILD/cpp_$cpp")
   fi
-  PROGRAMS+=("cpp_interop|$BUILD/cpp_interop")
-fi
+done
 
 # --------------------------------------------------------------------- run
 for entry in "${PROGRAMS[@]}"; do
