@@ -74,7 +74,7 @@ pub(crate) fn callbacks(a: &Args<'_>, index: usize, with_mode: bool) -> Result<V
 /// Whether a callback registered for `target` applies to a value of `actual` (the official
 /// `RuntimeTypeIndexMatch`): Any matches everything, `str`/`bytes` their small forms, an object
 /// type its subtypes.
-pub(crate) fn callback_matches(actual: i32, target: i32) -> bool {
+fn callback_matches(actual: i32, target: i32) -> bool {
     match TVMFFITypeIndex(target) {
         TVMFFITypeIndex::ANY => true,
         TVMFFITypeIndex::STR if actual == TVMFFITypeIndex::SMALL_STR.0 => true,
@@ -97,7 +97,7 @@ pub(crate) fn first_match<'c>(
 }
 
 /// The official `CallExpected` message for a callback result of the wrong type.
-pub(crate) fn result_mismatch(expected: &str, got: &Any) -> Error {
+fn result_mismatch(expected: &str, got: &Any) -> Error {
     Error::new(
         ErrorKind::TYPE_ERROR,
         format!(
@@ -292,7 +292,7 @@ fn default_visit(visitor: Traversal<VisitorVTable>, value: &AnyView<'_>) -> Flow
 }
 
 /// Whether objects of `type_index` are free variables (`kTVMFFISEqHashKindFreeVar`).
-pub(crate) fn is_free_var(type_index: i32) -> bool {
+fn is_free_var(type_index: i32) -> bool {
     structural_kind(type_index) == TVMFFISEqHashKind::FREE_VAR
 }
 
@@ -369,7 +369,7 @@ fn visitor_arg(a: &Args<'_>) -> Result<(ObjectRef, Traversal<VisitorVTable>)> {
 }
 
 /// The definition-region kind argument `index` (an integer of `TVMFFIDefRegionKind`).
-pub(crate) fn region_arg(a: &Args<'_>, index: usize) -> Result<i32> {
+fn region_arg(a: &Args<'_>, index: usize) -> Result<i32> {
     let kind = a.get::<i64>(index)?;
     i32::try_from(kind).map_err(|_| a.mismatch(index))
 }
