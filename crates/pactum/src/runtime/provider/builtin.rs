@@ -18,6 +18,13 @@ pub(crate) struct Ty {
     schema: &'static str,
 }
 
+impl Ty {
+    /// A type named `text` in signatures, with schema JSON `schema`.
+    pub(crate) const fn new(text: &'static str, schema: &'static str) -> Ty {
+        Ty { text, schema }
+    }
+}
+
 macro_rules! ty {
     ($name:ident, $text:literal, $schema:literal) => {
         pub(crate) const $name: Ty = Ty {
@@ -97,6 +104,29 @@ ty!(
     r#"{"type":"Optional","args":[{"type":"ffi.Function"}]}"#
 );
 
+ty!(ANY_VIEW, "AnyView", r#"{"type":"Any"}"#);
+ty!(
+    CALLBACKS,
+    "Array<Tuple<int, ffi.Function>>",
+    r#"{"type":"ffi.Array","args":[{"type":"Tuple","args":[{"type":"int"},{"type":"ffi.Function"}]}]}"#
+);
+ty!(
+    CALLBACKS_WITH_MODE,
+    "Array<Tuple<int, ffi.Function, bool>>",
+    r#"{"type":"ffi.Array","args":[{"type":"Tuple","args":[{"type":"int"},{"type":"ffi.Function"},{"type":"bool"}]}]}"#
+);
+ty!(
+    OPTIONAL_INTERRUPT,
+    "Optional<ffi.VisitInterrupt>",
+    r#"{"type":"Optional","args":[{"type":"ffi.VisitInterrupt"}]}"#
+);
+ty!(
+    ACCESS_PATHS,
+    "Array<ffi.reflection.AccessPath>",
+    r#"{"type":"ffi.Array","args":[{"type":"ffi.reflection.AccessPath"}]}"#
+);
+ty!(VOID, "void", r#"{"type":"None"}"#);
+
 /// The metadata of packed (untyped) globals.
 const PACKED_METADATA: &str = r#"{"type_schema":"{\"type\":\"ffi.Function\"}"}"#;
 
@@ -136,14 +166,19 @@ impl<'a> Args<'a> {
             .ok_or_else(|| self.mismatch(index))
     }
 
-    fn mismatch(&self, index: usize) -> Error {
+    /// The official `TypeError` for argument `index` not being of its declared type.
+    pub(crate) fn mismatch(&self, index: usize) -> Error {
+        self.mismatch_detail(index, &type_key_of(self.values[index].type_index()))
+    }
+
+    /// The official `TypeError` for argument `index`, describing what was passed as `got`
+    /// (for a container, the official `Array[index 0: int]` form naming the bad element).
+    pub(crate) fn mismatch_detail(&self, index: usize, got: &str) -> Error {
         Error::new(
             ErrorKind::TYPE_ERROR,
             format!(
-                "Mismatched type on argument #{index} when calling: `{}`. Expected `{}` but got `{}`",
-                self.signature,
-                self.params[index].text,
-                type_key_of(self.values[index].type_index())
+                "Mismatched type on argument #{index} when calling: `{}`. Expected `{}` but got `{got}`",
+                self.signature, self.params[index].text,
             ),
         )
     }

@@ -16,7 +16,8 @@ use super::builtin::{BOOL, FUNCTION, STR, VOID_PTR, index_error, typed};
 use super::registry::{self, BuiltinGlobal, Registry};
 use super::{
     dataclass, json_globals, module_globals, recursive_globals, repr_globals,
-    serialization_globals, structural_globals, unsupported_globals, value_globals,
+    serialization_globals, structural_globals, structural_mutate, structural_visit, value_globals,
+    visit_error_context,
 };
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::CApi};
@@ -285,7 +286,9 @@ fn builtin_globals() -> Vec<BuiltinGlobal> {
     globals.extend(json_globals::json_globals());
     globals.extend(serialization_globals::serialization_globals());
     globals.extend(structural_globals::structural_globals());
-    globals.extend(unsupported_globals::unsupported_globals());
+    globals.extend(structural_visit::visit_globals());
+    globals.extend(structural_mutate::mutate_globals());
+    globals.extend(visit_error_context::visit_error_context_globals());
     globals
 }
 

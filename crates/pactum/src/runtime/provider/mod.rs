@@ -9,11 +9,12 @@
 // Layers, each using only those above it (`scripts/import_rings.py` finds no ring here):
 // - arguments: `args`;
 // - storage and values, with their C functions: `errors`, `objects`, `values`, `types`,
-//   `tensors`, and the function registry's storage, `registry`;
+//   `tensors`, and the function registry's storage, `registry`; the traversal ABI and the
+//   built-in types' structural hooks `types` registers, `structural_hooks`;
 // - declaring built-in globals: `builtin`; library modules: `modules`;
 // - the built-in `ffi.*` globals: `value_globals`, `module_globals`, `repr_globals`,
-//   `json_globals`, `serialization_globals`, and the official ones
-//   pactum does not implement yet, `unsupported_globals`;
+//   `dataclass`, `recursive_globals`, `json_globals`, `serialization_globals`,
+//   `structural_globals`, `visit_error_context`, `structural_visit`, `structural_mutate`;
 // - the C functions that reach the layers below: `functions` (which fills the registry with
 //   every built-in global) and `env`.
 mod access_path;
@@ -36,11 +37,14 @@ mod repr_globals;
 mod runtime_types;
 mod serialization_globals;
 mod structural_globals;
+mod structural_hooks;
+mod structural_mutate;
+mod structural_visit;
 mod tensors;
 mod types;
-mod unsupported_globals;
 mod value_globals;
 mod values;
+mod visit_error_context;
 
 use pactum_sys::TVMFFICApi;
 

@@ -1,8 +1,10 @@
 //! The reflected types the official runtime defines for itself at start-up, with the same
 //! fields (names, offsets, storage, flags, docs, schemas), metadata and type attributes, so
 //! hosts read and build them as they would on the official library: `ffi.EnumState` and the
-//! enum bases the Python package's enums are built on, and the access-path and structural-key
-//! objects. Their objects are layout objects (`dataclass.rs`).
+//! enum bases the Python package's enums are built on, the access-path and structural-key
+//! objects, the structural visitor and mutator (whose objects only the traversals make), the
+//! visit error context and the visit interrupt. Their objects are layout objects
+//! (`dataclass.rs`).
 
 use core::ffi::c_int;
 
@@ -36,7 +38,8 @@ pub(crate) struct Reflection {
     pub(crate) init_without_arguments: bool,
     /// Registers a `__ffi_convert__` accepting the type's instances.
     pub(crate) converts_instances: bool,
-    pub(crate) creator: unsafe extern "C" fn(*mut TVMFFIObjectHandle) -> c_int,
+    /// The metadata creator (also enabling `__ffi_new__`); the traversal objects have none.
+    pub(crate) creator: Option<unsafe extern "C" fn(*mut TVMFFIObjectHandle) -> c_int>,
     /// The methods and type attributes the official runtime gives the type besides.
     pub(crate) extras: Option<fn() -> TypeExtras>,
 }
@@ -93,7 +96,8 @@ const INT_DOC: &str = "Canonical integer index.";
 const STR_DOC: &str = "Canonical string index.";
 const HIDDEN_INDEX: i64 = field_flags::INIT_OFF | field_flags::SEQ_HASH_IGNORE;
 
-/// The official start-up order, which fixes their indices (128..=137).
+/// The official start-up order, which fixes the indices of the dynamic ones (128..=137); the
+/// static `ffi.VisitInterrupt` (index 77) comes last, only for its reflection.
 pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
     RuntimeType {
         key: "ffi.EnumState",
@@ -133,7 +137,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: true,
             converts_instances: false,
-            creator: create::<0>,
+            creator: Some(create::<0>),
             extras: None,
         }),
     },
@@ -158,7 +162,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             converts_instances: false,
-            creator: create::<1>,
+            creator: Some(create::<1>),
             extras: None,
         }),
     },
@@ -180,7 +184,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             )],
             init_without_arguments: false,
             converts_instances: true,
-            creator: create::<2>,
+            creator: Some(create::<2>),
             extras: None,
         }),
     },
@@ -202,7 +206,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             )],
             init_without_arguments: false,
             converts_instances: true,
-            creator: create::<3>,
+            creator: Some(create::<3>),
             extras: None,
         }),
     },
@@ -219,7 +223,7 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             converts_instances: false,
-            creator: create::<4>,
+            creator: Some(create::<4>),
             extras: Some(access_path::access_step_extras),
         }),
     },
@@ -253,24 +257,52 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             converts_instances: false,
-            creator: create::<5>,
+            creator: Some(create::<5>),
             extras: Some(access_path::access_path_extras),
         }),
     },
     RuntimeType {
         key: "ffi.StructuralVisitor",
         parent: "ffi.Object",
-        reflection: None,
+        reflection: Some(TRAVERSAL),
     },
     RuntimeType {
         key: "ffi.VisitErrorContext",
         parent: "ffi.Object",
-        reflection: None,
+        reflection: Some(Reflection {
+            total_size: TRAVERSAL_SIZE,
+            structural_kind: 0,
+            is_final: true,
+            fields: &[
+                field(
+                    "reverse_visit_pattern",
+                    "",
+                    r#"{"type":"ffi.List","args":[{"type":"ffi.Object"}]}"#,
+                    24,
+                    Storage::Object,
+                    LIST,
+                    0,
+                ),
+                field(
+                    "prev_error_context",
+                    "",
+                    r#"{"type":"Optional","args":[{"type":"ffi.Object"}]}"#,
+                    32,
+                    Storage::Object,
+                    ANY,
+                    0,
+                ),
+            ],
+            init_without_arguments: false,
+            converts_instances: false,
+            creator: Some(create::<7>),
+            extras: None,
+        }),
     },
     RuntimeType {
         key: "ffi.StructuralMutator",
         parent: "ffi.Object",
-        reflection: None,
+        reflection: Some(TRAVERSAL),
     },
     RuntimeType {
         key: "ffi.StructuralKey",
@@ -285,11 +317,51 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             ],
             init_without_arguments: false,
             converts_instances: false,
-            creator: create::<9>,
+            creator: Some(create::<9>),
             extras: Some(structural_globals::structural_key_extras),
         }),
     },
+    // A static type (its index is fixed), given its reflection here.
+    RuntimeType {
+        key: "ffi.VisitInterrupt",
+        parent: "ffi.Object",
+        reflection: Some(Reflection {
+            total_size: TRAVERSAL_SIZE,
+            structural_kind: 0,
+            is_final: true,
+            fields: &[field(
+                "value",
+                "",
+                ANY_SCHEMA,
+                24,
+                Storage::Any,
+                ANY,
+                field_flags::HAS_DEFAULT,
+            )],
+            init_without_arguments: false,
+            converts_instances: false,
+            creator: Some(create::<10>),
+            extras: None,
+        }),
+    },
 ];
+
+/// The size of the traversal objects (header, vtable pointer, region kind) and of the
+/// objects the traversals make.
+const TRAVERSAL_SIZE: i32 = 40;
+
+/// The reflection of `ffi.StructuralVisitor` and `ffi.StructuralMutator`: no fields, no
+/// creator (only a traversal makes them).
+const TRAVERSAL: Reflection = Reflection {
+    total_size: TRAVERSAL_SIZE,
+    structural_kind: 0,
+    is_final: false,
+    fields: &[],
+    init_without_arguments: false,
+    converts_instances: false,
+    creator: None,
+    extras: None,
+};
 
 /// A new object of runtime type `N` as its default constructor makes it (an `EnumState`
 /// starts with empty containers; the others with zero/None fields).
@@ -309,6 +381,20 @@ pub(crate) fn new_runtime_object(n: usize) -> Result<ObjectRef> {
         }
     }
     Ok(object)
+}
+
+/// A new object of the runtime type `key`, as [`new_runtime_object`] makes it.
+pub(crate) fn new_runtime_object_of(key: &str) -> Result<ObjectRef> {
+    let n = RUNTIME_TYPES
+        .iter()
+        .position(|ty| ty.key == key)
+        .ok_or_else(|| {
+            crate::error::Error::new(
+                crate::error::ErrorKind::INTERNAL_ERROR,
+                format!("{key} is not one of the runtime's own types"),
+            )
+        })?;
+    new_runtime_object(n)
 }
 
 /// The metadata creator of runtime type `N`.

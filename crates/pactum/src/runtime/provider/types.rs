@@ -17,6 +17,7 @@ use pactum_sys::tvm_ffi::{
 
 use super::args::{arg_bytes, arg_ref, byte_array_bytes, out_ptr, permanent_bytes};
 use super::runtime_types::{self, RUNTIME_TYPES, RuntimeType};
+use super::structural_hooks;
 use super::{conversions, dataclass};
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::CApi, EntryKind::Callback};
@@ -152,6 +153,9 @@ impl TypeTable {
         for (n, ty) in RUNTIME_TYPES.iter().enumerate() {
             table.add_runtime_type(n, ty).expect("runtime type table");
         }
+        for (index, name, hook) in structural_hooks::builtin_hooks() {
+            table.set_attr(index, name, hook).expect("fresh column");
+        }
         let (hash, equal) = big_int_hooks();
         table
             .set_attr(TVMFFITypeIndex::BIG_INT.0, b"__any_hash__", hash)
@@ -168,7 +172,11 @@ impl TypeTable {
         let parent_entry = self.entry(parent).ok_or_else(|| missing_type(parent))?;
         // SAFETY: a permanent entry, read during construction.
         let depth = unsafe { (*(*parent_entry.get()).info.get()).type_depth } + 1;
-        let index = self.alloc(ty.key.as_bytes(), -1, depth, 0, true, parent)?;
+        let index = match self.by_key.get(ty.key.as_bytes()) {
+            // A static type: allocated already, only its reflection is added.
+            Some(&index) => index,
+            None => self.alloc(ty.key.as_bytes(), -1, depth, 0, true, parent)?,
+        };
         let Some(reflection) = &ty.reflection else {
             return Ok(());
         };
@@ -179,11 +187,16 @@ impl TypeTable {
             index,
             &TVMFFITypeMetadata {
                 doc: empty(),
-                creator: Some(reflection.creator),
+                creator: reflection.creator,
                 total_size: reflection.total_size,
                 structural_eq_hash_kind: TVMFFISEqHashKind(reflection.structural_kind),
             },
         )?;
+        if reflection.creator.is_none() {
+            // The traversal objects: only their final flag (a shallow copy of one would copy
+            // a traversal's state, which nothing may share).
+            return self.set_attr(index, b"__ffi_type_final__", Any::from(reflection.is_final));
+        }
         self.set_attr(
             index,
             b"__ffi_new__",
