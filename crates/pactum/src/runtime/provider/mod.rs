@@ -34,6 +34,7 @@ mod recursive_globals;
 mod reflection;
 mod registry;
 mod repr_globals;
+mod runtime_type_install;
 mod runtime_types;
 mod serialization_globals;
 mod structural_globals;

@@ -12,7 +12,6 @@ use pactum_sys::tvm_ffi::{TVMFFIObjectHandle, TVMFFITypeIndex, field_flags};
 
 use super::dataclass::{RuntimeField, Storage, new_layout_object};
 use super::registry::BuiltinGlobal;
-use super::{access_path, structural_globals};
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::Callback};
 use crate::containers::{Dict, List};
@@ -40,8 +39,6 @@ pub(crate) struct Reflection {
     pub(crate) converts_instances: bool,
     /// The metadata creator (also enabling `__ffi_new__`); the traversal objects have none.
     pub(crate) creator: Option<unsafe extern "C" fn(*mut TVMFFIObjectHandle) -> c_int>,
-    /// The methods and type attributes the official runtime gives the type besides.
-    pub(crate) extras: Option<fn() -> TypeExtras>,
 }
 
 /// A method of a runtime type: its name, whether it is static, and the typed function (whose
@@ -138,7 +135,6 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: true,
             converts_instances: false,
             creator: Some(create::<0>),
-            extras: None,
         }),
     },
     RuntimeType {
@@ -163,7 +159,6 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: false,
             creator: Some(create::<1>),
-            extras: None,
         }),
     },
     RuntimeType {
@@ -185,7 +180,6 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: true,
             creator: Some(create::<2>),
-            extras: None,
         }),
     },
     RuntimeType {
@@ -207,7 +201,6 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: true,
             creator: Some(create::<3>),
-            extras: None,
         }),
     },
     RuntimeType {
@@ -224,7 +217,6 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: false,
             creator: Some(create::<4>),
-            extras: Some(access_path::access_step_extras),
         }),
     },
     RuntimeType {
@@ -258,7 +250,6 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: false,
             creator: Some(create::<5>),
-            extras: Some(access_path::access_path_extras),
         }),
     },
     RuntimeType {
@@ -296,7 +287,6 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: false,
             creator: Some(create::<7>),
-            extras: None,
         }),
     },
     RuntimeType {
@@ -318,7 +308,6 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: false,
             creator: Some(create::<9>),
-            extras: Some(structural_globals::structural_key_extras),
         }),
     },
     // A static type (its index is fixed), given its reflection here.
@@ -341,7 +330,6 @@ pub(crate) const RUNTIME_TYPES: &[RuntimeType] = &[
             init_without_arguments: false,
             converts_instances: false,
             creator: Some(create::<10>),
-            extras: None,
         }),
     },
 ];
@@ -360,7 +348,6 @@ const TRAVERSAL: Reflection = Reflection {
     init_without_arguments: false,
     converts_instances: false,
     creator: None,
-    extras: None,
 };
 
 /// A new object of runtime type `N` as its default constructor makes it (an `EnumState`

@@ -16,9 +16,7 @@ use pactum_sys::tvm_ffi::{
 };
 
 use super::args::{arg_bytes, arg_ref, byte_array_bytes, out_ptr, permanent_bytes};
-use super::runtime_types::{self, RUNTIME_TYPES, RuntimeType};
 use super::structural_hooks;
-use super::{conversions, dataclass};
 use crate::any::{Any, AnyView};
 use crate::boundary::{self, EntryKind::CApi, EntryKind::Callback};
 use crate::error::{Error, ErrorKind, Result};
@@ -36,9 +34,9 @@ struct TypeEntry {
     metadata: Option<Box<TVMFFITypeMetadata>>,
 }
 
-struct TypeTable {
+pub(crate) struct TypeTable {
     entries: Vec<Option<&'static UnsafeCell<TypeEntry>>>,
-    by_key: HashMap<Box<[u8]>, i32>,
+    pub(crate) by_key: HashMap<Box<[u8]>, i32>,
     next_dynamic: i32,
     columns: HashMap<Box<[u8]>, &'static UnsafeCell<Column>>,
 }
@@ -76,6 +74,30 @@ const PRECREATED_COLUMNS: &[&str] = &[
     "__s_equal__",
     "__s_hash__",
 ];
+
+/// The symbol of the function that installs the runtime's own reflected types
+/// (`runtime_type_install.rs`). Versioned like the provider's C API table symbol.
+macro_rules! runtime_types_installer_symbol {
+    () => {
+        concat!(
+            "pactum_install_runtime_types_",
+            env!("CARGO_PKG_VERSION_MAJOR"),
+            "_",
+            env!("CARGO_PKG_VERSION_MINOR")
+        )
+    };
+}
+pub(crate) use runtime_types_installer_symbol;
+
+// The runtime's own types carry Functions, converters and methods built by the layers above
+// this table; importing them here would tie those layers into one ring, so this layer declares
+// the installer and `runtime_type_install.rs` defines it (dependency inversion at link time,
+// as `runtime/mod.rs` does for the provider's C API table).
+unsafe extern "Rust" {
+    /// Registers the runtime's own reflected types in a table under construction.
+    #[link_name = runtime_types_installer_symbol!()]
+    safe fn install_runtime_types(table: &mut TypeTable) -> Result<()>;
+}
 
 fn table() -> MutexGuard<'static, TypeTable> {
     static TABLE: OnceLock<Mutex<TypeTable>> = OnceLock::new();
@@ -145,14 +167,7 @@ impl TypeTable {
         for name in PRECREATED_COLUMNS {
             table.column(name.as_bytes());
         }
-        for (index, converter) in conversions::builtin_converters() {
-            table
-                .set_attr(index, b"__ffi_convert__", converter)
-                .expect("fresh column");
-        }
-        for (n, ty) in RUNTIME_TYPES.iter().enumerate() {
-            table.add_runtime_type(n, ty).expect("runtime type table");
-        }
+        install_runtime_types(&mut table).expect("runtime type table");
         for (index, name, hook) in structural_hooks::builtin_hooks() {
             table.set_attr(index, name, hook).expect("fresh column");
         }
@@ -166,94 +181,14 @@ impl TypeTable {
         table
     }
 
-    /// Allocates one of the runtime's own types and registers its reflection.
-    fn add_runtime_type(&mut self, n: usize, ty: &RuntimeType) -> Result<()> {
-        let parent = self.by_key[ty.parent.as_bytes()];
-        let parent_entry = self.entry(parent).ok_or_else(|| missing_type(parent))?;
-        // SAFETY: a permanent entry, read during construction.
-        let depth = unsafe { (*(*parent_entry.get()).info.get()).type_depth } + 1;
-        let index = match self.by_key.get(ty.key.as_bytes()) {
-            // A static type: allocated already, only its reflection is added.
-            Some(&index) => index,
-            None => self.alloc(ty.key.as_bytes(), -1, depth, 0, true, parent)?,
-        };
-        let Some(reflection) = &ty.reflection else {
-            return Ok(());
-        };
-        for field in reflection.fields {
-            self.register_field(index, &field.info())?;
-        }
-        self.set_metadata(
-            index,
-            &TVMFFITypeMetadata {
-                doc: empty(),
-                creator: reflection.creator,
-                total_size: reflection.total_size,
-                structural_eq_hash_kind: TVMFFISEqHashKind(reflection.structural_kind),
-            },
-        )?;
-        if reflection.creator.is_none() {
-            // The traversal objects: only their final flag (a shallow copy of one would copy
-            // a traversal's state, which nothing may share).
-            return self.set_attr(index, b"__ffi_type_final__", Any::from(reflection.is_final));
-        }
-        self.set_attr(
-            index,
-            b"__ffi_new__",
-            Any::from(runtime_types::constructor(n)),
-        )?;
-        if reflection.init_without_arguments {
-            let init = runtime_types::init_without_arguments(n);
-            self.register_method(
-                index,
-                &TVMFFIMethodInfo {
-                    name: permanent_bytes(b"__ffi_init__"),
-                    doc: empty(),
-                    metadata: permanent_bytes(
-                        br#"{"type_schema":"{\"type\":\"ffi.Function\",\"named_args\":{\"return\":[{\"type\":\"ffi.Object\"}],\"params\":[]}}"}"#,
-                    ),
-                    flags: field_flags::IS_STATIC_METHOD,
-                    method: *Any::from(init.clone()).as_raw(),
-                },
-            )?;
-            self.set_attr(index, b"__ffi_init__", Any::from(init))?;
-        }
-        let total_size = reflection.total_size as usize;
-        self.set_attr(
-            index,
-            b"__ffi_shallow_copy__",
-            Any::from(dataclass::shallow_copy_function(total_size)),
-        )?;
-        if let Some(extras) = reflection.extras {
-            let extras = extras();
-            for method in extras.methods {
-                self.register_method(
-                    index,
-                    &TVMFFIMethodInfo {
-                        name: permanent_bytes(method.name.as_bytes()),
-                        doc: empty(),
-                        metadata: permanent_bytes(method.global.metadata.as_bytes()),
-                        flags: if method.is_static {
-                            field_flags::IS_STATIC_METHOD
-                        } else {
-                            0
-                        },
-                        method: *Any::from(method.global.function).as_raw(),
-                    },
-                )?;
-            }
-            for (name, value) in extras.attrs {
-                self.set_attr(index, name.as_bytes(), value)?;
-            }
-        }
-        if reflection.converts_instances {
-            let converter = conversions::instance_converter(index, ty.key);
-            self.set_attr(index, b"__ffi_convert__", converter)?;
-        }
-        self.set_attr(index, b"__ffi_type_final__", Any::from(reflection.is_final))
+    /// The depth of registered type `index` in the hierarchy.
+    pub(crate) fn depth_of(&self, index: i32) -> Result<i32> {
+        let entry = self.entry(index).ok_or_else(|| missing_type(index))?;
+        // SAFETY: a permanent entry, read under the table lock (or during construction).
+        Ok(unsafe { (*(*entry.get()).info.get()).type_depth })
     }
 
-    fn register_field(&mut self, type_index: i32, info: &TVMFFIFieldInfo) -> Result<()> {
+    pub(crate) fn register_field(&mut self, type_index: i32, info: &TVMFFIFieldInfo) -> Result<()> {
         let entry = self
             .entry(type_index)
             .ok_or_else(|| missing_type(type_index))?;
@@ -306,7 +241,11 @@ impl TypeTable {
         Ok(())
     }
 
-    fn register_method(&mut self, type_index: i32, info: &TVMFFIMethodInfo) -> Result<()> {
+    pub(crate) fn register_method(
+        &mut self,
+        type_index: i32,
+        info: &TVMFFIMethodInfo,
+    ) -> Result<()> {
         let entry = self
             .entry(type_index)
             .ok_or_else(|| missing_type(type_index))?;
@@ -329,7 +268,7 @@ impl TypeTable {
         Ok(())
     }
 
-    fn set_attr(&mut self, type_index: i32, name: &[u8], value: Any) -> Result<()> {
+    pub(crate) fn set_attr(&mut self, type_index: i32, name: &[u8], value: Any) -> Result<()> {
         let column = self.column(name);
         // SAFETY: mutation of a permanent column under the table lock (or during construction).
         let column = unsafe { &mut *column.get() };
@@ -370,7 +309,7 @@ impl TypeTable {
             .and_then(|i| self.entries.get(i).copied().flatten())
     }
 
-    fn alloc(
+    pub(crate) fn alloc(
         &mut self,
         key: &[u8],
         static_index: i32,
@@ -531,7 +470,7 @@ impl TypeTable {
         Ok(index)
     }
 
-    fn set_metadata(&mut self, index: i32, metadata: &TVMFFITypeMetadata) -> Result<()> {
+    pub(crate) fn set_metadata(&mut self, index: i32, metadata: &TVMFFITypeMetadata) -> Result<()> {
         let entry = self.entry(index).ok_or_else(|| missing_type(index))?;
         // SAFETY: mutation of a permanent entry under the table lock.
         let entry = unsafe { &mut *entry.get() };
@@ -571,14 +510,14 @@ impl TypeTable {
     }
 }
 
-fn empty() -> TVMFFIByteArray {
+pub(crate) fn empty() -> TVMFFIByteArray {
     TVMFFIByteArray {
         data: core::ptr::null(),
         size: 0,
     }
 }
 
-fn missing_type(index: i32) -> Error {
+pub(crate) fn missing_type(index: i32) -> Error {
     Error::new(
         ErrorKind::INTERNAL_ERROR,
         format!(
