@@ -32,6 +32,8 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements-peer.txt
 .venv/bin/python -c 'import tvm_ffi, numpy; print("apache-tvm-ffi", tvm_ffi.__version__, "| numpy", numpy.__version__)'
 export PACTUM_TVM_FFI_CONFIG="$PWD/.venv/bin/tvm-ffi-config"
+say "the official apache-tvm-ffi test suite (pinned sdist, .peer/tvm-ffi-tests)"
+scripts/fetch_peer_tests.sh
 
 if [ "${PACTUM_SKIP_LINT:-0}" != 1 ]; then
   say "cargo fmt --check"
