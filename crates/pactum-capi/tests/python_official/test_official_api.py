@@ -9,8 +9,6 @@ import tvm_ffi
 
 from conftest import LIB, loaded_libtvm_ffi
 
-NOT_IMPLEMENTED = "the global is registered but raises: not implemented by pactum's runtime yet"
-
 
 def test_the_library_under_test_is_loaded():
     path = loaded_libtvm_ffi()
