@@ -30,6 +30,12 @@ fn official_test_suite_passes_on_pactum_library() {
             tests.display()
         );
     }
+    let official_lib = Path::new(&support::config_value(&config, "--libdir")).join("libtvm_ffi.so");
+    assert!(
+        official_lib.exists(),
+        "the official library is missing: {}",
+        official_lib.display()
+    );
     let python = config.parent().expect("venv bin").join("python");
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python_upstream");
     let work = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-upstream");

@@ -31,10 +31,10 @@ pub(super) fn elements(object: &ObjectRef) -> &[Any] {
 /// # Safety
 /// `data` must point to `size` owned values that nobody else will use.
 pub(super) unsafe fn drop_elements(data: *mut TVMFFIAny, size: i64) {
-    for i in 0..usize::try_from(size).unwrap_or(0) {
-        // SAFETY: forwarded from the caller; each value is dropped exactly once.
-        drop(unsafe { Any::from_raw(data.add(i).read()) });
-    }
+    let count = usize::try_from(size).unwrap_or(0);
+    // SAFETY: forwarded from the caller; each value is taken exactly once.
+    let values = (0..count).map(|i| unsafe { Any::from_raw(data.add(i).read()) });
+    crate::object::release::release_values(values.collect::<Vec<_>>());
 }
 
 /// Element `index` as a view, or None past the end.

@@ -5,6 +5,7 @@
 mod alloc;
 mod custom;
 pub(crate) mod header;
+pub(crate) mod release;
 pub(crate) mod types;
 
 pub(crate) use alloc::{

@@ -780,14 +780,17 @@ impl Dense {
 
     /// Releases every live entry (used by the object deleter).
     pub(super) fn drop_entries(&mut self) {
+        let mut values = Vec::new();
         for slot in 0..self.blocks() * BLOCK_SLOTS {
             let meta = self.meta(slot);
             if Dense::is_live(meta) {
                 self.set_meta(slot, EMPTY);
-                drop(self.take_kv(slot));
+                let (key, value) = self.take_kv(slot);
+                values.extend([key, value]);
             }
         }
         self.size = 0;
+        crate::object::release::release_values(values);
     }
 
     /// Frees the storage through its own deleter (the entries must be gone).
@@ -1081,10 +1084,12 @@ unsafe extern "C" fn map_deleter(obj: *mut c_void, flags: c_int) {
             if is_small(obj) {
                 let (data, size) = small_pairs(obj);
                 (*obj).cell.size = 0;
+                let mut values = Vec::with_capacity(2 * size);
                 for i in 0..size {
                     let pair = data.add(i).read();
-                    drop((owned(pair.key), owned(pair.value)));
+                    values.extend([owned(pair.key), owned(pair.value)]);
                 }
+                crate::object::release::release_values(values);
                 if let Some(deleter) = (*obj).cell.data_deleter {
                     deleter((*obj).cell.data);
                 }

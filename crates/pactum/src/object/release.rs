@@ -1,0 +1,68 @@
+//! Releasing the values a dying container or object holds without recursing: a List nested a
+//! million levels deep would otherwise release its child from inside its own deleter, and so
+//! on down, until the thread's stack overflows. The outermost release on a thread drains a
+//! per-thread queue in a loop; deleters that run meanwhile only add to it.
+
+use core::cell::{Cell, RefCell};
+
+use crate::any::Any;
+
+thread_local! {
+    static PENDING: RefCell<Vec<Any>> = const { RefCell::new(Vec::new()) };
+    static DRAINING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Drops `values`, deferring nested releases to the outermost call on this thread.
+pub(crate) fn release_values(values: impl IntoIterator<Item = Any>) {
+    // During thread teardown the queue may be gone: dropping in place is the only option.
+    let queued = PENDING
+        .try_with(|pending| match pending.try_borrow_mut() {
+            Ok(mut pending) => {
+                pending.extend(values);
+                None
+            }
+            Err(_) => Some(values),
+        })
+        .unwrap_or(None);
+    if let Some(values) = queued {
+        values.into_iter().for_each(drop);
+        return;
+    }
+    if DRAINING.try_with(|d| d.replace(true)).unwrap_or(true) {
+        return;
+    }
+    loop {
+        // The borrow ends before the value drops: its deleter may queue more.
+        let next = PENDING.with(|pending| pending.borrow_mut().pop());
+        match next {
+            Some(value) => drop(value),
+            None => break,
+        }
+    }
+    DRAINING.with(|d| d.set(false));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::release_values;
+    use crate::any::Any;
+    use crate::containers::List;
+
+    #[test]
+    fn a_deeply_nested_list_is_released_without_recursion() {
+        let mut outer = List::new();
+        for _ in 0..200_000 {
+            let next = List::new();
+            next.push(Any::from(outer));
+            outer = next;
+        }
+        // Run on a small stack: recursion through the deleters would overflow it.
+        std::thread::Builder::new()
+            .stack_size(256 * 1024)
+            .spawn(move || drop(outer))
+            .expect("spawn")
+            .join()
+            .expect("released without overflowing the stack");
+        release_values(Vec::new());
+    }
+}
