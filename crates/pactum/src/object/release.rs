@@ -31,6 +31,15 @@ pub(crate) fn release_values(values: impl IntoIterator<Item = Any>) {
     if DRAINING.try_with(|d| d.replace(true)).unwrap_or(true) {
         return;
     }
+    // Ends the draining state even when a destructor unwinds out of the loop, so later
+    // releases drain again (what is left in the queue goes with them).
+    struct Draining;
+    impl Drop for Draining {
+        fn drop(&mut self) {
+            let _ = DRAINING.try_with(|d| d.set(false));
+        }
+    }
+    let _draining = Draining;
     loop {
         // The borrow ends before the value drops: its deleter may queue more.
         let next = PENDING.with(|pending| pending.borrow_mut().pop());
@@ -39,7 +48,6 @@ pub(crate) fn release_values(values: impl IntoIterator<Item = Any>) {
             None => break,
         }
     }
-    DRAINING.with(|d| d.set(false));
 }
 
 #[cfg(test)]

@@ -88,6 +88,18 @@ pub(crate) unsafe fn c_str_bytes<'a>(text: *const c_char, name: &str) -> Result<
 }
 
 /// A permanent, NUL-terminated copy (for registration records that live forever).
+/// A borrowed view of `bytes` (valid while they are).
+pub(crate) fn byte_view(bytes: &[u8]) -> TVMFFIByteArray {
+    TVMFFIByteArray {
+        data: if bytes.is_empty() {
+            core::ptr::null()
+        } else {
+            bytes.as_ptr().cast()
+        },
+        size: bytes.len(),
+    }
+}
+
 pub(crate) fn permanent_bytes(bytes: &[u8]) -> TVMFFIByteArray {
     if bytes.is_empty() {
         return TVMFFIByteArray {

@@ -17,6 +17,7 @@ use pactum_sys::tvm_ffi::{
     TVMFFIAny, TVMFFIAnyValue, TVMFFIFieldInfo, TVMFFIObject, TVMFFITypeIndex, field_flags,
 };
 
+use super::args::byte_view;
 use super::builtin::packed;
 use super::reflection::{self, field_name};
 use super::registry::BuiltinGlobal;
@@ -794,25 +795,18 @@ pub(crate) struct RuntimeField {
 }
 
 impl RuntimeField {
-    /// The record registered for this field.
-    pub(crate) fn info(&self) -> TVMFFIFieldInfo {
+    /// Calls `register` with the record of this field (its strings borrowed for the call; the
+    /// type table copies them).
+    pub(crate) fn with_info<R>(&self, register: impl FnOnce(&TVMFFIFieldInfo) -> R) -> R {
         let (getter, setter) = accessors(self.storage);
-        let text = |s: &'static str| pactum_sys::tvm_ffi::TVMFFIByteArray {
-            data: if s.is_empty() {
-                core::ptr::null()
-            } else {
-                s.as_ptr().cast()
-            },
-            size: s.len(),
-        };
         let metadata = format!(
             "{{\"type_schema\":{}}}",
             serde_json::Value::String(self.schema.to_owned())
         );
-        TVMFFIFieldInfo {
-            name: text(self.name),
-            doc: text(self.doc),
-            metadata: super::args::permanent_bytes(metadata.as_bytes()),
+        register(&TVMFFIFieldInfo {
+            name: byte_view(self.name.as_bytes()),
+            doc: byte_view(self.doc.as_bytes()),
+            metadata: byte_view(metadata.as_bytes()),
             flags: self.flags,
             size: self.storage.size() as i64,
             alignment: self.storage.size().min(8) as i64,
@@ -821,6 +815,6 @@ impl RuntimeField {
             setter: setter as *mut c_void,
             default_value_or_factory: TVMFFIAny::NONE,
             field_static_type_index: self.static_type_index,
-        }
+        })
     }
 }

@@ -6,7 +6,7 @@
 
 use pactum_sys::tvm_ffi::{TVMFFIMethodInfo, TVMFFISEqHashKind, TVMFFITypeMetadata, field_flags};
 
-use super::args::permanent_bytes;
+use super::args::byte_view;
 use super::runtime_types::{self, RUNTIME_TYPES, RuntimeType, TypeExtras};
 use super::types::{TypeTable, empty, runtime_types_installer_symbol};
 use super::{access_path, conversions, dataclass, structural_globals};
@@ -48,7 +48,7 @@ fn add_runtime_type(table: &mut TypeTable, n: usize, ty: &RuntimeType) -> Result
         return Ok(());
     };
     for field in reflection.fields {
-        table.register_field(index, &field.info())?;
+        field.with_info(|info| table.register_field(index, info))?;
     }
     table.set_metadata(
         index,
@@ -74,9 +74,9 @@ fn add_runtime_type(table: &mut TypeTable, n: usize, ty: &RuntimeType) -> Result
         table.register_method(
             index,
             &TVMFFIMethodInfo {
-                name: permanent_bytes(b"__ffi_init__"),
+                name: byte_view(b"__ffi_init__"),
                 doc: empty(),
-                metadata: permanent_bytes(
+                metadata: byte_view(
                     br#"{"type_schema":"{\"type\":\"ffi.Function\",\"named_args\":{\"return\":[{\"type\":\"ffi.Object\"}],\"params\":[]}}"}"#,
                 ),
                 flags: field_flags::IS_STATIC_METHOD,
@@ -96,9 +96,9 @@ fn add_runtime_type(table: &mut TypeTable, n: usize, ty: &RuntimeType) -> Result
             table.register_method(
                 index,
                 &TVMFFIMethodInfo {
-                    name: permanent_bytes(method.name.as_bytes()),
+                    name: byte_view(method.name.as_bytes()),
                     doc: empty(),
-                    metadata: permanent_bytes(method.global.metadata.as_bytes()),
+                    metadata: byte_view(method.global.metadata.as_bytes()),
                     flags: if method.is_static {
                         field_flags::IS_STATIC_METHOD
                     } else {
