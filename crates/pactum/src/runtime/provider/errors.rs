@@ -158,16 +158,52 @@ pub unsafe extern "C" fn TVMFFIErrorSetRaisedFromCStrParts(
 }
 
 /// The backtrace recorded for errors raised through the C API: the native frames from the
-/// caller outward, most recent first, one `  File "<object>", line 0, in <symbol>` line each.
+/// caller outward to the FFI boundary, most recent first, one
+/// `  File "<object>", line 0, in <symbol>` line each.
 /// Frames are named with `dladdr` (no debug-info lookup, so this costs microseconds).
 pub(crate) fn current_backtrace() -> Vec<u8> {
-    native_backtrace(None)
+    native_backtrace(None, true)
 }
 
-/// Frames of the calling thread, skipping the leading frames that belong to pactum's own
-/// object (the runtime's internals), after an optional given frame line.
+/// Where the official runtime stops a backtrace that does not cross the FFI boundary
+/// (`DetectFFIBoundary`, backtrace_utils.h): at `TVMFFIFunctionCall` and at the Python
+/// interpreter, whose frames Python reports itself.
+fn is_ffi_boundary(symbol: &[u8]) -> bool {
+    [
+        &b"TVMFFIFunctionCall"[..],
+        b"slot_tp_call",
+        b"object_is_not_callable",
+        b"_Py",
+        b"PyObject",
+    ]
+    .iter()
+    .any(|prefix| symbol.starts_with(prefix))
+}
+
+/// Frames the official runtime leaves out (`ShouldExcludeFrame`): the error entry points,
+/// libc's start-up and libffi's trampolines.
+fn is_excluded_frame(symbol: &[u8]) -> bool {
+    [
+        &b"TVMFFIBacktrace"[..],
+        b"TVMFFIErrorSetRaisedFromCStr",
+        b"__libc_",
+        b"ffi_call_",
+    ]
+    .iter()
+    .any(|prefix| symbol.starts_with(prefix))
+}
+
+/// Frames of the calling thread after an optional given frame line, skipping the leading
+/// frames that belong to pactum's own object (the runtime's internals) and, with a given
+/// line, the caller's frame it stands for (as the official runtime does). With
+/// `stop_at_boundary`, the walk ends at the FFI boundary (`is_ffi_boundary`).
+///
+/// Frames `dladdr` cannot name (static functions) are left out, as the official runtime
+/// leaves out the frames it cannot name: each line costs Python a traceback frame when the
+/// error reaches it. Should no frame have a name, they are all listed by address instead,
+/// so a native backtrace is never empty.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn native_backtrace(first_line: Option<&[u8]>) -> Vec<u8> {
+fn native_backtrace(first_line: Option<&[u8]>, stop_at_boundary: bool) -> Vec<u8> {
     const MAX_FRAMES: usize = 64;
     let mut frames = [core::ptr::null_mut::<core::ffi::c_void>(); MAX_FRAMES];
     // SAFETY: glibc's backtrace writes at most MAX_FRAMES addresses into the buffer.
@@ -177,6 +213,9 @@ fn native_backtrace(first_line: Option<&[u8]>) -> Vec<u8> {
         object_of(native_backtrace as *const core::ffi::c_void).map(|(object, _)| object);
     let mut text = first_line.map(<[u8]>::to_vec).unwrap_or_default();
     let mut in_own_frames = true;
+    let mut skip_caller = first_line.is_some();
+    let mut unnamed = Vec::new();
+    let mut named = 0usize;
     for &address in &frames[..count] {
         let Some((object, symbol)) = object_of(address.cast_const()) else {
             continue;
@@ -185,29 +224,44 @@ fn native_backtrace(first_line: Option<&[u8]>) -> Vec<u8> {
             continue;
         }
         in_own_frames = false;
+        let symbol = (!symbol.is_null()).then(|| {
+            // SAFETY: dladdr returns a NUL-terminated symbol name owned by the loader.
+            unsafe { core::ffi::CStr::from_ptr(symbol) }.to_bytes()
+        });
+        if stop_at_boundary && symbol.is_some_and(is_ffi_boundary) {
+            break;
+        }
+        if core::mem::take(&mut skip_caller) || symbol.is_some_and(is_excluded_frame) {
+            continue;
+        }
         let object_name = if object.is_null() {
             "<unknown>".into()
         } else {
             // SAFETY: dladdr returns a NUL-terminated path owned by the loader.
             unsafe { core::ffi::CStr::from_ptr(object) }.to_string_lossy()
         };
-        let symbol_name = if symbol.is_null() {
-            format!("0x{:016x}", address as usize)
-        } else {
-            // SAFETY: dladdr returns a NUL-terminated symbol name owned by the loader.
-            unsafe { core::ffi::CStr::from_ptr(symbol) }
-                .to_string_lossy()
-                .into_owned()
-        };
-        text.extend_from_slice(
-            format!("  File \"{object_name}\", line 0, in {symbol_name}\n").as_bytes(),
-        );
+        match symbol {
+            Some(symbol) => {
+                named += 1;
+                text.extend_from_slice(format!("  File \"{object_name}\", line 0, in ").as_bytes());
+                text.extend_from_slice(symbol);
+                text.push(b'\n');
+            }
+            None if named == 0 => unnamed.push(format!(
+                "  File \"{object_name}\", line 0, in 0x{:016x}\n",
+                address as usize
+            )),
+            None => {}
+        }
+    }
+    if named == 0 {
+        text.extend(unnamed.iter().flat_map(|line| line.bytes()));
     }
     text
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn native_backtrace(first_line: Option<&[u8]>) -> Vec<u8> {
+fn native_backtrace(first_line: Option<&[u8]>, _stop_at_boundary: bool) -> Vec<u8> {
     first_line.map(<[u8]>::to_vec).unwrap_or_default()
 }
 
@@ -315,8 +369,9 @@ unsafe impl Sync for EmptyBacktrace {}
 
 #[allow(non_snake_case)]
 /// `TVMFFIBacktrace`: a thread-local buffer overwritten by the next call: the given frame
-/// (`  File "<file>", line <n>, in <func>`), then the native frames of the caller. Should
-/// that fail, an empty backtrace (and the error is raised).
+/// (`  File "<file>", line <n>, in <func>`), then the native frames beyond the caller's, up to
+/// the FFI boundary unless `cross_ffi_boundary` (see `native_backtrace`). Should that fail, an
+/// empty backtrace (and the error is raised).
 ///
 /// # Safety
 /// The C contract of `TVMFFIBacktrace` in the official headers (pointer arguments valid as
@@ -325,7 +380,7 @@ pub unsafe extern "C" fn TVMFFIBacktrace(
     filename: *const c_char,
     lineno: c_int,
     func: *const c_char,
-    _cross_ffi_boundary: c_int,
+    cross_ffi_boundary: c_int,
 ) -> *const TVMFFIByteArray {
     boundary::value(CApi, &EMPTY_BACKTRACE.0, || {
         Ok(BACKTRACE.with(|cell| {
@@ -347,7 +402,7 @@ pub unsafe extern "C" fn TVMFFIBacktrace(
                 line.push(b'\n');
                 given = Some(line);
             }
-            *text = native_backtrace(given.as_deref());
+            *text = native_backtrace(given.as_deref(), cross_ffi_boundary == 0);
             *view = TVMFFIByteArray {
                 data: text.as_ptr().cast(),
                 size: text.len(),
