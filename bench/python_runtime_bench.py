@@ -20,6 +20,7 @@ FILTER keeps the cases whose label contains it):
     python bench/python_runtime_bench.py count OFFICIAL_LIB PACTUM_DIR C_MODULE [NUMBER] [FILTER]
 Prints a Markdown table: median ns per call per library and the median of per-round ratios.
 """
+import gc
 import json
 import os
 import re
@@ -125,6 +126,10 @@ def child(expect: str, c_module_path: str, number: int) -> None:
 def loop(expect: str, c_module_path: str, index: int, count: int) -> None:
     """Case `index` run `count` times, untimed: what `count` measures under callgrind."""
     env = setup(expect, c_module_path)
+    # No cycle collection during the loop: its runs land at random and cost thousands of
+    # instructions each, whichever library is loaded.
+    gc.collect()
+    gc.disable()
     statement = CASES[index][1]
     body = "\n".join("    " + line for line in statement.splitlines())
     exec(compile(f"for _ in range({count}):\n{body}", "<case>", "exec"), env)
@@ -161,14 +166,15 @@ def drive(official_lib: str, pactum_dir: str, c_module: str, number: int, repeat
           f"{INNER_REPEAT} x {number} calls per case (errors: {number // 10}) in each child, "
           f"{repeat} rounds of one child per library, alternating; ns per call")
     print()
-    print("| case | official lib | pactum lib | pactum / official (median of per-round ratios) |")
-    print("|---|---|---|---|")
+    print("| case | official lib | pactum lib | pactum / official (median of per-round ratios) "
+          "| per-round ratios, min–max |")
+    print("|---|---|---|---|---|")
     for label, _, _ in CASES:
         official = [r[label] for r in runs["official"]]
         pactum = [r[label] for r in runs["pactum"]]
-        ratio = statistics.median(p / o for p, o in zip(pactum, official))
+        ratios = [p / o for p, o in zip(pactum, official)]
         print(f"| {label} | {statistics.median(official):.1f} | {statistics.median(pactum):.1f} "
-              f"| {ratio:.3f} |")
+              f"| {statistics.median(ratios):.3f} | {min(ratios):.2f}–{max(ratios):.2f} |")
 
 
 def instructions(lib: str, pythonpath: str, c_module: str, index: int, count: int) -> int:
@@ -187,7 +193,7 @@ def count(official_lib: str, pactum_dir: str, c_module: str, number: int, only: 
     libs = [("official", official_lib, ""), ("pactum", pactum_lib, pactum_dir)]
     print(f"Instructions per case (callgrind: a child running the case {number} times minus one "
           f"running it {number // 5} times, errors a tenth of that, so start-up and one-time "
-          "costs cancel; the Python interpreter and the loop included)")
+          "costs cancel; the Python interpreter and the loop included, cycle collection off)")
     print()
     print("| case | official lib | pactum lib | pactum / official |")
     print("|---|---|---|---|")
