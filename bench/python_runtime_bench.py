@@ -140,6 +140,9 @@ def child_env(pythonpath: str) -> dict:
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     # NumPy's OpenBLAS threads spin after import: on a small machine they steal the timed core.
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # One string-hash seed for every child: dict probe sequences (and so the interpreter's
+    # instruction counts) otherwise change from process to process.
+    env.setdefault("PYTHONHASHSEED", "0")
     env.pop("PYTHONPATH", None)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
