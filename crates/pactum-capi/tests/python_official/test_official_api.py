@@ -269,6 +269,21 @@ def test_error_kinds_round_trip_through_ffi():
             outer(tvm_ffi.convert(fail))
 
 
+def test_error_backtrace_stops_at_the_ffi_boundary():
+    # tvm_ffi makes a Python traceback frame of every backtrace line (~4 µs each): the native
+    # part ends where Python's own frames begin, as the official backtrace_utils.h does.
+    def fail():
+        raise ValueError("boundary")
+
+    with pytest.raises(ValueError) as info:
+        tvm_ffi.convert(fail)()
+    backtrace = info.value.__tvm_ffi_error__.backtrace
+    assert "in fail" in backtrace
+    for interpreter_frame in ["Py_RunMain", "_PyEval_EvalFrameDefault", "__libc_start_main"]:
+        assert interpreter_frame not in backtrace
+    assert len(backtrace.splitlines()) <= 8
+
+
 def test_error_from_library_global():
     with pytest.raises(TypeError, match="Mismatched type"):
         tvm_ffi.get_global_func("ffi.ArraySize")("not an array")

@@ -130,11 +130,7 @@ impl Array {
 
     /// An array of views converted to owned values.
     pub fn from_views(values: &[AnyView<'_>]) -> Result<Array> {
-        let owned = values
-            .iter()
-            .map(AnyView::to_any)
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Array::new(owned))
+        Array::try_from_fn(values.len(), |i| values[i].to_any())
     }
 
     /// Number of elements.

@@ -41,7 +41,9 @@ pub(crate) fn missing() -> ObjectRef {
     singleton(&INVALID_OBJECT)
 }
 
-fn pairs(args: &[AnyView<'_>]) -> Result<Vec<(Any, Any)>> {
+/// The key-value arguments of `ffi.Map(k0, v0, k1, v1, ...)`, handed to `insert` in order;
+/// an odd count is the official check failure.
+fn for_each_pair(args: &[AnyView<'_>], mut insert: impl FnMut(Any, Any)) -> Result<()> {
     if args.len() % 2 != 0 {
         return Err(Error::new(
             ErrorKind::INTERNAL_ERROR,
@@ -51,9 +53,11 @@ fn pairs(args: &[AnyView<'_>]) -> Result<Vec<(Any, Any)>> {
             ),
         ));
     }
-    args.chunks_exact(2)
-        .map(|kv| Ok((kv[0].to_any()?, kv[1].to_any()?)))
-        .collect()
+    // Straight into the container: no vector of owned pairs in between.
+    for kv in args.chunks_exact(2) {
+        insert(kv[0].to_any()?, kv[1].to_any()?);
+    }
+    Ok(())
 }
 
 /// A forward iterator over a snapshot of entries: command 0 = key, 1 = value, else advance
@@ -249,7 +253,11 @@ pub(crate) fn container_globals() -> Vec<BuiltinGlobal> {
                 .reserve(usize::try_from(capacity).unwrap_or(0));
             Ok(Any::none())
         }),
-        packed("ffi.Map", |args| Ok(Map::from_pairs(pairs(args)?).into())),
+        packed("ffi.Map", |args| {
+            let mut map = Map::new();
+            for_each_pair(args, |key, value| map.insert(key, value))?;
+            Ok(map.into())
+        }),
         typed("ffi.MapSize", &[MAP], INT, |a| {
             Ok(Any::from(a.get::<Map>(0)?.len() as i64))
         }),
@@ -271,7 +279,11 @@ pub(crate) fn container_globals() -> Vec<BuiltinGlobal> {
                 .get(a.owned(1)?.as_view())
                 .unwrap_or_else(|| Any::from(missing())))
         }),
-        packed("ffi.Dict", |args| Ok(Dict::from_pairs(pairs(args)?).into())),
+        packed("ffi.Dict", |args| {
+            let dict = Dict::new();
+            for_each_pair(args, |key, value| dict.insert(key, value))?;
+            Ok(dict.into())
+        }),
         typed("ffi.DictSize", &[DICT], INT, |a| {
             Ok(Any::from(a.get::<Dict>(0)?.len() as i64))
         }),
