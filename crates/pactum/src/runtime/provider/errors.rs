@@ -276,8 +276,7 @@ fn native_backtrace(first_line: Option<&[u8]>, stop_at_boundary: bool) -> Vec<u8
         let symbol_name = if symbol.is_null() {
             None
         } else {
-            // SAFETY: dladdr returns a NUL-terminated symbol name owned by the loader.
-            Some(demangled(unsafe { core::ffi::CStr::from_ptr(symbol) }))
+            Some(demangled_cached(symbol))
         };
         if stop_at_boundary && symbol_name.as_deref().is_some_and(is_boundary_frame) {
             break;
@@ -314,6 +313,24 @@ fn native_backtrace(first_line: Option<&[u8]>, _stop_at_boundary: bool) -> Vec<u
     first_line.map(<[u8]>::to_vec).unwrap_or_default()
 }
 
+/// [`demangled`], kept per symbol-name address (the loader's strings outlive their objects'
+/// frames, and a backtrace names the same few functions again and again).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn demangled_cached(symbol: *const c_char) -> std::string::String {
+    thread_local! {
+        static NAMES: core::cell::RefCell<std::collections::HashMap<usize, std::string::String>> =
+            core::cell::RefCell::default();
+    }
+    let key = symbol as usize;
+    if let Some(name) = NAMES.with(|names| names.borrow().get(&key).cloned()) {
+        return name;
+    }
+    // SAFETY: dladdr returns a NUL-terminated symbol name owned by the loader.
+    let name = demangled(unsafe { core::ffi::CStr::from_ptr(symbol) });
+    NAMES.with(|names| names.borrow_mut().insert(key, name.clone()));
+    name
+}
+
 /// Whether `object` (a dladdr file name) is the running program rather than a library.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn is_main_program(object: *const c_char) -> bool {
@@ -324,11 +341,23 @@ fn is_main_program(object: *const c_char) -> bool {
     if object.is_null() {
         return false;
     }
+    // The loader's name strings live as long as their objects: the answer is kept per string
+    // address (resolving the path costs system calls).
+    thread_local! {
+        static KNOWN: core::cell::RefCell<std::collections::HashMap<usize, bool>> =
+            core::cell::RefCell::default();
+    }
+    let key = object as usize;
+    if let Some(known) = KNOWN.with(|known| known.borrow().get(&key).copied()) {
+        return known;
+    }
     // SAFETY: dladdr returns a NUL-terminated path owned by the loader.
     let name = unsafe { core::ffi::CStr::from_ptr(object) }
         .to_string_lossy()
         .into_owned();
-    std::fs::canonicalize(name).is_ok_and(|path| &path == program)
+    let is_program = std::fs::canonicalize(name).is_ok_and(|path| &path == program);
+    KNOWN.with(|known| known.borrow_mut().insert(key, is_program));
+    is_program
 }
 
 /// The object file and nearest dynamic symbol of a code address.
