@@ -72,6 +72,10 @@ fn inline_dtype(name: &str) -> Option<pactum::DataType> {
 }
 
 /// `SHAPExDTYPE=ELEMENTS`, if `text` has that form: `Ok(None)` when it is not a tensor at all.
+/// The most elements an inline tensor may have (16 Mi): larger inputs belong in a `.npy` file,
+/// and the limit keeps a typo like `2x88000000xi16=0` from allocating gigabytes.
+const MAX_INLINE_ELEMENTS: u64 = 1 << 24;
+
 fn parse_inline_tensor(text: &str) -> Result<Option<Tensor>, String> {
     let Some((head, body)) = text.split_once('=') else {
         return Ok(None);
@@ -94,8 +98,8 @@ fn parse_inline_tensor(text: &str) -> Result<Option<Tensor>, String> {
             .map_err(|_| format!("dimension `{dim}` is too large"))?;
         count = count
             .checked_mul(dim as u64)
-            .filter(|&c| c <= 1 << 28)
-            .ok_or_else(|| format!("shape `{head}` has too many elements (at most 2^28 inline)"))?;
+            .filter(|&c| c <= MAX_INLINE_ELEMENTS)
+            .ok_or_else(|| format!("shape `{head}` has too many elements (at most 2^24 inline)"))?;
         shape.push(dim);
     }
     let words: Vec<&str> = body
@@ -103,9 +107,10 @@ fn parse_inline_tensor(text: &str) -> Result<Option<Tensor>, String> {
         .filter(|w| !w.is_empty())
         .collect();
     let count = count as usize;
+    // One value fills the tensor: it is parsed once (below), not repeated as text.
     let values: Vec<&str> = match words.len() {
         n if n == count => words,
-        1 if count > 1 => vec![words[0]; count],
+        1 if count > 1 => words,
         n => {
             return Err(format!(
                 "shape `{head}` holds {count} element(s), {n} given (give all of them, or one to \
@@ -113,16 +118,22 @@ fn parse_inline_tensor(text: &str) -> Result<Option<Tensor>, String> {
             ));
         }
     };
-    fn typed<T: pactum::tensor::Element>(
+    fn typed<T: pactum::tensor::Element + Copy>(
         values: &[&str],
         shape: &[i64],
         parse: impl Fn(&str) -> Option<T>,
     ) -> Result<Tensor, String> {
-        let parsed = values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| parse(v).ok_or_else(|| format!("element {i} (`{v}`) does not fit")))
-            .collect::<Result<Vec<T>, String>>()?;
+        let parse_at =
+            |i: usize, v: &str| parse(v).ok_or_else(|| format!("element {i} (`{v}`) does not fit"));
+        let count = shape.iter().product::<i64>() as usize;
+        let parsed = match values {
+            [fill] if count != 1 => vec![parse_at(0, fill)?; count],
+            _ => values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| parse_at(i, v))
+                .collect::<Result<Vec<T>, String>>()?,
+        };
         Tensor::from_slice(&parsed, shape).map_err(|e| e.message().into_owned())
     }
     let int = |v: &str| parse_int(v);
@@ -418,5 +429,19 @@ mod tests {
                 .starts_with("argument 3 (`@/no/such/file.npy`): cannot read /no/such/file.npy:")
         );
         assert!(error("\"").contains("expected a number"));
+        // A shape beyond the inline limit is refused before anything is allocated.
+        assert!(
+            error("2x88000000xi16=0")
+                .ends_with("shape `2x88000000xi16` has too many elements (at most 2^24 inline)")
+        );
+    }
+
+    #[test]
+    fn one_value_fills_a_large_inline_tensor() {
+        let CallArg::Inline(tensor) = value("4096x4096xi8=7") else {
+            panic!("expected an inline tensor");
+        };
+        assert_eq!(tensor.shape(), &[4096, 4096]);
+        assert!(tensor.to_vec::<i8>().unwrap().iter().all(|&v| v == 7));
     }
 }
