@@ -169,6 +169,39 @@ impl Array {
         self.as_slice().iter()
     }
 
+    /// Overwrites the elements with `values` (as many as the array holds), in place, as C++
+    /// may update a uniquely held array. For a wrong count nothing changes and `values` come
+    /// back.
+    ///
+    /// # Safety
+    /// Nothing else may read or write this array while this runs or keep a borrow of its
+    /// elements: the array must be reachable only through the caller (the structural mutator's
+    /// in-place mode, whose path from the root is uniquely owned).
+    pub(crate) unsafe fn overwrite_unshared(&self, values: Vec<Any>) -> Result<(), Vec<Any>> {
+        let cell = seq::cell(&self.0);
+        // SAFETY: the cell of a live array; read before any write.
+        let size = unsafe { (*cell).size };
+        if usize::try_from(size).ok() != Some(values.len()) {
+            return Err(values);
+        }
+        let mut old = Vec::with_capacity(values.len());
+        for (index, value) in values.into_iter().enumerate() {
+            // SAFETY: an in-bounds slot of an array nobody else uses (the caller's contract);
+            // the replaced value is owned here and released after the loop.
+            old.push(unsafe {
+                Any::from_raw(
+                    (*cell)
+                        .data
+                        .cast::<TVMFFIAny>()
+                        .add(index)
+                        .replace(value.into_raw()),
+                )
+            });
+        }
+        drop(old);
+        Ok(())
+    }
+
     /// The untyped object.
     pub fn as_object_ref(&self) -> &ObjectRef {
         &self.0

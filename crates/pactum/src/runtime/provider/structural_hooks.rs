@@ -449,6 +449,17 @@ fn mutate_sequence<const INPLACE: bool>(
         }
         return Ok(Some(Any::from(List::from_values(out))));
     }
+    let out = if INPLACE {
+        let array = value.get::<Array>()?;
+        // SAFETY: this is the in-place hook: the mutator calls it only on a path from the root
+        // that it owns uniquely, so nothing else reaches this array.
+        match unsafe { array.overwrite_unshared(out) } {
+            Ok(()) => return Ok(None),
+            Err(out) => out,
+        }
+    } else {
+        out
+    };
     Ok(Some(Any::from(Array::new(out))))
 }
 
