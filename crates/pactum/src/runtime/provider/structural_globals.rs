@@ -35,6 +35,7 @@ use super::builtin::{ANY, BOOL, INT, OPTIONAL_ACCESS_PATH_PAIR, STRUCTURAL_KEY, 
 use super::reflection::{self, address, lock, same_as, type_key_hash};
 use super::registry::BuiltinGlobal;
 use super::runtime_types::{RuntimeMethod, STRUCTURAL_KEY_TYPE, TypeExtras, new_runtime_object};
+use super::structural_hooks::field_region;
 use super::types;
 use crate::any::{Any, AnyView, Payload};
 use crate::boundary::{self, EntryKind::Callback};
@@ -258,17 +259,6 @@ impl DefRegion {
         } else {
             kind
         }
-    }
-}
-
-/// The region a field's flags open, if any (a simple region when both flags are set).
-fn field_region(flags: i64) -> Option<i32> {
-    if flags & field_flags::SEQ_HASH_DEF_SIMPLE != 0 {
-        Some(def_region_kind::SIMPLE)
-    } else if flags & field_flags::SEQ_HASH_DEF_PATTERN != 0 {
-        Some(def_region_kind::PATTERN)
-    } else {
-        None
     }
 }
 

@@ -12,13 +12,25 @@ use core::cell::Cell;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicU32, Ordering};
 
-use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIObject, TVMFFITypeIndex, def_region_kind};
+use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIObject, TVMFFITypeIndex, def_region_kind, field_flags};
 
 use crate::any::{Any, AnyView, OpaquePtr};
 use crate::boundary::{self, EntryKind::Callback};
 use crate::containers::{Array, Dict, List, Map};
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::ObjectRef;
+
+/// The definition region a field's flags open for its value, if any (a simple region when
+/// both flags are set).
+pub(crate) fn field_region(flags: i64) -> Option<i32> {
+    if flags & field_flags::SEQ_HASH_DEF_SIMPLE != 0 {
+        Some(def_region_kind::SIMPLE)
+    } else if flags & field_flags::SEQ_HASH_DEF_PATTERN != 0 {
+        Some(def_region_kind::PATTERN)
+    } else {
+        None
+    }
+}
 
 /// How deep one traversal may nest: it stops with a `RecursionError` beyond this depth, or
 /// earlier when less than [`STACK_RESERVE`] of the thread's stack is left (a cyclic graph,

@@ -25,11 +25,11 @@ use super::reflection::{self, field_name, fields_of, read_field, write_field};
 use super::registry::BuiltinGlobal;
 use super::structural_hooks::{
     Depth, Inplace, Mutation, MutatorVTable, Traversal, TraversalHead, VisitFn, changed_or,
-    decode_mutation, encode_mutation, is_same, raw_entry,
+    decode_mutation, encode_mutation, field_region, is_same, raw_entry,
 };
 use super::structural_visit::{
-    Callback, callbacks, field_region, first_match, structural_kind, traversal_arg,
-    with_field_region, with_region_global,
+    Callback, callbacks, first_match, structural_kind, traversal_arg, with_field_region,
+    with_region_global,
 };
 use super::visit_error_context::annotate;
 use crate::any::{Any, AnyView, OpaquePtr};

@@ -20,7 +20,8 @@ use super::builtin::{
 use super::reflection::{self, fields_of, read_field};
 use super::registry::BuiltinGlobal;
 use super::structural_hooks::{
-    Depth, Flow, Traversal, TraversalHead, VisitorVTable, decode_flow, encode_flow, raw_entry,
+    Depth, Flow, Traversal, TraversalHead, VisitorVTable, decode_flow, encode_flow, field_region,
+    raw_entry,
 };
 use super::visit_error_context::annotate;
 use crate::any::{Any, AnyView};
@@ -305,17 +306,6 @@ pub(crate) fn structural_kind(type_index: i32) -> TVMFFISEqHashKind {
         .map_or(TVMFFISEqHashKind(0), |metadata| unsafe {
             (*metadata).structural_eq_hash_kind
         })
-}
-
-/// The definition region a field's flags open for its value, if any.
-pub(crate) fn field_region(flags: i64) -> Option<i32> {
-    if flags & field_flags::SEQ_HASH_DEF_SIMPLE != 0 {
-        Some(def_region_kind::SIMPLE)
-    } else if flags & field_flags::SEQ_HASH_DEF_PATTERN != 0 {
-        Some(def_region_kind::PATTERN)
-    } else {
-        None
-    }
 }
 
 /// Runs `body` over an object's fields: a free variable defined in a simple region has its
