@@ -34,7 +34,7 @@ pub(super) unsafe fn drop_elements(data: *mut TVMFFIAny, size: i64) {
     let count = usize::try_from(size).unwrap_or(0);
     // SAFETY: forwarded from the caller; each value is taken exactly once.
     let values = (0..count).map(|i| unsafe { Any::from_raw(data.add(i).read()) });
-    crate::object::release::release_values(values.collect::<Vec<_>>());
+    crate::object::release::release_values(values);
 }
 
 /// Element `index` as a view, or None past the end.

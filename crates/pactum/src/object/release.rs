@@ -14,17 +14,14 @@ thread_local! {
 
 /// Drops `values`, deferring nested releases to the outermost call on this thread.
 pub(crate) fn release_values(values: impl IntoIterator<Item = Any>) {
-    // During thread teardown the queue may be gone: dropping in place is the only option.
-    let queued = PENDING
-        .try_with(|pending| match pending.try_borrow_mut() {
-            Ok(mut pending) => {
-                pending.extend(values);
-                None
-            }
-            Err(_) => Some(values),
-        })
-        .unwrap_or(None);
-    if let Some(values) = queued {
+    let mut values = Some(values);
+    // Queued unless the queue is busy or, during thread teardown, gone: then dropped in place.
+    let _ = PENDING.try_with(|pending| {
+        if let Ok(mut pending) = pending.try_borrow_mut() {
+            pending.extend(values.take().into_iter().flatten());
+        }
+    });
+    if let Some(values) = values {
         values.into_iter().for_each(drop);
         return;
     }

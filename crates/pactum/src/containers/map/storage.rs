@@ -1084,12 +1084,11 @@ unsafe extern "C" fn map_deleter(obj: *mut c_void, flags: c_int) {
             if is_small(obj) {
                 let (data, size) = small_pairs(obj);
                 (*obj).cell.size = 0;
-                let mut values = Vec::with_capacity(2 * size);
-                for i in 0..size {
+                crate::object::release::release_values((0..size).flat_map(|i| {
+                    // Each live pair is read exactly once, before the storage is freed.
                     let pair = data.add(i).read();
-                    values.extend([owned(pair.key), owned(pair.value)]);
-                }
-                crate::object::release::release_values(values);
+                    [owned(pair.key), owned(pair.value)]
+                }));
                 if let Some(deleter) = (*obj).cell.data_deleter {
                     deleter((*obj).cell.data);
                 }
