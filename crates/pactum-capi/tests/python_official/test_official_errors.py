@@ -42,9 +42,18 @@ def test_nested_callback_backtrace_records_each_frame_once():
 def test_backtrace_limit_from_environment(monkeypatch):
     raise_error = tvm_ffi.get_global_func("testing.test_raise_error")
     apply_python = tvm_ffi.convert(lambda f, *args: f(*args))
+
+    def native_frames():
+        try:
+            apply_python(raise_error, "RuntimeError", "limited")
+        except RuntimeError as error:
+            backtrace = error.__tvm_ffi_error__.backtrace
+        assert backtrace.splitlines()[0].endswith("TestRaiseError(String, String)")
+        # Frames without debug information: those of the Python callback's re-raise.
+        return sum(line.startswith('  File "<unknown>"') for line in backtrace.splitlines())
+
+    assert native_frames() == 3
     monkeypatch.setenv("TVM_TRACEBACK_LIMIT", "1")
-    try:
-        apply_python(raise_error, "RuntimeError", "limited")
-    except RuntimeError as error:
-        native = error.__tvm_ffi_error__.backtrace.splitlines()
-    assert native[0].endswith("TestRaiseError(String, String)")
+    assert native_frames() == 1
+    monkeypatch.setenv("TVM_TRACEBACK_LIMIT", "0")
+    assert native_frames() == 0
