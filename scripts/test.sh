@@ -49,6 +49,16 @@ fi
 say "cargo test"
 cargo test --workspace
 
+say "a module library carries no runtime (nm of examples/kernels built on its own)"
+# `cargo test` above built the example with its tests' features (pactum's runtime included);
+# built alone, as a user builds a module library, it must hold none of pactum-runtime's code.
+cargo build -q -p pactum-example-kernels
+if nm -C --defined-only target/debug/libpactum_example_kernels.so | grep -q 'pactum_runtime::'; then
+  echo "target/debug/libpactum_example_kernels.so defines pactum_runtime symbols:" >&2
+  nm -C --defined-only target/debug/libpactum_example_kernels.so | grep 'pactum_runtime::' | head >&2
+  exit 1
+fi
+
 say "python package (python/): pip install ./python into .venv, then its pytest suite"
 # setuptools-rust builds crates/pactum-python (release) in this workspace's target directory.
 .venv/bin/python -m pip install -q --disable-pip-version-check ./python

@@ -1,6 +1,6 @@
 //! `libtvm_ffi.so` from pactum: every function of `tvm/ffi/c_api.h` and
 //! `tvm/ffi/extra/c_env_api.h` (apache-tvm-ffi 0.1.15.post2), implemented by pactum's
-//! built-in runtime, plus the `ffi.*` global functions a C program needs to load and call
+//! own runtime (crate `pactum-runtime`), plus the `ffi.*` global functions a C program needs to load and call
 //! modules (`ffi.Module.load_from_file.so`, `ffi.ModuleGetFunction`, containers, ...).
 //!
 //! Build it with `cargo build -p pactum-capi` and link C code against
@@ -18,7 +18,7 @@
 
 use core::ffi::{c_char, c_int, c_void};
 
-use pactum::runtime::provider_c_api as provider;
+use pactum_runtime::c_api as runtime;
 use pactum_sys::dlpack::{
     DLDataType, DLManagedTensor, DLManagedTensorVersioned, DLPackManagedTensorAllocator, DLTensor,
 };
@@ -34,7 +34,7 @@ macro_rules! export_c_api {
         #[allow(non_snake_case, clippy::unused_unit)]
         pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
             // SAFETY: forwarded from the C caller, with the same contract.
-            unsafe { provider::$name($($arg),*) }
+            unsafe { runtime::$name($($arg),*) }
         }
     )*};
 }
@@ -57,6 +57,9 @@ pactum_sys::tvm_ffi_c_api!(export_c_api);
 /// cannot unwind into the loader.
 pub extern "C" fn register_vmfb_loader_at_load() {
     let outcome = std::panic::catch_unwind(|| {
+        // The loader's order of this constructor and the runtime's own registration is the
+        // linker's: register first (a no-op when already done).
+        pactum_runtime::register();
         if !this_object_is_the_loaded_runtime() {
             return Ok(());
         }

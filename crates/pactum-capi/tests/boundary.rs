@@ -2,7 +2,7 @@
 //! at the entry of each (with the `fault-injection` feature, enabled for this crate's tests
 //! only) is reported the documented way, and the process carries on.
 //!
-//! - C API functions of the provider, called through `pactum::runtime::api()` and through this
+//! - C API functions of pactum's runtime, called through `pactum::runtime::api()` and through this
 //!   crate's exported symbols: status functions return -1 with a `RustPanic` error raised,
 //!   value functions return their fallback with the error raised, void functions raise it,
 //!   and the functions that make errors return -1 leaving the error slot alone.

@@ -76,7 +76,7 @@ macro_rules! define_table {
         /// Every C API function as a function pointer, in export order.
         ///
         /// A table describes one implementation of the C API: the official `libtvm_ffi.so`
-        /// (resolved with `dlsym`) or pactum's own provider.
+        /// (resolved with `dlsym`) or pactum's own runtime.
         #[allow(non_snake_case)]
         #[repr(C)]
         #[derive(Clone, Copy, Debug)]

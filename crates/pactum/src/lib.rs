@@ -27,38 +27,35 @@
 //! # Ok::<(), pactum::Error>(())
 //! ```
 //!
-//! Cargo features: `fault-injection` (off by default, for tests only) adds
-//! `pactum::fault_injection`, which makes the next FFI entry point of a given kind panic inside
-//! pactum's FFI boundary, to check that such panics become errors.
+//! # Crates
+//!
+//! This crate is a facade over two others, so that a program gets everything from one
+//! dependency while a library loaded by a host carries only what it uses:
+//! - `pactum-core`: the types and calls above, served by whichever TVM FFI runtime the process
+//!   has (re-exported here unchanged);
+//! - `pactum-runtime`: pactum's own runtime, the 50 functions of the C API and the official
+//!   `ffi.*` globals, which serves a process where no `libtvm_ffi.so` is loaded.
+//!
+//! Cargo features:
+//! - `runtime` (default): links `pactum-runtime`. A module library (a `cdylib` of
+//!   [`export`](macro@export)ed functions) is served by its host's runtime, the official one
+//!   under Python or pactum's `libtvm_ffi.so` under C, and leaves it out:
+//!   `pactum = { version = "0.1", default-features = false }`.
+//! - `fault-injection` (off by default, for tests only) adds `pactum::fault_injection`, which
+//!   makes the next FFI entry point of a given kind panic inside pactum's FFI boundary, to
+//!   check that such panics become errors.
 
-pub mod any;
-mod boundary;
-pub mod containers;
-pub mod dtype;
-pub mod error;
-pub mod export;
-pub mod function;
-pub mod module;
-pub mod object;
-mod raw;
-pub mod runtime;
-pub mod shape;
-pub mod strided;
-pub mod string;
-pub mod tensor;
-pub mod tensor_view;
+pub use pactum_core::{
+    any, containers, dtype, error, export, function, module, object, runtime, shape, strided,
+    string, tensor, tensor_view,
+};
 
-pub use any::{Any, AnyView, FromAny, FromAnyView, OpaquePtr};
-pub use containers::{Array, Dict, List, Map};
-pub use dtype::{DataType, Device};
-pub use error::{Error, ErrorKind, Result};
-pub use function::{Function, TypedFunction};
-pub use module::{Module, ModuleImpl};
-pub use object::{Obj, ObjectRef, ObjectRefType, ObjectType, WeakObjectRef};
-pub use shape::Shape;
-pub use string::{Bytes, String};
-pub use tensor::{Element, Tensor};
-pub use tensor_view::{AnyDType, TensorView, TensorViewMut};
+pub use pactum_core::{
+    Any, AnyDType, AnyView, Array, Bytes, DataType, Device, Dict, Element, Error, ErrorKind,
+    FromAny, FromAnyView, Function, List, Map, Module, ModuleImpl, Obj, ObjectRef, ObjectRefType,
+    ObjectType, OpaquePtr, Result, Shape, String, Tensor, TensorView, TensorViewMut, TypedFunction,
+    WeakObjectRef,
+};
 
 /// Exports a Rust function as a TVM FFI packed function of the library being built
 /// (`__tvm_ffi_<name>`, with `__tvm_ffi__metadata_<name>` and `__tvm_ffi__doc_<name>`).
@@ -66,7 +63,16 @@ pub use tensor_view::{AnyDType, TensorView, TensorViewMut};
 pub use pactum_macros::export;
 
 /// The raw ABI layer this crate is built on.
-pub use pactum_sys as sys;
+pub use pactum_core::sys;
+
+#[doc(hidden)]
+pub use pactum_core::error_kind;
+pub use pactum_core::{bail, object_type};
 
 #[cfg(feature = "fault-injection")]
-pub use boundary::fault_injection;
+pub use pactum_core::fault_injection;
+
+// Linking the runtime is all it takes: it registers itself with `pactum-core` when the program
+// starts (see `pactum_runtime`), before any pactum call can ask which runtime serves the process.
+#[cfg(feature = "runtime")]
+extern crate pactum_runtime;

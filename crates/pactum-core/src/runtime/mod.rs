@@ -1,0 +1,147 @@
+//! Which implementation of the C API this process uses, and access to it.
+//!
+//! A process has exactly one TVM FFI runtime: one error slot per thread, one global registry,
+//! one type table. pactum finds it on first use:
+//!
+//! 1. If a library whose SONAME is `libtvm_ffi.so` is already loaded (the official one under
+//!    Python, pactum's own `pactum-capi` under a C program, or the forwarder below), pactum
+//!    binds to its 50 C functions ([`RuntimeKind::Host`]).
+//! 2. Otherwise the runtime linked into the program serves ([`RuntimeKind::Builtin`]): pactum's
+//!    own (crate `pactum-runtime`, brought by the `pactum` crate's default `runtime` feature),
+//!    which registers its C API table here when the program starts ([`register_builtin`]).
+//!    Before such a process loads a C-built module (which records `NEEDED libtvm_ffi.so`), that
+//!    runtime loads an embedded forwarding `libtvm_ffi.so` from memory and points it at itself,
+//!    so the module's C API calls reach the same runtime with no file on disk and no
+//!    `LD_LIBRARY_PATH`.
+//!
+//! A process with neither (a program built without the `runtime` feature, loading no
+//! `libtvm_ffi.so`) has no runtime: its first pactum call panics with a message saying so.
+//!
+//! See `docs/ARCHITECTURE.md`.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+use pactum_sys::{TVM_FFI_C_API_NAMES, TVMFFICApi};
+
+/// Where this process's C API comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RuntimeKind {
+    /// The runtime linked into this program (pactum's own, `pactum-runtime`).
+    Builtin,
+    /// A loaded `libtvm_ffi.so` (official, `pactum-capi`, or pactum's forwarder), at `path`.
+    Host {
+        /// The library's path as the dynamic loader reports it.
+        path: std::string::String,
+    },
+}
+
+struct Runtime {
+    api: &'static TVMFFICApi,
+    kind: RuntimeKind,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// The table [`register_builtin`] recorded (null until then).
+static BUILTIN: AtomicPtr<TVMFFICApi> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Registers the C API of the runtime linked into this program, which serves the process when
+/// no `libtvm_ffi.so` is loaded. `pactum-runtime` calls it when the program starts; the first
+/// registration wins and later ones are ignored (two copies of a runtime in one program cannot
+/// split its state). Registering after this process's runtime was chosen changes nothing.
+///
+/// # Safety
+/// Every function of `api` must implement the C contract of the function of the same name in
+/// the official headers (`tvm/ffi/c_api.h`, `tvm/ffi/extra/c_env_api.h`), for as long as the
+/// process runs: pactum's safe API calls them on that basis.
+pub unsafe fn register_builtin(api: &'static TVMFFICApi) {
+    let _ = BUILTIN.compare_exchange(
+        core::ptr::null_mut(),
+        core::ptr::from_ref(api).cast_mut(),
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    );
+}
+
+fn runtime() -> &'static Runtime {
+    RUNTIME.get_or_init(|| match find_loaded_runtime() {
+        Some((api, path)) => Runtime {
+            api: Box::leak(Box::new(api)),
+            kind: RuntimeKind::Host { path },
+        },
+        None => Runtime {
+            api: registered_builtin(),
+            kind: RuntimeKind::Builtin,
+        },
+    })
+}
+
+fn registered_builtin() -> &'static TVMFFICApi {
+    let api = BUILTIN.load(Ordering::Acquire);
+    if api.is_null() {
+        panic!(
+            "pactum: no TVM FFI runtime serves this process: no libtvm_ffi.so is loaded and none \
+             is linked in (depend on the `pactum` crate with its default `runtime` feature, or \
+             load libtvm_ffi.so first)"
+        );
+    }
+    // SAFETY: the only non-null value ever stored is a `&'static TVMFFICApi` (`register_builtin`).
+    unsafe { &*api }
+}
+
+/// The C API of this process's runtime.
+#[inline]
+pub fn api() -> &'static TVMFFICApi {
+    runtime().api
+}
+
+/// Which runtime serves this process.
+pub fn kind() -> RuntimeKind {
+    runtime().kind.clone()
+}
+
+/// Binds to an already-loaded `libtvm_ffi.so`, if there is one exporting the whole C API.
+fn find_loaded_runtime() -> Option<(TVMFFICApi, std::string::String)> {
+    let flags = libc::RTLD_NOW | libc::RTLD_NOLOAD;
+    // SAFETY: RTLD_NOLOAD never loads anything; it only returns a handle to a library that is
+    // already loaded, so no initialisers run.
+    let library =
+        unsafe { libloading::os::unix::Library::open(Some("libtvm_ffi.so"), flags) }.ok()?;
+    let mut functions = [core::ptr::null::<core::ffi::c_void>(); pactum_sys::TVM_FFI_C_API_LEN];
+    for (slot, name) in functions.iter_mut().zip(TVM_FFI_C_API_NAMES) {
+        // SAFETY: we only read the symbol's address.
+        let symbol = unsafe { library.get::<*const core::ffi::c_void>(name.as_bytes()) }.ok()?;
+        *slot = symbol.into_raw().cast_const();
+        if slot.is_null() {
+            return None;
+        }
+    }
+    let path = library_path(functions[0]).unwrap_or_else(|| "libtvm_ffi.so".to_owned());
+    // The handle is never closed: the runtime lives as long as the process.
+    core::mem::forget(library);
+    // SAFETY: TVMFFICApi is a repr(C) array of function pointers in TVM_FFI_C_API_NAMES order
+    // with the header's signatures, and every entry was resolved to a non-null address.
+    let api = unsafe {
+        core::mem::transmute::<[*const core::ffi::c_void; pactum_sys::TVM_FFI_C_API_LEN], TVMFFICApi>(
+            functions,
+        )
+    };
+    Some((api, path))
+}
+
+/// The file a code address belongs to.
+fn library_path(address: *const core::ffi::c_void) -> Option<std::string::String> {
+    // SAFETY: an all-zero Dl_info (null pointers) is a valid value.
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    // SAFETY: dladdr only reads loader tables; `info` is a valid out pointer.
+    if unsafe { libc::dladdr(address, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dladdr returns a NUL-terminated path owned by the loader.
+    Some(
+        unsafe { core::ffi::CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}

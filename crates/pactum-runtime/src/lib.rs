@@ -1,0 +1,143 @@
+//! pactum's own TVM FFI runtime: the 50 functions of the C API and the official `ffi.*` global
+//! functions, with the contracts of `apache-tvm-ffi` 0.1.15 (see `docs/ARCHITECTURE.md` for the
+//! few deliberate differences: where the official runtime crashes or exits on bad input, these
+//! report an error).
+//!
+//! It serves two kinds of process:
+//! - a Rust program where no `libtvm_ffi.so` is loaded: linking this crate (the `pactum` crate's
+//!   default `runtime` feature does) is enough, because it [`register`]s itself with
+//!   `pactum-core` when the program starts, so pactum's types and calls reach it;
+//! - a C, C++ or Python program, through `pactum-capi`, which exports [`c_api`] under the C names
+//!   as `libtvm_ffi.so`.
+//!
+//! ```
+//! use pactum_core::runtime::{self, RuntimeKind};
+//! use pactum_core::Function;
+//!
+//! // Linking this crate registered it when the program started (the call is a no-op here).
+//! pactum_runtime::register();
+//! // A plain Rust program: nothing loaded a libtvm_ffi.so, so this runtime serves it.
+//! assert_eq!(runtime::kind(), RuntimeKind::Builtin);
+//! Function::from_typed(|a: i64, b: i64| a + b).register_global("example.sum", false)?;
+//! let sum = Function::get_global("example.sum").expect("registered");
+//! assert_eq!(sum.call_typed::<_, i64>((2, 3))?, 5);
+//! # Ok::<(), pactum_core::Error>(())
+//! ```
+//!
+//! The functions are `extern "C"` with the exact C signatures; [`C_API`] lists them as the
+//! function table. Nothing else here is public: the runtime's internals are not pactum's API.
+
+// Layers, each using only those above it (`scripts/import_rings.py` finds no ring here):
+// - arguments: `args`;
+// - storage and values, with their C functions: `errors`, `objects`, `values`, `types`,
+//   `tensors`, and the function registry's storage, `registry`; the traversal ABI and the
+//   built-in types' structural hooks `types` registers, `structural_hooks`;
+// - declaring built-in globals: `builtin`; library modules: `modules`;
+// - the built-in `ffi.*` globals: `value_globals`, `module_globals`, `repr_globals`,
+//   `dataclass`, `recursive_globals`, `json_globals`, `serialization_globals`,
+//   `structural_globals`, `visit_error_context`, `structural_visit`, `structural_mutate`;
+// - the C functions that reach the layers below: `functions` (which fills the registry with
+//   every built-in global) and `env`.
+mod access_path;
+mod args;
+mod builtin;
+mod conversions;
+mod dataclass;
+mod env;
+mod errors;
+mod forwarder;
+mod functions;
+mod json_globals;
+mod module_globals;
+mod modules;
+mod objects;
+mod recursive_globals;
+mod reflection;
+mod registry;
+mod repr_globals;
+mod runtime_type_install;
+mod runtime_types;
+mod serialization_globals;
+mod structural_globals;
+mod structural_hooks;
+mod structural_mutate;
+mod structural_visit;
+mod tensors;
+mod types;
+mod value_globals;
+mod values;
+mod visit_error_context;
+
+use pactum_sys::TVMFFICApi;
+
+/// The 50 C functions under their C names, for `pactum-capi` to export.
+pub mod c_api {
+    pub use super::env::{
+        TVMFFIEnvCheckSignals, TVMFFIEnvGetDLPackManagedTensorAllocator, TVMFFIEnvGetStream,
+        TVMFFIEnvModLookupFromImports, TVMFFIEnvModRegisterContextSymbol,
+        TVMFFIEnvModRegisterSystemLibSymbol, TVMFFIEnvRegisterCAPI,
+        TVMFFIEnvSetDLPackManagedTensorAllocator, TVMFFIEnvSetStream, TVMFFIEnvTensorAlloc,
+        TVMFFIHandleDeinitOnce, TVMFFIHandleInitOnce,
+    };
+    pub use super::errors::{
+        TVMFFIBacktrace, TVMFFIErrorCreate, TVMFFIErrorCreateWithCauseAndExtraContext,
+        TVMFFIErrorMoveFromRaised, TVMFFIErrorSetRaised, TVMFFIErrorSetRaisedFromCStr,
+        TVMFFIErrorSetRaisedFromCStrParts,
+    };
+    pub use super::functions::{
+        TVMFFIAnyViewToOwnedAny, TVMFFIFunctionCall, TVMFFIFunctionCreate, TVMFFIFunctionGetGlobal,
+        TVMFFIFunctionSetGlobal, TVMFFIFunctionSetGlobalFromMethodInfo,
+    };
+    pub use super::objects::{
+        TVMFFIGetCustomAllocator, TVMFFIGetVersion, TVMFFIObjectCreateOpaque, TVMFFIObjectDecRef,
+        TVMFFIObjectIncRef, TVMFFISetCustomAllocator,
+    };
+    pub use super::tensors::{
+        TVMFFITensorCreateUnsafeView, TVMFFITensorFromDLPack, TVMFFITensorFromDLPackVersioned,
+        TVMFFITensorToDLPack, TVMFFITensorToDLPackVersioned,
+    };
+    pub use super::types::{
+        TVMFFIGetTypeAttrColumn, TVMFFIGetTypeInfo, TVMFFITypeGetOrAllocIndex,
+        TVMFFITypeKeyToIndex, TVMFFITypeRegisterAttr, TVMFFITypeRegisterField,
+        TVMFFITypeRegisterMetadata, TVMFFITypeRegisterMethod,
+    };
+    pub use super::values::{
+        TVMFFIBigIntFromByteArray, TVMFFIBigIntGetContentByteArray, TVMFFIBytesFromByteArray,
+        TVMFFIDataTypeFromString, TVMFFIDataTypeToString, TVMFFIStringFromByteArray,
+    };
+}
+
+macro_rules! c_api_table {
+    ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
+        /// The runtime as a C API function table (built from [`c_api`], so the two list the
+        /// same functions in the order of `pactum_sys::tvm_ffi_c_api!`).
+        pub static C_API: TVMFFICApi = TVMFFICApi { $($name: c_api::$name),* };
+    };
+}
+pactum_sys::tvm_ffi_c_api!(c_api_table);
+
+/// Makes this runtime the one that serves the process when no `libtvm_ffi.so` is loaded (see
+/// `pactum::runtime`), and gives its type table the runtime's own reflected types. It runs by
+/// itself when the program starts (an `.init_array` entry below); calling it again does nothing.
+/// A load-time constructor that calls into the runtime before that entry may have run (their
+/// order is the linker's) calls it first, as `pactum-capi`'s does.
+pub fn register() {
+    types::set_runtime_types_installer(runtime_type_install::install_runtime_types);
+    // SAFETY: every function of `C_API` implements the C contract of its name (this crate's
+    // purpose, tested against the official library by `pactum-capi`'s suites), for the life of
+    // the process (a static).
+    unsafe { pactum_core::runtime::register_builtin(&C_API) };
+}
+
+extern "C" fn register_at_start() {
+    // Nothing here can panic (two atomic stores); a panic would abort rather than unwind into
+    // the loader.
+    register();
+}
+
+#[used]
+// SAFETY: `.init_array` holds pointers to `extern "C" fn()` constructors that the C runtime
+// calls once when the program (or the shared library holding this crate) is loaded; the entry
+// is exactly such a function, and it only stores two pointers.
+#[unsafe(link_section = ".init_array")]
+static REGISTER_AT_START: extern "C" fn() = register_at_start;

@@ -1,0 +1,594 @@
+//! Library modules: loading shared libraries and system-library symbols, looking functions
+//! up, imports, and the library context (`module_globals.rs` publishes these as `ffi.*`
+//! globals).
+//!
+//! A module owns the loaded library; functions taken from it keep the module alive. The
+//! library's `__tvm_ffi__library_ctx` receives the module's object address as an opaque
+//! token, which `TVMFFIEnvModLookupFromImports` accepts only while that module lives.
+
+use core::cell::UnsafeCell;
+use core::ffi::{c_int, c_void};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIFunctionCell, TVMFFIObject, TVMFFITypeIndex};
+
+use super::args::SafeCallFn;
+use pactum_core::any::Any;
+use pactum_core::containers::Array;
+use pactum_core::error::{Error, ErrorKind, Result};
+use pactum_core::function::Function;
+use pactum_core::internal::boundary::{self, EntryKind};
+use pactum_core::internal::{ObjectBox, header, new_object_box};
+use pactum_core::module::Module;
+use pactum_core::object::{ObjectRef, ObjectRefType};
+
+/// Where a module's symbols come from.
+enum Symbols {
+    /// A `dlopen`ed shared library. It is never closed: objects the library made (strings,
+    /// functions, tensors) carry deleters in its code and may outlive every module handle.
+    Library(core::mem::ManuallyDrop<libloading::os::unix::Library>),
+    /// Symbols registered with `TVMFFIEnvModRegisterSystemLibSymbol`, looked up under a prefix.
+    System { prefix: std::string::String },
+    /// Functions served by code (`pactum::ModuleImpl`, through `pactum.Module.from_functions`):
+    /// no symbols; `get_function(name) -> Optional[Function]` and
+    /// `get_text(what, name) -> Optional[str]` (`what` is `metadata` or `doc`) answer lookups.
+    Served {
+        kind: std::string::String,
+        get_function: Function,
+        get_text: Function,
+    },
+}
+
+impl Symbols {
+    fn lookup(&self, name: &str) -> Option<*mut c_void> {
+        match self {
+            Symbols::Library(library) => {
+                // SAFETY: we only read the symbol's address.
+                let symbol = unsafe { library.get::<*mut c_void>(name.as_bytes()) }.ok()?;
+                Some(symbol.into_raw()).filter(|p| !p.is_null())
+            }
+            Symbols::System { prefix } => {
+                let table = system_lib_symbols();
+                table
+                    .get(&format!("{prefix}{name}"))
+                    .or_else(|| table.get(name))
+                    .map(|&p| p as *mut c_void)
+            }
+            Symbols::Served { .. } => None,
+        }
+    }
+
+    fn function_symbol(&self, name: &str) -> Option<*mut c_void> {
+        match self {
+            Symbols::Library(_) => self.lookup(&format!("__tvm_ffi_{name}")),
+            Symbols::System { prefix } => {
+                let table = system_lib_symbols();
+                table
+                    .get(&format!("__tvm_ffi_{prefix}{name}"))
+                    .or_else(|| table.get(&format!("__tvm_ffi_{name}")))
+                    .map(|&p| p as *mut c_void)
+            }
+            Symbols::Served { .. } => None,
+        }
+    }
+}
+
+/// The object body of modules pactum's runtime makes. `imports` sits at +24 like the official
+/// `imports_` field.
+#[repr(C)]
+struct ModuleCell {
+    imports: UnsafeCell<Array>,
+    symbols: Arc<Symbols>,
+    cache: Mutex<HashMap<std::string::String, Function>>,
+}
+
+// SAFETY: `imports` is only replaced under MODULE_EDIT; the rest is thread-safe.
+unsafe impl Sync for ModuleCell {}
+// SAFETY: as above.
+unsafe impl Send for ModuleCell {}
+
+impl Drop for ModuleCell {
+    fn drop(&mut self) {
+        let address = self as *mut ModuleCell as usize - core::mem::size_of::<TVMFFIObject>();
+        live_modules().remove(&address);
+    }
+}
+
+static MODULE_EDIT: Mutex<()> = Mutex::new(());
+
+fn live_modules() -> MutexGuard<'static, HashSet<usize>> {
+    static LIVE: OnceLock<Mutex<HashSet<usize>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+fn context_symbols() -> MutexGuard<'static, Vec<(Box<[u8]>, usize)>> {
+    static SYMBOLS: Mutex<Vec<(Box<[u8]>, usize)>> = Mutex::new(Vec::new());
+    SYMBOLS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn system_lib_symbols() -> MutexGuard<'static, HashMap<std::string::String, usize>> {
+    static SYMBOLS: OnceLock<Mutex<HashMap<std::string::String, usize>>> = OnceLock::new();
+    SYMBOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+pub(crate) fn register_context_symbol(name: &[u8], symbol: *mut c_void) {
+    context_symbols().push((name.into(), symbol as usize));
+}
+
+pub(crate) fn register_system_lib_symbol(name: &[u8], symbol: *mut c_void) {
+    let name = std::string::String::from_utf8_lossy(name).into_owned();
+    let mut table = system_lib_symbols();
+    if let Some(&old) = table.get(&name) {
+        if old != symbol as usize {
+            eprintln!(
+                "Warning:SystemLib symbol {name} get overriden to a different address {:p}->{:#x}",
+                symbol, old
+            );
+        }
+    }
+    table.insert(name, symbol as usize);
+}
+
+/// Our module cell behind `module`, if pactum's runtime made it.
+fn cell_of(module: &Module) -> Result<&ModuleCell> {
+    let address = module.as_object_ref().as_raw() as usize;
+    if !live_modules().contains(&address) {
+        return Err(Error::new(
+            ErrorKind::TYPE_ERROR,
+            "module was not created by this runtime",
+        ));
+    }
+    // SAFETY: a live module of ours: an ObjectBox<ModuleCell>, kept alive by `module`.
+    Ok(unsafe { &(*(address as *const ObjectBox<ModuleCell>)).cell })
+}
+
+fn new_module(symbols: Arc<Symbols>) -> Module {
+    let cell = ModuleCell {
+        imports: UnsafeCell::new(Array::new([])),
+        symbols,
+        cache: Mutex::new(HashMap::new()),
+    };
+    let ptr = new_object_box(TVMFFITypeIndex::MODULE.0, cell);
+    live_modules().insert(ptr.as_ptr() as usize);
+    // SAFETY: a fresh object whose single strong reference we take.
+    unsafe { Module::from_object_ref_unchecked(ObjectRef::from_raw_owned(ptr.cast())) }
+}
+
+/// Payload of functions wrapping a library symbol.
+#[repr(C)]
+struct SymbolFunction {
+    cell: TVMFFIFunctionCell,
+    symbol: SafeCallFn,
+    _module: Module,
+}
+
+/// Calls the symbol with handle NULL after checking the result slot, like the official
+/// wrapper; any failure code becomes -1.
+unsafe extern "C" fn symbol_safe_call(
+    handle: *mut c_void,
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    let call = |handle: *mut c_void, args, num_args, result| {
+        // SAFETY: installed only in ObjectBox<SymbolFunction> objects, alive during the call.
+        let symbol = unsafe { ObjectBox::cell(handle.cast::<ObjectBox<SymbolFunction>>()).symbol };
+        // SAFETY: the library exports the symbol with the safe-call convention; modules' entry
+        // points receive a NULL handle.
+        Ok(unsafe { symbol(core::ptr::null_mut(), args, num_args, result) })
+    };
+    let call_args = (handle, args, num_args, result);
+    // SAFETY: the convention passes a valid result slot.
+    unsafe { boundary::safe_call(EntryKind::Callback, call_args, call) }
+}
+
+fn wrap_symbol(module: &Module, symbol: *mut c_void) -> Function {
+    // SAFETY: exported `__tvm_ffi_<name>` symbols have the safe-call signature.
+    let symbol = unsafe { core::mem::transmute::<*mut c_void, SafeCallFn>(symbol) };
+    let payload = SymbolFunction {
+        cell: TVMFFIFunctionCell {
+            safe_call: Some(symbol_safe_call),
+            cpp_call: core::ptr::null_mut(),
+        },
+        symbol,
+        _module: module.clone(),
+    };
+    let ptr = new_object_box(TVMFFITypeIndex::FUNCTION.0, payload);
+    // SAFETY: a fresh function object whose reference we take.
+    unsafe { Function::from_object_ref_unchecked(ObjectRef::from_raw_owned(ptr.cast())) }
+}
+
+fn imports_of(cell: &ModuleCell) -> Array {
+    let _edit = MODULE_EDIT.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: replaced only under MODULE_EDIT, which we hold.
+    unsafe { (*cell.imports.get()).clone() }
+}
+
+/// `ModuleGetFunction`: this library's symbol, else (when asked) the imports, depth first.
+pub(crate) fn get_function(
+    module: &Module,
+    name: &str,
+    query_imports: bool,
+) -> Result<Option<Function>> {
+    let cell = cell_of(module)?;
+    if let Symbols::Served { get_function, .. } = &*cell.symbols {
+        if let Some(function) = get_function.call_typed::<_, Option<Function>>((name,))? {
+            return Ok(Some(function));
+        }
+    } else if let Some(symbol) = cell.symbols.function_symbol(name) {
+        return Ok(Some(wrap_symbol(module, symbol)));
+    }
+    if query_imports {
+        for import in imports_of(cell).iter() {
+            let import = import.clone().cast::<Module>()?;
+            if let Some(function) = get_function(&import, name, true)? {
+                return Ok(Some(function));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Calls `__tvm_ffi__<what>_<name>` (a getter returning a string), searching imports.
+pub(crate) fn get_function_text(
+    module: &Module,
+    what: &str,
+    name: &str,
+    query_imports: bool,
+) -> Result<Option<pactum_core::String>> {
+    let cell = cell_of(module)?;
+    if let Symbols::Served { get_text, .. } = &*cell.symbols {
+        if let Some(text) = get_text.call_typed::<_, Option<pactum_core::String>>((what, name))? {
+            return Ok(Some(text));
+        }
+    } else if let Some(symbol) = cell.symbols.lookup(&format!("__tvm_ffi__{what}_{name}")) {
+        let getter = wrap_symbol(module, symbol);
+        let value = getter.call(&[])?;
+        let type_index = value.type_index();
+        return value.cast::<pactum_core::String>().map(Some).map_err(|_| {
+            Error::new(
+                ErrorKind::TYPE_ERROR,
+                format!(
+                    "Cannot convert from type `{}` to `str`",
+                    pactum_core::object::type_key_of(type_index)
+                ),
+            )
+        });
+    }
+    if query_imports {
+        for import in imports_of(cell).iter() {
+            let import = import.clone().cast::<Module>()?;
+            if let Some(text) = get_function_text(&import, what, name, true)? {
+                return Ok(Some(text));
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Stores `value` in a `void*` variable that a loaded library exports for the loader to fill.
+///
+/// Atomically: loading one library on several threads at once gives every load the same
+/// variables (`dlopen` maps a library once), and plain writes from those threads were a data
+/// race (ThreadSanitizer, `tests/all/stress.rs`). The last load's value wins, as with the
+/// official runtime.
+///
+/// # Safety
+/// `slot` must be the address of a `void*` variable of a loaded library (never unloaded).
+unsafe fn store_library_variable(slot: *mut c_void, value: *mut c_void) {
+    // SAFETY: a `void*` variable is pointer-aligned, as `AtomicPtr` requires, and stays mapped
+    // (libraries are never closed); pactum only ever stores to it atomically.
+    let variable = unsafe { AtomicPtr::from_ptr(slot.cast::<*mut c_void>()) };
+    variable.store(value, Ordering::Release);
+}
+
+/// Writes registered context symbols and the library context, and builds the import tree
+/// from `__tvm_ffi__library_bin` when the library has one.
+fn finish_library_load(symbols: Arc<Symbols>) -> Result<Module> {
+    for (name, value) in context_symbols().iter() {
+        let name = std::string::String::from_utf8_lossy(name);
+        if let Some(slot) = symbols.lookup(&name) {
+            // SAFETY: a context symbol is a `void*` variable the library exports to be filled.
+            unsafe { store_library_variable(slot, *value as *mut c_void) };
+        }
+    }
+    let library_bin = symbols.lookup("__tvm_ffi__library_bin");
+    let root = match library_bin {
+        None => new_module(symbols.clone()),
+        Some(bin) => load_library_bin(bin.cast::<u8>(), &symbols)?,
+    };
+    if let Some(ctx) = symbols.lookup("__tvm_ffi__library_ctx") {
+        // SAFETY: `__tvm_ffi__library_ctx` is a `void*` variable; it receives an opaque token
+        // (our module's address) without a reference, as the loader convention says.
+        unsafe { store_library_variable(ctx, root.as_object_ref().as_raw().cast()) };
+    }
+    Ok(root)
+}
+
+/// A bounds-checked reader over the `__tvm_ffi__library_bin` payload.
+struct BinReader<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+}
+
+impl BinReader<'_> {
+    fn u64(&mut self) -> Result<u64> {
+        let end = self
+            .offset
+            .checked_add(8)
+            .filter(|&e| e <= self.bytes.len())
+            .ok_or_else(|| self.truncated())?;
+        let value = u64::from_le_bytes(self.bytes[self.offset..end].try_into().expect("8 bytes"));
+        self.offset = end;
+        Ok(value)
+    }
+
+    fn vec_u64(&mut self) -> Result<Vec<u64>> {
+        let count = self.u64()?;
+        if count > (self.bytes.len() - self.offset) as u64 / 8 {
+            return Err(self.truncated());
+        }
+        (0..count).map(|_| self.u64()).collect()
+    }
+
+    fn bytes(&mut self) -> Result<&[u8]> {
+        let len = self.u64()?;
+        if len == 0 || len > (self.bytes.len() - self.offset) as u64 {
+            return Err(self.truncated());
+        }
+        let start = self.offset;
+        self.offset += len as usize;
+        Ok(&self.bytes[start..self.offset])
+    }
+
+    fn truncated(&self) -> Error {
+        Error::new(
+            ErrorKind::INTERNAL_ERROR,
+            format!(
+                "__tvm_ffi__library_bin is malformed at byte offset {}",
+                self.offset + 8
+            ),
+        )
+    }
+}
+
+fn load_library_bin(bin: *const u8, symbols: &Arc<Symbols>) -> Result<Module> {
+    // SAFETY: the symbol starts with a little-endian u64 byte count of the payload after it.
+    let len = unsafe { bin.cast::<[u8; 8]>().read_unaligned() };
+    let len = usize::try_from(u64::from_le_bytes(len)).map_err(|_| {
+        Error::new(
+            ErrorKind::INTERNAL_ERROR,
+            "__tvm_ffi__library_bin length overflows",
+        )
+    })?;
+    // SAFETY: the library provides `len` payload bytes after the count.
+    let payload = unsafe { core::slice::from_raw_parts(bin.add(8), len) };
+    let mut reader = BinReader {
+        bytes: payload,
+        offset: 0,
+    };
+    let indptr = reader.vec_u64()?;
+    let child_indices = reader.vec_u64()?;
+    let count = indptr.len().saturating_sub(1);
+    let mut modules = Vec::with_capacity(count);
+    for _ in 0..count {
+        let kind = std::string::String::from_utf8_lossy(reader.bytes()?).into_owned();
+        if kind == "_lib" {
+            modules.push(new_module(symbols.clone()));
+        } else {
+            let blob = pactum_core::Bytes::new(reader.bytes()?);
+            let loader = format!("ffi.Module.load_from_bytes.{kind}");
+            let function = Function::get_global(&loader).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::RUNTIME_ERROR,
+                    format!(
+                        "Library binary was created using {{{kind}}} but a loader of that name is not registered. Make sure to have runtime that registers {loader}"
+                    ),
+                )
+            })?;
+            modules.push(function.call_typed::<_, Module>((&blob,))?);
+        }
+    }
+    for i in 0..count {
+        let (start, end) = (indptr[i] as usize, indptr[i + 1] as usize);
+        let children = child_indices
+            .get(start..end)
+            .ok_or_else(|| reader.truncated())?;
+        for &child in children {
+            let child = modules
+                .get(child as usize)
+                .ok_or_else(|| reader.truncated())?
+                .clone();
+            import_module(&modules[i], &child)?;
+        }
+    }
+    modules.into_iter().next().ok_or_else(|| reader.truncated())
+}
+
+/// Makes `libtvm_ffi.so` resolvable for modules loaded next (installs the forwarder when
+/// this process runs pactum's own runtime and no such library is loaded yet).
+fn prepare_module_loading() -> Result<()> {
+    match pactum_core::runtime::kind() {
+        pactum_core::runtime::RuntimeKind::Host { .. } => Ok(()),
+        pactum_core::runtime::RuntimeKind::Builtin => super::forwarder::install(),
+    }
+}
+
+pub(crate) fn load_shared_library(path: &str) -> Result<Module> {
+    prepare_module_loading()?;
+    // A truncated library would crash the process inside dlopen (SIGBUS).
+    if let Some(detail) = pactum_core::module::truncated_library(std::path::Path::new(path)) {
+        return Err(Error::new(
+            ErrorKind::VALUE_ERROR,
+            format!("Failed to load dynamic shared library {path}: {detail}"),
+        ));
+    }
+    // SAFETY: loading a library runs its initialisers; that is what the caller asked for.
+    let library = unsafe { libloading::os::unix::Library::open(Some(path), libc::RTLD_LAZY | libc::RTLD_LOCAL) }.map_err(|e| {
+        let detail = match &e {
+            libloading::Error::DlOpen { desc } => format!("{desc:?}").trim_matches('"').to_owned(),
+            other => other.to_string(),
+        };
+        Error::new(
+            ErrorKind::INTERNAL_ERROR,
+            format!("Check failed: (lib_handle_ != nullptr) is false: Failed to load dynamic shared library {path} {detail}"),
+        )
+    })?;
+    finish_library_load(Arc::new(Symbols::Library(core::mem::ManuallyDrop::new(
+        library,
+    ))))
+}
+
+/// `ModuleImportModule`: refuses cycles.
+pub(crate) fn import_module(module: &Module, other: &Module) -> Result<()> {
+    fn reaches(from: &Module, target: &Module) -> Result<bool> {
+        if from.as_object_ref().ptr_eq(target.as_object_ref()) {
+            return Ok(true);
+        }
+        for import in imports_of(cell_of(from)?).iter() {
+            if reaches(&import.clone().cast::<Module>()?, target)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+    if reaches(other, module)? {
+        return Err(Error::new(
+            ErrorKind::RUNTIME_ERROR,
+            "Cyclic dependency detected during import",
+        ));
+    }
+    let cell = cell_of(module)?;
+    let _edit = MODULE_EDIT.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: replaced only under MODULE_EDIT, which we hold.
+    let imports = unsafe { &mut *cell.imports.get() };
+    let mut values: Vec<Any> = imports.iter().cloned().collect();
+    values.push(other.clone().into());
+    *imports = Array::new(values);
+    Ok(())
+}
+
+/// `TVMFFIEnvModLookupFromImports`: imports first, then the global registry; cached.
+pub(crate) fn lookup_from_imports(
+    library_ctx: *mut c_void,
+    name: &str,
+) -> Result<*mut TVMFFIObject> {
+    let module = {
+        let live = live_modules();
+        if library_ctx.is_null() || !live.contains(&(library_ctx as usize)) {
+            return Err(Error::new(
+                ErrorKind::VALUE_ERROR,
+                "library_ctx is not the context of a loaded module",
+            ));
+        }
+        let object = library_ctx.cast::<TVMFFIObject>();
+        // SAFETY: a live module's memory stays valid while it is in the set (removal happens
+        // under this lock before the memory is freed); upgrading fails if it is dying.
+        if !unsafe { header::try_upgrade(object) } {
+            return Err(Error::new(
+                ErrorKind::VALUE_ERROR,
+                "library_ctx belongs to a module being unloaded",
+            ));
+        }
+        // SAFETY: we now own a strong reference to a live module.
+        unsafe {
+            Module::from_object_ref_unchecked(ObjectRef::from_raw_owned(
+                core::ptr::NonNull::new_unchecked(object),
+            ))
+        }
+    };
+    let cell = cell_of(&module)?;
+    if let Some(function) = cell
+        .cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(name)
+    {
+        return Ok(function.as_object_ref().as_raw());
+    }
+    let mut found = None;
+    for import in imports_of(cell).iter() {
+        if let Some(function) = get_function(&import.clone().cast::<Module>()?, name, true)? {
+            found = Some(function);
+            break;
+        }
+    }
+    let function = match found.or_else(|| Function::get_global(name)) {
+        Some(function) => function,
+        None => {
+            return Err(Error::new(
+                ErrorKind::RUNTIME_ERROR,
+                format!("Cannot find function {name} in the imported modules or global registry."),
+            ));
+        }
+    };
+    let raw = function.as_object_ref().as_raw();
+    cell.cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(name.to_owned())
+        .or_insert(function);
+    Ok(raw)
+}
+
+/// Fails unless pactum's runtime made `module` (the official runtime's modules have another
+/// layout).
+pub(crate) fn ensure_ours(module: &Module) -> Result<()> {
+    cell_of(module).map(|_| ())
+}
+
+/// `ModuleGetKind`: `library` for loaded libraries and system libraries, the implementation's
+/// kind for served modules.
+pub(crate) fn module_kind(module: &Module) -> Result<std::string::String> {
+    Ok(match &*cell_of(module)?.symbols {
+        Symbols::Served { kind, .. } => kind.clone(),
+        Symbols::Library(_) | Symbols::System { .. } => "library".to_owned(),
+    })
+}
+
+/// `pactum.Module.from_functions`: a module whose functions, metadata and docs are answered by
+/// `get_function(name) -> Optional[Function]` and `get_text(what, name) -> Optional[str]`.
+pub(crate) fn served_module(
+    kind: &str,
+    get_function: Function,
+    get_text: Function,
+) -> Result<Module> {
+    if kind.is_empty() {
+        return Err(Error::new(
+            ErrorKind::VALUE_ERROR,
+            "a served module needs a non-empty kind",
+        ));
+    }
+    Ok(new_module(Arc::new(Symbols::Served {
+        kind: kind.to_owned(),
+        get_function,
+        get_text,
+    })))
+}
+
+/// `ModuleClearImports`.
+pub(crate) fn clear_imports(module: &Module) -> Result<()> {
+    let cell = cell_of(module)?;
+    let old = {
+        let _edit = MODULE_EDIT.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: replaced only under MODULE_EDIT, which we hold.
+        core::mem::replace(unsafe { &mut *cell.imports.get() }, Array::new([]))
+    };
+    drop(old);
+    Ok(())
+}
+
+/// A module over the symbols registered with `TVMFFIEnvModRegisterSystemLibSymbol`, looked up
+/// under `prefix`.
+pub(crate) fn load_system_lib(prefix: &str) -> Result<Module> {
+    finish_library_load(Arc::new(Symbols::System {
+        prefix: prefix.to_owned(),
+    }))
+}
