@@ -1,5 +1,6 @@
-//! The instruction set of bytecode 17.0: every opcode's mnemonic and operand fields, in
-//! encoding order (facts sheet §4 and §10).
+//! The instruction set of bytecode 17.0 (facts sheet §4 and §10), in one place: the list of
+//! instructions ([`for_each_instruction!`]) from which the opcode table ([`op_info`]), the
+//! verifier's decoder and the pre-decoded instructions the interpreter runs all follow.
 
 /// The block marker: starts every block, is not an instruction.
 pub const BLOCK_MARKER: u8 = 0x79;

@@ -122,7 +122,7 @@ struct Cases {
     len: usize,
 }
 
-/// Reads and checks one operand field of the kind named by a [`Field`] variant, giving its
+/// Reads and checks one operand field of the kind named by an [`isa::Field`] variant, giving its
 /// typed value (see the `read_*` methods). A kind without a rule here does not compile.
 macro_rules! read_operand {
     ($v:ident, RegI32) => {
