@@ -6,8 +6,19 @@
 //! operands live in side tables of the function. Nothing here is parsed again at run time,
 //! and every index the verifier produced is in range of the tables it built.
 
-/// An i32-bank register slot (for 64-bit values: the even base slot of the pair).
-pub type Reg = u16;
+/// An i32-bank register holding a 32-bit value (i32 or f32): its slot.
+///
+/// The verifier makes one only for a field it checked as an i32 register (bank, range), so the
+/// interpreter indexes a frame's window with it directly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reg(pub u16);
+
+/// An i32-bank register pair holding a 64-bit value (i64 or f64): its even base slot.
+///
+/// A distinct type from [`Reg`], so that an instruction reading a 64-bit operand through a
+/// 32-bit field (or the reverse) does not compile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reg64(pub u16);
 
 /// A ref register: the index (low 14 bits) and the MOVE bit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -351,54 +362,81 @@ pub enum IUn {
     ExtI16U,
 }
 
-/// Numeric conversions between the banks' kinds.
+/// i64 unary operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Conv {
-    /// i64 → i32 (low bits).
-    TruncI64I32,
-    /// i32 → i64 sign-extended.
-    ExtI32I64S,
-    /// i32 → i64 zero-extended.
-    ExtI32I64U,
-    /// i64 → i32 (`cmp.nz.i64`).
-    NzI64,
+pub enum IUn64 {
+    /// Bitwise not.
+    Not,
+    /// Count leading zeros.
+    Ctlz,
+    /// Wrapping absolute value.
+    Abs,
+}
+
+/// Conversions from a 32-bit value to a 32-bit value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conv32 {
     /// `cast.si32.f32`.
     Si32F32,
     /// `cast.ui32.f32`.
     Ui32F32,
     /// `cast.f32.si32` / `cast.f32.ui32`.
     F32I32,
+    /// `cmp.nan.f32`.
+    NanF32,
+}
+
+/// Conversions from a 32-bit value to a 64-bit value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conv32To64 {
+    /// i32 → i64 sign-extended.
+    ExtI32I64S,
+    /// i32 → i64 zero-extended.
+    ExtI32I64U,
     /// `cast.f32.si64`.
     F32Si64,
     /// `cast.f32.ui64`.
     F32Ui64,
-    /// `cast.si64.f32`.
-    Si64F32,
-    /// `cast.ui64.f32`.
-    Ui64F32,
-    /// `trunc.f64.f32`.
-    F64F32,
     /// `ext.f32.f64`.
     F32F64,
     /// `cast.si32.f64`.
     Si32F64,
     /// `cast.ui32.f64`.
     Ui32F64,
+}
+
+/// Conversions from a 64-bit value to a 32-bit value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conv64To32 {
+    /// i64 → i32 (low bits).
+    TruncI64I32,
+    /// `cmp.nz.i64`.
+    NzI64,
+    /// `cast.si64.f32`.
+    Si64F32,
+    /// `cast.ui64.f32`.
+    Ui64F32,
+    /// `trunc.f64.f32`.
+    F64F32,
     /// `cast.f64.si32` / `cast.f64.ui32`.
     F64I32,
+    /// `cmp.nan.f64`.
+    NanF64,
+}
+
+/// Conversions from a 64-bit value to a 64-bit value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conv64 {
     /// `cast.si64.f64`.
     Si64F64,
     /// `cast.ui64.f64`.
     Ui64F64,
     /// `cast.f64.si64` / `cast.f64.ui64`.
     F64I64,
-    /// `cmp.nan.f32`.
-    NanF32,
-    /// `cmp.nan.f64`.
-    NanF64,
 }
 
-/// Widths of buffer element accesses.
+/// Widths of buffer element accesses of at most 32 bits (8-byte accesses have variants of
+/// their own, as their value is a register pair).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Width {
     /// 1 byte, zero-extended on load.
@@ -411,8 +449,6 @@ pub enum Width {
     S16,
     /// 4 bytes.
     B32,
-    /// 8 bytes.
-    B64,
 }
 
 impl Width {
@@ -422,13 +458,15 @@ impl Width {
             Width::U8 | Width::S8 => 1,
             Width::U16 | Width::S16 => 2,
             Width::B32 => 4,
-            Width::B64 => 8,
         }
     }
 }
 
-/// One pre-decoded instruction. Register fields are i32-bank slots ([`Reg`]) or ref registers
-/// ([`RefReg`]); 64-bit operands name the even base slot.
+/// One pre-decoded instruction. Register fields are i32-bank registers ([`Reg`] for 32-bit
+/// values, [`Reg64`] for 64-bit ones) or ref registers ([`RefReg`]).
+///
+/// The rows of the instruction table (`isa.rs`) build these; the interpreter's loop
+/// (`interp.rs`) has one arm per variant.
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[allow(missing_docs)]
 pub enum Inst {
@@ -443,11 +481,11 @@ pub enum Inst {
     },
     GlobalLoad64 {
         offset: u32,
-        d: Reg,
+        d: Reg64,
     },
     GlobalStore64 {
         offset: u32,
-        s: Reg,
+        s: Reg64,
     },
     GlobalLoadInd32 {
         o: Reg,
@@ -459,11 +497,11 @@ pub enum Inst {
     },
     GlobalLoadInd64 {
         o: Reg,
-        d: Reg,
+        d: Reg64,
     },
     GlobalStoreInd64 {
         o: Reg,
-        s: Reg,
+        s: Reg64,
     },
     GlobalLoadRef {
         global: u32,
@@ -493,7 +531,7 @@ pub enum Inst {
     Const64 {
         lo: u32,
         hi: u32,
-        d: Reg,
+        d: Reg64,
     },
     ConstRefZero {
         d: RefReg,
@@ -507,8 +545,8 @@ pub enum Inst {
         d: Reg,
     },
     Copy64 {
-        s: Reg,
-        d: Reg,
+        s: Reg64,
+        d: Reg64,
     },
     // Lists.
     ListAlloc {
@@ -541,12 +579,12 @@ pub enum Inst {
     ListGetI64 {
         list: RefReg,
         i: Reg,
-        d: Reg,
+        d: Reg64,
     },
     ListSetI64 {
         list: RefReg,
         i: Reg,
-        v: Reg,
+        v: Reg64,
     },
     ListGetF32 {
         list: RefReg,
@@ -561,12 +599,12 @@ pub enum Inst {
     ListGetF64 {
         list: RefReg,
         i: Reg,
-        d: Reg,
+        d: Reg64,
     },
     ListSetF64 {
         list: RefReg,
         i: Reg,
-        v: Reg,
+        v: Reg64,
     },
     ListGetRef {
         list: RefReg,
@@ -588,9 +626,9 @@ pub enum Inst {
     },
     Select64 {
         c: Reg,
-        t: Reg,
-        f: Reg,
-        d: Reg,
+        t: Reg64,
+        f: Reg64,
+        d: Reg64,
     },
     SelectRef {
         c: Reg,
@@ -608,16 +646,16 @@ pub enum Inst {
     /// `switch.i64`: the selected value is read as its low 32 bits sign-extended (3.13).
     SwitchI64 {
         index: Reg,
-        default: Reg,
+        default: Reg64,
         values: Span,
-        d: Reg,
+        d: Reg64,
     },
     /// `switch.f64`: full 64 bits.
     Switch64 {
         index: Reg,
-        default: Reg,
+        default: Reg64,
         values: Span,
-        d: Reg,
+        d: Reg64,
     },
     SwitchRef {
         table: u32,
@@ -635,9 +673,9 @@ pub enum Inst {
         d: Reg,
     },
     AddI64 {
-        a: Reg,
-        b: Reg,
-        d: Reg,
+        a: Reg64,
+        b: Reg64,
+        d: Reg64,
     },
     CmpEqI32 {
         a: Reg,
@@ -661,9 +699,9 @@ pub enum Inst {
     },
     Bin64 {
         op: IBin,
-        a: Reg,
-        b: Reg,
-        d: Reg,
+        a: Reg64,
+        b: Reg64,
+        d: Reg64,
     },
     Div32 {
         op: IDiv,
@@ -673,9 +711,9 @@ pub enum Inst {
     },
     Div64 {
         op: IDiv,
-        a: Reg,
-        b: Reg,
-        d: Reg,
+        a: Reg64,
+        b: Reg64,
+        d: Reg64,
     },
     Fma32 {
         a: Reg,
@@ -684,10 +722,10 @@ pub enum Inst {
         d: Reg,
     },
     Fma64 {
-        a: Reg,
-        b: Reg,
-        c: Reg,
-        d: Reg,
+        a: Reg64,
+        b: Reg64,
+        c: Reg64,
+        d: Reg64,
     },
     Un32 {
         op: IUn,
@@ -695,9 +733,9 @@ pub enum Inst {
         d: Reg,
     },
     Un64 {
-        op: IUn,
-        a: Reg,
-        d: Reg,
+        op: IUn64,
+        a: Reg64,
+        d: Reg64,
     },
     Shift32 {
         op: Shift,
@@ -707,9 +745,9 @@ pub enum Inst {
     },
     Shift64 {
         op: Shift,
-        a: Reg,
+        a: Reg64,
         b: Reg,
-        d: Reg,
+        d: Reg64,
     },
     Cmp32 {
         op: ICmp,
@@ -719,28 +757,30 @@ pub enum Inst {
     },
     Cmp64 {
         op: ICmp,
+        a: Reg64,
+        b: Reg64,
+        d: Reg,
+    },
+    // Conversions, by the widths they read and write.
+    Convert32 {
+        op: Conv32,
         a: Reg,
-        b: Reg,
         d: Reg,
     },
-    Conv {
-        op: Conv,
+    Convert32To64 {
+        op: Conv32To64,
         a: Reg,
+        d: Reg64,
+    },
+    Convert64To32 {
+        op: Conv64To32,
+        a: Reg64,
         d: Reg,
     },
-    CmpEqRef {
-        a: RefReg,
-        b: RefReg,
-        d: Reg,
-    },
-    CmpNeRef {
-        a: RefReg,
-        b: RefReg,
-        d: Reg,
-    },
-    CmpNzRef {
-        a: RefReg,
-        d: Reg,
+    Convert64 {
+        op: Conv64,
+        a: Reg64,
+        d: Reg64,
     },
     // Floats.
     BinF32 {
@@ -751,9 +791,9 @@ pub enum Inst {
     },
     BinF64 {
         op: FBin,
-        a: Reg,
-        b: Reg,
-        d: Reg,
+        a: Reg64,
+        b: Reg64,
+        d: Reg64,
     },
     UnF32 {
         op: FUn,
@@ -762,8 +802,8 @@ pub enum Inst {
     },
     UnF64 {
         op: FUn,
-        a: Reg,
-        d: Reg,
+        a: Reg64,
+        d: Reg64,
     },
     FmaF32 {
         a: Reg,
@@ -772,10 +812,10 @@ pub enum Inst {
         d: Reg,
     },
     FmaF64 {
-        a: Reg,
-        b: Reg,
-        c: Reg,
-        d: Reg,
+        a: Reg64,
+        b: Reg64,
+        c: Reg64,
+        d: Reg64,
     },
     CmpF32 {
         op: FCmp,
@@ -785,8 +825,8 @@ pub enum Inst {
     },
     CmpF64 {
         op: FCmp,
-        a: Reg,
-        b: Reg,
+        a: Reg64,
+        b: Reg64,
         d: Reg,
     },
     // Control flow.
@@ -819,6 +859,21 @@ pub enum Inst {
     Yield {
         edge: u32,
     },
+    // References.
+    CmpEqRef {
+        a: RefReg,
+        b: RefReg,
+        d: Reg,
+    },
+    CmpNeRef {
+        a: RefReg,
+        b: RefReg,
+        d: Reg,
+    },
+    CmpNzRef {
+        a: RefReg,
+        d: Reg,
+    },
     /// `trace`/`print`: release the listed refs that carry MOVE.
     ReleaseMoved {
         regs: Span,
@@ -835,62 +890,78 @@ pub enum Inst {
         ty: u32,
         d: RefReg,
     },
-    // Buffers.
+    // Buffers. Offsets and lengths are i64 registers.
     BufferLoad {
         width: Width,
         b: RefReg,
-        o: Reg,
+        o: Reg64,
         d: Reg,
+    },
+    BufferLoad64 {
+        b: RefReg,
+        o: Reg64,
+        d: Reg64,
     },
     BufferStore {
         width: Width,
         b: RefReg,
-        o: Reg,
+        o: Reg64,
         v: Reg,
+    },
+    BufferStore64 {
+        b: RefReg,
+        o: Reg64,
+        v: Reg64,
     },
     BufferFill {
         width: Width,
         b: RefReg,
-        o: Reg,
-        n: Reg,
+        o: Reg64,
+        n: Reg64,
         v: Reg,
     },
+    BufferFill64 {
+        b: RefReg,
+        o: Reg64,
+        n: Reg64,
+        v: Reg64,
+    },
     BufferAlloc {
-        len: Reg,
+        len: Reg64,
         align: Reg,
         d: RefReg,
     },
     BufferClone {
         src: RefReg,
-        o: Reg,
-        len: Reg,
+        o: Reg64,
+        len: Reg64,
         align: Reg,
         d: RefReg,
     },
     BufferLength {
         b: RefReg,
-        d: Reg,
+        d: Reg64,
     },
     BufferCopy {
         src: RefReg,
-        so: Reg,
+        so: Reg64,
         dst: RefReg,
-        o: Reg,
-        len: Reg,
+        o: Reg64,
+        len: Reg64,
     },
     BufferCompare {
         a: RefReg,
-        ao: Reg,
+        ao: Reg64,
         b: RefReg,
-        bo: Reg,
-        len: Reg,
+        bo: Reg64,
+        len: Reg64,
         d: Reg,
     },
     BufferHash {
         b: RefReg,
-        o: Reg,
-        len: Reg,
-        d: Reg,
+        o: Reg64,
+        len: Reg64,
+        d: Reg64,
     },
 }
 

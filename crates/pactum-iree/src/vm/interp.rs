@@ -5,107 +5,38 @@
 //! targets are instruction indices. What only run time can know is checked here with
 //! checked arithmetic: buffer and list ranges, indirect globals, null and mistyped
 //! references, integer division, and the budgets.
+//!
+//! This file holds the frames and the loop: one `match` over [`Inst`] with an arm per variant
+//! (so a variant without a handler does not compile). The handlers live in one file per
+//! family of instructions (`interp/*.rs`), as `#[inline(always)]` functions over the frame's
+//! [`Registers`]; calls and returns, which switch frames, are the loop's own arms.
 
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+mod buffers;
+mod compare;
+mod constants;
+mod control;
+mod convert;
+mod fault;
+mod float;
+mod globals;
+mod instance;
+mod integer;
+mod lists;
+mod refs;
+mod registers;
+mod select;
 
-use super::budget::{Charge, Limits, MemoryBudget};
-use super::buffer::{BufferError, VmBuffer};
+use std::sync::Arc;
+
+use super::budget::{Limits, MemoryBudget};
 use super::code::*;
 use super::error::{BudgetKind, FunctionName, Location, TrapKind, VmError};
+use super::value::{Ref, Value};
 
-use super::native::NativeModule;
-use super::ops;
-use super::value::{ElementType, ListError, Ref, Value, VmList, VmType, type_check};
-
-/// A module's mutable state in one context: value globals (bytes) and ref globals.
-pub struct Globals {
-    bytes: Box<[AtomicU8]>,
-    refs: Mutex<Vec<Option<Ref>>>,
-    _charge: Charge,
-}
-
-impl Globals {
-    /// Zeroed storage of `bytes` bytes and `refs` null references, charged to `budget`.
-    pub fn new(bytes: usize, refs: usize, budget: Option<&Arc<MemoryBudget>>) -> Option<Globals> {
-        let total = refs
-            .checked_mul(std::mem::size_of::<Option<Ref>>())?
-            .checked_add(bytes)?;
-        let charge = Charge::new(budget, total).ok()?;
-        let mut cells = Vec::new();
-        cells.try_reserve_exact(bytes).ok()?;
-        cells.resize_with(bytes, || AtomicU8::new(0));
-        let mut slots = Vec::new();
-        slots.try_reserve_exact(refs).ok()?;
-        slots.resize(refs, None);
-        Some(Globals {
-            bytes: cells.into_boxed_slice(),
-            refs: Mutex::new(slots),
-            _charge: charge,
-        })
-    }
-
-    #[inline]
-    fn load<const N: usize>(&self, offset: usize) -> Option<[u8; N]> {
-        let cells = self.bytes.get(offset..offset.checked_add(N)?)?;
-        let mut out = [0u8; N];
-        for (o, c) in out.iter_mut().zip(cells) {
-            *o = c.load(Relaxed);
-        }
-        Some(out)
-    }
-
-    #[inline]
-    fn store<const N: usize>(&self, offset: usize, value: [u8; N]) -> Option<()> {
-        let cells = self.bytes.get(offset..offset.checked_add(N)?)?;
-        for (c, b) in cells.iter().zip(value) {
-            c.store(b, Relaxed);
-        }
-        Some(())
-    }
-
-    fn refs(&self) -> std::sync::MutexGuard<'_, Vec<Option<Ref>>> {
-        self.refs.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// What an import is bound to.
-pub enum ImportTarget {
-    /// An optional import nobody exports.
-    Unresolved,
-    /// A function of an earlier bytecode instance.
-    Bytecode {
-        /// Index of the instance in the context.
-        instance: u32,
-        /// Internal ordinal of the function.
-        function: u32,
-    },
-    /// A function of a native module.
-    Native {
-        /// The module.
-        module: Arc<dyn NativeModule>,
-        /// Index into its function table.
-        index: usize,
-        /// `module.func`, for errors.
-        name: String,
-    },
-}
-
-/// A bytecode module linked into a context.
-pub struct Instance {
-    /// The module's name.
-    pub name: String,
-    /// The verified functions, by internal ordinal.
-    pub functions: Arc<[FunctionCode]>,
-    /// The resolved type table.
-    pub types: Arc<[VmType]>,
-    /// One read-only buffer per rodata segment.
-    pub rodata: Arc<[Arc<VmBuffer>]>,
-    /// The globals.
-    pub globals: Globals,
-    /// Import bindings, by import ordinal.
-    pub imports: Vec<ImportTarget>,
-}
+use control::NativeFailure;
+use fault::{Fault, trap};
+pub use instance::{Globals, ImportTarget, Instance};
+use registers::{Registers, WINDOW, read_ref, write64};
 
 const ENTRY: u32 = u32::MAX;
 
@@ -118,11 +49,6 @@ struct Frame {
     /// The caller's call site receiving the results, or `ENTRY`.
     site: u32,
 }
-
-/// Slots of the i32 bank a frame's register window spans: every `u16` register index and
-/// the high half of a 64-bit pair at the last one. The interpreter indexes a fixed-size array
-/// of this length, so register accesses need no bounds checks (a `u16` is always in range).
-const WINDOW: usize = (1 << 16) + 1;
 
 /// Register storage and frames of one invocation (reused between invocations).
 ///
@@ -158,39 +84,6 @@ fn location(instance: &Instance, code: &FunctionCode, ip: usize) -> Location {
     }
 }
 
-/// A fault inside an instruction, before its location is known.
-enum Fault {
-    Trap(TrapKind, String),
-    Memory(u64),
-}
-
-impl From<BufferError> for Fault {
-    fn from(e: BufferError) -> Fault {
-        match e {
-            BufferError::OutOfRange { .. } => Fault::Trap(TrapKind::OutOfRange, e.to_string()),
-            BufferError::ReadOnly => Fault::Trap(TrapKind::ReadOnly, e.to_string()),
-            BufferError::OverBudget(o) => Fault::Memory(o.limit as u64),
-            BufferError::AllocationFailed(n) => Fault::Memory(n),
-        }
-    }
-}
-
-impl From<ListError> for Fault {
-    fn from(e: ListError) -> Fault {
-        match e {
-            ListError::OutOfRange { .. } => Fault::Trap(TrapKind::OutOfRange, e.to_string()),
-            ListError::WrongKind => Fault::Trap(TrapKind::WrongElementKind, e.to_string()),
-            ListError::TypeMismatch => Fault::Trap(TrapKind::TypeMismatch, e.to_string()),
-            ListError::OverBudget(o) => Fault::Memory(o.limit as u64),
-            ListError::AllocationFailed => Fault::Memory(u64::MAX),
-        }
-    }
-}
-
-fn trap(kind: TrapKind, detail: impl Into<String>) -> Fault {
-    Fault::Trap(kind, detail.into())
-}
-
 #[cold]
 fn locate(fault: Fault, instance: &Instance, code: &FunctionCode, ip: usize) -> VmError {
     match fault {
@@ -205,71 +98,6 @@ fn locate(fault: Fault, instance: &Instance, code: &FunctionCode, ip: usize) -> 
             location: Some(location(instance, code, ip)),
         },
     }
-}
-
-#[inline]
-fn read_ref(refs: &mut [Option<Ref>], base: usize, r: RefReg) -> Option<Ref> {
-    let slot = &mut refs[base + r.index()];
-    if r.is_move() {
-        slot.take()
-    } else {
-        slot.clone()
-    }
-}
-
-fn buffer_of(refs: &[Option<Ref>], base: usize, r: RefReg) -> Result<Arc<VmBuffer>, Fault> {
-    match &refs[base + r.index()] {
-        Some(Ref::Buffer(b)) => Ok(b.clone()),
-        Some(other) => Err(trap(
-            TrapKind::TypeMismatch,
-            format!("expected a vm.buffer, got a {}", other.type_name()),
-        )),
-        None => Err(trap(TrapKind::NullReference, "null buffer")),
-    }
-}
-
-fn list_of(refs: &[Option<Ref>], base: usize, r: RefReg) -> Result<Arc<VmList>, Fault> {
-    match &refs[base + r.index()] {
-        Some(Ref::List(l)) => Ok(l.clone()),
-        Some(other) => Err(trap(
-            TrapKind::TypeMismatch,
-            format!("expected a vm.list, got a {}", other.type_name()),
-        )),
-        None => Err(trap(TrapKind::NullReference, "null list")),
-    }
-}
-
-fn element_offset(index: u64, size: u64) -> Result<u64, Fault> {
-    index.checked_mul(size).ok_or_else(|| {
-        trap(
-            TrapKind::OutOfRange,
-            format!("element {} of {size} bytes is out of range", index as i64),
-        )
-    })
-}
-
-fn check_alignment(alignment: u32) -> Result<(), Fault> {
-    if alignment != 0 && !alignment.is_power_of_two() {
-        return Err(trap(
-            TrapKind::InvalidArgument,
-            format!("alignment {alignment} is not a power of two"),
-        ));
-    }
-    Ok(())
-}
-
-fn host_size(length: u64) -> Result<usize, Fault> {
-    usize::try_from(length).map_err(|_| Fault::Memory(length))
-}
-
-fn type_mismatch(r: Option<&Ref>, ty: &VmType) -> Fault {
-    trap(
-        TrapKind::TypeMismatch,
-        format!(
-            "a {} where type {ty:?} is required",
-            r.map_or("null", |r| r.type_name())
-        ),
-    )
 }
 
 /// What an invocation calls.
@@ -403,6 +231,8 @@ impl<'a> Machine<'a> {
     #[allow(clippy::too_many_lines)]
     fn execute(&mut self, stack: &mut Stack) -> Result<Vec<Value>, VmError> {
         let instances = self.instances;
+        let memory = self.memory;
+        let ftz = self.limits.flush_denormals;
         'frames: loop {
             let Some(frame) = stack.frames.last() else {
                 return Ok(Vec::new());
@@ -410,13 +240,11 @@ impl<'a> Machine<'a> {
             let instance_index = frame.instance;
             let instance = &instances[instance_index as usize];
             let code: &FunctionCode = &instance.functions[frame.function as usize];
-            let bi = frame.base_i;
-            let br = frame.base_r;
+            let (frame_bi, frame_br) = (frame.base_i, frame.base_r);
             let mut ip = frame.ip as usize;
             let mut fuel = self.fuel;
-            // The frame's registers as slices: indices are frame-relative from here on.
-            let (frame_bi, frame_br) = (bi, br);
-            let Ok(regs) =
+            // The frame's registers: operands are frame-relative from here on.
+            let Ok(i32s) =
                 <&mut [u32; WINDOW]>::try_from(&mut stack.i32s[frame_bi..frame_bi + WINDOW])
             else {
                 return Err(locate(
@@ -426,49 +254,12 @@ impl<'a> Machine<'a> {
                     ip,
                 ));
             };
-            let refs = &mut stack.refs[frame_br..];
-            let (bi, br) = (0usize, 0usize);
-            let ftz = self.limits.flush_denormals;
+            let mut r = Registers {
+                i32s,
+                refs: &mut stack.refs[frame_br..],
+            };
 
-            macro_rules! g32 {
-                ($r:expr) => {
-                    regs[bi + usize::from($r)]
-                };
-            }
-            macro_rules! g64 {
-                ($r:expr) => {
-                    read64(regs, bi + usize::from($r))
-                };
-            }
-            macro_rules! s64 {
-                ($r:expr, $v:expr) => {{
-                    let v: u64 = $v;
-                    write64(regs, bi + usize::from($r), v)
-                }};
-            }
-            macro_rules! f32r {
-                ($r:expr) => {
-                    f32::from_bits(g32!($r))
-                };
-            }
-            macro_rules! f64r {
-                ($r:expr) => {
-                    f64::from_bits(g64!($r))
-                };
-            }
-            // Float arithmetic operands and results, flushed when the limits say so.
-            macro_rules! fz32 {
-                ($v:expr) => {{
-                    let v: f32 = $v;
-                    if ftz { ops::flush_f32(v) } else { v }
-                }};
-            }
-            macro_rules! fz64 {
-                ($v:expr) => {{
-                    let v: f64 = $v;
-                    if ftz { ops::flush_f64(v) } else { v }
-                }};
-            }
+            // A handler's fault, located at the instruction that raised it.
             macro_rules! tri {
                 ($e:expr) => {
                     match $e {
@@ -480,12 +271,10 @@ impl<'a> Machine<'a> {
                 };
             }
             macro_rules! fault {
-                ($e:expr) => {
-                    return Err(locate($e, instance, code, ip - 1))
+                ($fault:expr) => {
+                    return Err(locate($fault, instance, code, ip - 1))
                 };
             }
-
-            let insts: &[Inst] = &code.insts;
             macro_rules! charge {
                 ($cost:expr) => {{
                     let cost = u64::from($cost);
@@ -499,12 +288,13 @@ impl<'a> Machine<'a> {
                 ($edge:expr) => {{
                     let edge = code.edges[$edge as usize];
                     charge!(edge.cost);
-                    ip = take_edge(code, regs, refs, bi, br, edge);
+                    ip = control::take_edge(code, &mut r, edge);
                 }};
             }
 
+            let insts: &[Inst] = &code.insts;
             loop {
-                let Some(&inst) = insts.get(ip) else {
+                let Some(inst) = insts.get(ip) else {
                     // The verifier ends every block with a terminator; this cannot happen.
                     return Err(locate(
                         trap(TrapKind::Unsupported, "ran past the end of the function"),
@@ -514,389 +304,144 @@ impl<'a> Machine<'a> {
                     ));
                 };
                 ip += 1;
-                match inst {
-                    Inst::GlobalLoad32 { offset, d } => {
-                        let v = instance
-                            .globals
-                            .load::<4>(offset as usize)
-                            .unwrap_or_default();
-                        g32!(d) = u32::from_le_bytes(v);
-                    }
-                    Inst::GlobalStore32 { offset, s } => {
-                        instance
-                            .globals
-                            .store(offset as usize, g32!(s).to_le_bytes());
-                    }
-                    Inst::GlobalLoad64 { offset, d } => {
-                        let v = instance
-                            .globals
-                            .load::<8>(offset as usize)
-                            .unwrap_or_default();
-                        s64!(d, u64::from_le_bytes(v));
-                    }
-                    Inst::GlobalStore64 { offset, s } => {
-                        instance
-                            .globals
-                            .store(offset as usize, g64!(s).to_le_bytes());
-                    }
+                let r = &mut r;
+                // Matched in place, so that each arm loads only the fields it uses (copying the
+                // whole instruction first made the dispatch load all 16 bytes every time).
+                match *inst {
+                    // Globals.
+                    Inst::GlobalLoad32 { offset, d } => globals::load32(r, instance, offset, d),
+                    Inst::GlobalStore32 { offset, s } => globals::store32(r, instance, offset, s),
+                    Inst::GlobalLoad64 { offset, d } => globals::load64(r, instance, offset, d),
+                    Inst::GlobalStore64 { offset, s } => globals::store64(r, instance, offset, s),
                     Inst::GlobalLoadInd32 { o, d } => {
-                        let offset = g32!(o);
-                        let Some(v) = instance.globals.load::<4>(offset as usize) else {
-                            fault!(global_range(offset, 4, instance));
-                        };
-                        g32!(d) = u32::from_le_bytes(v);
+                        tri!(globals::load_indirect32(r, instance, o, d))
                     }
                     Inst::GlobalStoreInd32 { o, s } => {
-                        let offset = g32!(o);
-                        if instance
-                            .globals
-                            .store(offset as usize, g32!(s).to_le_bytes())
-                            .is_none()
-                        {
-                            fault!(global_range(offset, 4, instance));
-                        }
+                        tri!(globals::store_indirect32(r, instance, o, s))
                     }
                     Inst::GlobalLoadInd64 { o, d } => {
-                        let offset = g32!(o);
-                        let Some(v) = instance.globals.load::<8>(offset as usize) else {
-                            fault!(global_range(offset, 8, instance));
-                        };
-                        s64!(d, u64::from_le_bytes(v));
+                        tri!(globals::load_indirect64(r, instance, o, d))
                     }
                     Inst::GlobalStoreInd64 { o, s } => {
-                        let offset = g32!(o);
-                        if instance
-                            .globals
-                            .store(offset as usize, g64!(s).to_le_bytes())
-                            .is_none()
-                        {
-                            fault!(global_range(offset, 8, instance));
-                        }
+                        tri!(globals::store_indirect64(r, instance, o, s))
                     }
                     Inst::GlobalLoadRef { global, ty, d } => {
-                        let v = tri!(load_global_ref(instance, global, ty, d.is_move()));
-                        refs[br + d.index()] = v;
-                    }
-                    Inst::GlobalLoadIndRef { o, ty, d } => {
-                        let v = tri!(load_global_ref(instance, g32!(o), ty, d.is_move()));
-                        refs[br + d.index()] = v;
+                        tri!(globals::load_ref(r, instance, global, ty, d))
                     }
                     Inst::GlobalStoreRef { global, ty, s } => {
-                        tri!(store_global_ref(instance, refs, br, global, ty, s));
+                        tri!(globals::store_ref(r, instance, global, ty, s))
+                    }
+                    Inst::GlobalLoadIndRef { o, ty, d } => {
+                        tri!(globals::load_indirect_ref(r, instance, o, ty, d))
                     }
                     Inst::GlobalStoreIndRef { o, ty, s } => {
-                        let global = g32!(o);
-                        tri!(store_global_ref(instance, refs, br, global, ty, s));
+                        tri!(globals::store_indirect_ref(r, instance, o, ty, s))
                     }
-                    Inst::Const32 { value, d } => g32!(d) = value,
-                    Inst::Const64 { lo, hi, d } => s64!(d, u64::from(lo) | (u64::from(hi) << 32)),
-                    Inst::ConstRefZero { d } => refs[br + d.index()] = None,
+
+                    // Constants and copies.
+                    Inst::Const32 { value, d } => constants::const32(r, value, d),
+                    Inst::Const64 { lo, hi, d } => constants::const64(r, lo, hi, d),
+                    Inst::ConstRefZero { d } => constants::const_ref_zero(r, d),
                     Inst::ConstRefRodata { segment, d } => {
-                        let buffer = instance.rodata.get(segment as usize).cloned();
-                        refs[br + d.index()] = buffer.map(Ref::Buffer);
+                        constants::const_ref_rodata(r, instance, segment, d)
                     }
-                    Inst::Copy32 { s, d } => g32!(d) = g32!(s),
-                    Inst::Copy64 { s, d } => s64!(d, g64!(s)),
+                    Inst::Copy32 { s, d } => constants::copy32(r, s, d),
+                    Inst::Copy64 { s, d } => constants::copy64(r, s, d),
 
+                    // Lists.
                     Inst::ListAlloc { ty, capacity, d } => {
-                        let element = match instance.types.get(ty as usize) {
-                            Some(VmType::Value(v)) => ElementType::Value(*v),
-                            Some(VmType::Ref(r)) => ElementType::Ref(r.clone()),
-                            _ => ElementType::Variant,
-                        };
-                        let list = tri!(VmList::new(element, g32!(capacity) as usize, self.memory));
-                        refs[br + d.index()] = Some(Ref::List(Arc::new(list)));
+                        tri!(lists::alloc(r, instance, memory, ty, capacity, d))
                     }
-                    Inst::ListReserve { list, n } => {
-                        let l = tri!(list_of(refs, br, list));
-                        tri!(l.reserve(g32!(n) as usize));
-                    }
-                    Inst::ListSize { list, d } => {
-                        let l = tri!(list_of(refs, br, list));
-                        g32!(d) = l.len() as u32;
-                    }
-                    Inst::ListResize { list, n } => {
-                        let l = tri!(list_of(refs, br, list));
-                        tri!(l.resize(g32!(n) as usize));
-                    }
-                    Inst::ListGetI32 { list, i, d } => {
-                        let l = tri!(list_of(refs, br, list));
-                        g32!(d) = tri!(l.get_i32(g32!(i))) as u32;
-                    }
-                    Inst::ListSetI32 { list, i, v } => {
-                        let l = tri!(list_of(refs, br, list));
-                        tri!(l.set_i32(g32!(i), g32!(v) as i32));
-                    }
-                    Inst::ListGetI64 { list, i, d } => {
-                        let l = tri!(list_of(refs, br, list));
-                        s64!(d, tri!(l.get_i64(g32!(i))) as u64);
-                    }
-                    Inst::ListSetI64 { list, i, v } => {
-                        let l = tri!(list_of(refs, br, list));
-                        tri!(l.set_i64(g32!(i), g64!(v) as i64));
-                    }
-                    Inst::ListGetF32 { list, i, d } => {
-                        let l = tri!(list_of(refs, br, list));
-                        g32!(d) = tri!(l.get_f32(g32!(i))).to_bits();
-                    }
-                    Inst::ListSetF32 { list, i, v } => {
-                        let l = tri!(list_of(refs, br, list));
-                        tri!(l.set_f32(g32!(i), f32r!(v)));
-                    }
-                    Inst::ListGetF64 { list, i, d } => {
-                        let l = tri!(list_of(refs, br, list));
-                        s64!(d, tri!(l.get_f64(g32!(i))).to_bits());
-                    }
-                    Inst::ListSetF64 { list, i, v } => {
-                        let l = tri!(list_of(refs, br, list));
-                        tri!(l.set_f64(g32!(i), f64r!(v)));
-                    }
+                    Inst::ListReserve { list, n } => tri!(lists::reserve(r, list, n)),
+                    Inst::ListSize { list, d } => tri!(lists::size(r, list, d)),
+                    Inst::ListResize { list, n } => tri!(lists::resize(r, list, n)),
+                    Inst::ListGetI32 { list, i, d } => tri!(lists::get_i32(r, list, i, d)),
+                    Inst::ListSetI32 { list, i, v } => tri!(lists::set_i32(r, list, i, v)),
+                    Inst::ListGetI64 { list, i, d } => tri!(lists::get_i64(r, list, i, d)),
+                    Inst::ListSetI64 { list, i, v } => tri!(lists::set_i64(r, list, i, v)),
+                    Inst::ListGetF32 { list, i, d } => tri!(lists::get_f32(r, list, i, d)),
+                    Inst::ListSetF32 { list, i, v } => tri!(lists::set_f32(r, list, i, v)),
+                    Inst::ListGetF64 { list, i, d } => tri!(lists::get_f64(r, list, i, d)),
+                    Inst::ListSetF64 { list, i, v } => tri!(lists::set_f64(r, list, i, v)),
                     Inst::ListGetRef { list, i, ty, d } => {
-                        let l = tri!(list_of(refs, br, list));
-                        let v = tri!(l.get_ref(g32!(i), d.is_move()));
-                        let ok = instance
-                            .types
-                            .get(ty as usize)
-                            .is_some_and(|t| type_check(v.as_ref(), t));
-                        refs[br + d.index()] = if ok { v } else { None };
+                        tri!(lists::get_ref(r, instance, list, i, ty, d))
                     }
-                    Inst::ListSetRef { list, i, v } => {
-                        let l = tri!(list_of(refs, br, list));
-                        let value = read_ref(refs, br, v);
-                        let index = g32!(i);
-                        if let Err(e) = l.set_ref(index, value.clone()) {
-                            // Nothing changes on failure: put a moved value back.
-                            if v.is_move() {
-                                refs[br + v.index()] = value;
-                            }
-                            fault!(Fault::from(e));
-                        }
-                    }
+                    Inst::ListSetRef { list, i, v } => tri!(lists::set_ref(r, list, i, v)),
 
-                    Inst::Select32 { c, t, f, d } => {
-                        g32!(d) = if g32!(c) != 0 { g32!(t) } else { g32!(f) };
-                    }
-                    Inst::Select64 { c, t, f, d } => {
-                        let v = if g32!(c) != 0 { g64!(t) } else { g64!(f) };
-                        s64!(d, v);
-                    }
+                    // Selects and switches.
+                    Inst::Select32 { c, t, f, d } => select::select32(r, c, t, f, d),
+                    Inst::Select64 { c, t, f, d } => select::select64(r, c, t, f, d),
                     Inst::SelectRef { c, ty, t, f, d } => {
-                        let (pick, other) = if g32!(c) != 0 { (t, f) } else { (f, t) };
-                        let ty = instance.types.get(ty as usize).unwrap_or(&VmType::Opaque);
-                        if !type_check(refs[br + pick.index()].as_ref(), ty) {
-                            fault!(type_mismatch(refs[br + pick.index()].as_ref(), ty));
-                        }
-                        let v = read_ref(refs, br, pick);
-                        if other.is_move() && other.index() != d.index() {
-                            refs[br + other.index()] = None;
-                        }
-                        refs[br + d.index()] = v;
+                        tri!(select::select_ref(r, instance, c, ty, t, f, d))
                     }
                     Inst::Switch32 {
                         index,
                         default,
                         values,
                         d,
-                    } => {
-                        let i = g32!(index) as i32;
-                        let list = &code.regs[values.range()];
-                        let v = match usize::try_from(i).ok().and_then(|i| list.get(i)) {
-                            Some(&r) => g32!(r),
-                            None => g32!(default),
-                        };
-                        g32!(d) = v;
-                    }
+                    } => select::switch32(r, code, index, default, values, d),
                     Inst::SwitchI64 {
                         index,
                         default,
                         values,
                         d,
-                    } => {
-                        let i = g32!(index) as i32;
-                        let list = &code.regs[values.range()];
-                        let v = match usize::try_from(i).ok().and_then(|i| list.get(i)) {
-                            Some(&r) => g32!(r) as i32 as i64 as u64,
-                            None => g64!(default),
-                        };
-                        s64!(d, v);
-                    }
+                    } => select::switch_i64(r, code, index, default, values, d),
                     Inst::Switch64 {
                         index,
                         default,
                         values,
                         d,
-                    } => {
-                        let i = g32!(index) as i32;
-                        let list = &code.regs[values.range()];
-                        let v = match usize::try_from(i).ok().and_then(|i| list.get(i)) {
-                            Some(&r) => g64!(r),
-                            None => g64!(default),
-                        };
-                        s64!(d, v);
-                    }
+                    } => select::switch64(r, code, index, default, values, d),
                     Inst::SwitchRef { table } => {
-                        let s = &code.switch_refs[table as usize];
-                        let i = g32!(s.index) as i32;
-                        let pick = usize::try_from(i)
-                            .ok()
-                            .and_then(|i| s.values.get(i))
-                            .copied()
-                            .unwrap_or(s.default);
-                        let ty = instance.types.get(s.ty as usize).unwrap_or(&VmType::Opaque);
-                        if !type_check(refs[br + pick.index()].as_ref(), ty) {
-                            fault!(type_mismatch(refs[br + pick.index()].as_ref(), ty));
-                        }
-                        let v = read_ref(refs, br, pick);
-                        refs[br + s.result.index()] = v;
+                        tri!(select::switch_ref(r, instance, code, table))
                     }
 
-                    Inst::AddI32 { a, b, d } => g32!(d) = g32!(a).wrapping_add(g32!(b)),
-                    Inst::SubI32 { a, b, d } => g32!(d) = g32!(a).wrapping_sub(g32!(b)),
-                    Inst::AddI64 { a, b, d } => s64!(d, g64!(a).wrapping_add(g64!(b))),
-                    Inst::CmpEqI32 { a, b, d } => g32!(d) = u32::from(g32!(a) == g32!(b)),
-                    Inst::CmpLtI32S { a, b, d } => {
-                        g32!(d) = u32::from((g32!(a) as i32) < (g32!(b) as i32));
-                    }
-                    Inst::NzI32 { a, d } => g32!(d) = u32::from(g32!(a) != 0),
-                    Inst::Bin32 { op, a, b, d } => {
-                        g32!(d) = ops::bin_i32(op, g32!(a) as i32, g32!(b) as i32) as u32;
-                    }
-                    Inst::Bin64 { op, a, b, d } => {
-                        s64!(d, ops::bin_i64(op, g64!(a) as i64, g64!(b) as i64) as u64);
-                    }
-                    Inst::Div32 { op, a, b, d } => {
-                        let v = tri!(div_i32(op, g32!(a) as i32, g32!(b) as i32));
-                        g32!(d) = v as u32;
-                    }
-                    Inst::Div64 { op, a, b, d } => {
-                        let v = tri!(div_i64(op, g64!(a) as i64, g64!(b) as i64));
-                        s64!(d, v as u64);
-                    }
-                    Inst::Fma32 { a, b, c, d } => {
-                        g32!(d) = g32!(a).wrapping_mul(g32!(b)).wrapping_add(g32!(c));
-                    }
-                    Inst::Fma64 { a, b, c, d } => {
-                        s64!(d, g64!(a).wrapping_mul(g64!(b)).wrapping_add(g64!(c)));
-                    }
-                    Inst::Un32 { op, a, d } => {
-                        let x = g32!(a);
-                        g32!(d) = match op {
-                            IUn::Not => !x,
-                            IUn::Ctlz => x.leading_zeros(),
-                            IUn::Abs => (x as i32).wrapping_abs() as u32,
-                            IUn::TruncI8 | IUn::ExtI8U => x & 0xFF,
-                            IUn::TruncI16 | IUn::ExtI16U => x & 0xFFFF,
-                            IUn::ExtI8S => x as u8 as i8 as i32 as u32,
-                            IUn::ExtI16S => x as u16 as i16 as i32 as u32,
-                        };
-                    }
-                    Inst::Un64 { op, a, d } => {
-                        let x = g64!(a);
-                        let v = match op {
-                            IUn::Not => !x,
-                            IUn::Ctlz => u64::from(x.leading_zeros()),
-                            IUn::Abs => (x as i64).wrapping_abs() as u64,
-                            _ => x,
-                        };
-                        s64!(d, v);
-                    }
-                    Inst::Shift32 { op, a, b, d } => {
-                        g32!(d) = ops::shift_i32(op, g32!(a) as i32, g32!(b) as i32) as u32;
-                    }
-                    Inst::Shift64 { op, a, b, d } => {
-                        s64!(d, ops::shift_i64(op, g64!(a) as i64, g32!(b) as i32) as u64);
-                    }
-                    Inst::Cmp32 { op, a, b, d } => {
-                        g32!(d) = u32::from(ops::cmp_i32(op, g32!(a) as i32, g32!(b) as i32));
-                    }
-                    Inst::Cmp64 { op, a, b, d } => {
-                        g32!(d) = u32::from(ops::cmp_i64(op, g64!(a) as i64, g64!(b) as i64));
-                    }
-                    Inst::Conv { op, a, d } => match op {
-                        Conv::TruncI64I32 => g32!(d) = g64!(a) as u32,
-                        Conv::ExtI32I64S => s64!(d, g32!(a) as i32 as i64 as u64),
-                        Conv::ExtI32I64U => s64!(d, u64::from(g32!(a))),
-                        Conv::NzI64 => g32!(d) = u32::from(g64!(a) != 0),
-                        Conv::Si32F32 => g32!(d) = (g32!(a) as i32 as f32).to_bits(),
-                        Conv::Ui32F32 => g32!(d) = (g32!(a) as f32).to_bits(),
-                        Conv::F32I32 => g32!(d) = ops::cast_f32_i32(f32r!(a)) as u32,
-                        Conv::F32Si64 => s64!(d, ops::llround_f32(f32r!(a)) as u64),
-                        Conv::F32Ui64 => s64!(d, ops::cast_f32_ui64(f32r!(a))),
-                        Conv::Si64F32 => g32!(d) = (g64!(a) as i64 as f32).to_bits(),
-                        Conv::Ui64F32 => g32!(d) = (g64!(a) as f32).to_bits(),
-                        Conv::F64F32 => g32!(d) = fz32!(fz64!(f64r!(a)) as f32).to_bits(),
-                        Conv::F32F64 => s64!(d, f64::from(fz32!(f32r!(a))).to_bits()),
-                        Conv::Si32F64 => s64!(d, f64::from(g32!(a) as i32).to_bits()),
-                        Conv::Ui32F64 => s64!(d, f64::from(g32!(a)).to_bits()),
-                        Conv::F64I32 => g32!(d) = ops::cast_f64_i32(f64r!(a)) as u32,
-                        Conv::Si64F64 => s64!(d, (g64!(a) as i64 as f64).to_bits()),
-                        Conv::Ui64F64 => s64!(d, (g64!(a) as f64).to_bits()),
-                        Conv::F64I64 => s64!(d, ops::llround_f64(f64r!(a)) as u64),
-                        Conv::NanF32 => g32!(d) = u32::from(f32r!(a).is_nan()),
-                        Conv::NanF64 => g32!(d) = u32::from(f64r!(a).is_nan()),
-                    },
-                    Inst::CmpEqRef { a, b, d } => {
-                        g32!(d) = u32::from(refs[br + a.index()] == refs[br + b.index()]);
-                    }
-                    Inst::CmpNeRef { a, b, d } => {
-                        g32!(d) = u32::from(refs[br + a.index()] != refs[br + b.index()]);
-                    }
-                    Inst::CmpNzRef { a, d } => {
-                        g32!(d) = u32::from(refs[br + a.index()].is_some());
-                    }
+                    // Integer arithmetic (the fused variants first).
+                    Inst::AddI32 { a, b, d } => integer::add_i32(r, a, b, d),
+                    Inst::SubI32 { a, b, d } => integer::sub_i32(r, a, b, d),
+                    Inst::AddI64 { a, b, d } => integer::add_i64(r, a, b, d),
+                    Inst::Bin32 { op, a, b, d } => integer::bin32(r, op, a, b, d),
+                    Inst::Bin64 { op, a, b, d } => integer::bin64(r, op, a, b, d),
+                    Inst::Div32 { op, a, b, d } => tri!(integer::div32(r, op, a, b, d)),
+                    Inst::Div64 { op, a, b, d } => tri!(integer::div64(r, op, a, b, d)),
+                    Inst::Fma32 { a, b, c, d } => integer::fma32(r, a, b, c, d),
+                    Inst::Fma64 { a, b, c, d } => integer::fma64(r, a, b, c, d),
+                    Inst::Un32 { op, a, d } => integer::un32(r, op, a, d),
+                    Inst::Un64 { op, a, d } => integer::un64(r, op, a, d),
+                    Inst::Shift32 { op, a, b, d } => integer::shift32(r, op, a, b, d),
+                    Inst::Shift64 { op, a, b, d } => integer::shift64(r, op, a, b, d),
 
-                    Inst::BinF32 { op, a, b, d } => {
-                        let r = ops::bin_f32(op, fz32!(f32r!(a)), fz32!(f32r!(b)));
-                        g32!(d) = fz32!(r).to_bits();
-                    }
-                    Inst::BinF64 { op, a, b, d } => {
-                        let r = ops::bin_f64(op, fz64!(f64r!(a)), fz64!(f64r!(b)));
-                        s64!(d, fz64!(r).to_bits());
-                    }
-                    // abs and neg are sign-bit operations, which flushing leaves alone.
-                    Inst::UnF32 { op, a, d } => {
-                        g32!(d) = match op {
-                            FUn::Abs | FUn::Neg => ops::un_f32(op, f32r!(a)),
-                            _ => fz32!(ops::un_f32(op, fz32!(f32r!(a)))),
-                        }
-                        .to_bits();
-                    }
-                    Inst::UnF64 { op, a, d } => {
-                        let r = match op {
-                            FUn::Abs | FUn::Neg => ops::un_f64(op, f64r!(a)),
-                            _ => fz64!(ops::un_f64(op, fz64!(f64r!(a)))),
-                        };
-                        s64!(d, r.to_bits());
-                    }
-                    Inst::FmaF32 { a, b, c, d } => {
-                        // Unfused, as the reference's x86-64 build.
-                        let product = fz32!(fz32!(f32r!(a)) * fz32!(f32r!(b)));
-                        g32!(d) = fz32!(product + fz32!(f32r!(c))).to_bits();
-                    }
-                    Inst::FmaF64 { a, b, c, d } => {
-                        let product = fz64!(fz64!(f64r!(a)) * fz64!(f64r!(b)));
-                        s64!(d, fz64!(product + fz64!(f64r!(c))).to_bits());
-                    }
-                    Inst::CmpF32 { op, a, b, d } => {
-                        g32!(d) = u32::from(ops::cmp_f32(op, fz32!(f32r!(a)), fz32!(f32r!(b))));
-                    }
-                    Inst::CmpF64 { op, a, b, d } => {
-                        g32!(d) = u32::from(ops::cmp_f64(op, fz64!(f64r!(a)), fz64!(f64r!(b))));
-                    }
+                    // Integer comparisons.
+                    Inst::CmpEqI32 { a, b, d } => compare::eq_i32(r, a, b, d),
+                    Inst::CmpLtI32S { a, b, d } => compare::lt_i32_s(r, a, b, d),
+                    Inst::NzI32 { a, d } => compare::nz_i32(r, a, d),
+                    Inst::Cmp32 { op, a, b, d } => compare::cmp32(r, op, a, b, d),
+                    Inst::Cmp64 { op, a, b, d } => compare::cmp64(r, op, a, b, d),
 
+                    // Conversions.
+                    Inst::Convert32 { op, a, d } => convert::convert32(r, op, a, d),
+                    Inst::Convert32To64 { op, a, d } => convert::convert32_to_64(r, ftz, op, a, d),
+                    Inst::Convert64To32 { op, a, d } => convert::convert64_to_32(r, ftz, op, a, d),
+                    Inst::Convert64 { op, a, d } => convert::convert64(r, op, a, d),
+
+                    // Floats.
+                    Inst::BinF32 { op, a, b, d } => float::bin_f32(r, ftz, op, a, b, d),
+                    Inst::BinF64 { op, a, b, d } => float::bin_f64(r, ftz, op, a, b, d),
+                    Inst::UnF32 { op, a, d } => float::un_f32(r, ftz, op, a, d),
+                    Inst::UnF64 { op, a, d } => float::un_f64(r, ftz, op, a, d),
+                    Inst::FmaF32 { a, b, c, d } => float::fma_f32(r, ftz, a, b, c, d),
+                    Inst::FmaF64 { a, b, c, d } => float::fma_f64(r, ftz, a, b, c, d),
+                    Inst::CmpF32 { op, a, b, d } => float::cmp_f32(r, ftz, op, a, b, d),
+                    Inst::CmpF64 { op, a, b, d } => float::cmp_f64(r, ftz, op, a, b, d),
+
+                    // Control flow.
                     Inst::Br { edge } => branch!(edge),
                     Inst::CondBr { c, t, f } => {
-                        let edge = if g32!(c) != 0 { t } else { f };
+                        let edge = if r.i32(c) != 0 { t } else { f };
                         branch!(edge);
                     }
                     Inst::BrTable { index, table } => {
-                        let table = &code.tables[table as usize];
-                        let i = g32!(index) as i32;
-                        let edge = usize::try_from(i)
-                            .ok()
-                            .and_then(|i| table.cases.get(i))
-                            .copied()
-                            .unwrap_or(table.default);
+                        let edge = control::table_edge(r, &code.tables[table as usize], index);
                         branch!(edge);
                     }
                     Inst::Call { site } => {
@@ -913,52 +458,16 @@ impl<'a> Machine<'a> {
                                     name,
                                 }) => {
                                     charge!(call.cost);
-                                    let args = native_args(call, regs, refs, bi, br);
-                                    let results = match module.call(*index, &args) {
-                                        Ok(results) => results,
-                                        Err(e) => {
-                                            return Err(VmError::Native {
-                                                function: name.clone(),
-                                                status: e.status,
-                                                message: e.message,
-                                            });
-                                        }
-                                    };
-                                    if results.len() != call.results.len() {
-                                        fault!(trap(
-                                            TrapKind::BadNativeResults,
-                                            format!(
-                                                "{name} returned {} values, expected {}",
-                                                results.len(),
-                                                call.results.len()
-                                            )
-                                        ));
-                                    }
-                                    for (value, &(kind, r)) in
-                                        results.into_iter().zip(call.results.iter())
-                                    {
-                                        let slot = bi + usize::from(r);
-                                        match (kind, value) {
-                                            (Kind::I32, Value::I32(v)) => regs[slot] = v as u32,
-                                            (Kind::F32, Value::F32(v)) => regs[slot] = v.to_bits(),
-                                            (Kind::I64, Value::I64(v)) => {
-                                                write64(regs, slot, v as u64)
-                                            }
-                                            (Kind::F64, Value::F64(v)) => {
-                                                write64(regs, slot, v.to_bits())
-                                            }
-                                            (Kind::Ref, Value::Ref(v)) => {
-                                                refs[br + RefReg(r).index()] = v
-                                            }
-                                            (kind, value) => fault!(trap(
-                                                TrapKind::BadNativeResults,
-                                                format!(
-                                                    "{name} returned a {} where a {} is expected",
-                                                    value.kind_name(),
-                                                    kind.name()
-                                                )
-                                            )),
-                                        }
+                                    match control::call_native(
+                                        r.reborrow(),
+                                        call,
+                                        &**module,
+                                        *index,
+                                        name,
+                                    ) {
+                                        Ok(()) => {}
+                                        Err(NativeFailure::Error(e)) => return Err(e),
+                                        Err(NativeFailure::Fault(e)) => fault!(e),
                                     }
                                     if let Some(then) = call.then {
                                         ip = then as usize;
@@ -993,8 +502,8 @@ impl<'a> Machine<'a> {
                                         regs[t + 1] = regs[s + 1];
                                     }
                                     Kind::Ref => {
-                                        let v = read_ref(refs, frame_br, RefReg(src));
-                                        refs[t - nbi + nbr] = v;
+                                        let v = read_ref(&mut refs[frame_br..], RefReg(src));
+                                        refs[nbr + usize::from(dst)] = v;
                                     }
                                 }
                             }
@@ -1008,12 +517,12 @@ impl<'a> Machine<'a> {
                         if site == ENTRY || depth < 2 {
                             let values = returns
                                 .iter()
-                                .map(|&(kind, r)| match kind {
-                                    Kind::I32 => Value::I32(g32!(r) as i32),
-                                    Kind::F32 => Value::F32(f32r!(r)),
-                                    Kind::I64 => Value::I64(g64!(r) as i64),
-                                    Kind::F64 => Value::F64(f64r!(r)),
-                                    Kind::Ref => Value::Ref(read_ref(refs, br, RefReg(r))),
+                                .map(|&(kind, slot)| match kind {
+                                    Kind::I32 => Value::I32(r.slot(slot) as i32),
+                                    Kind::F32 => Value::F32(f32::from_bits(r.slot(slot))),
+                                    Kind::I64 => Value::I64(r.slot64(slot) as i64),
+                                    Kind::F64 => Value::F64(f64::from_bits(r.slot64(slot))),
+                                    Kind::Ref => Value::Ref(r.read_ref(RefReg(slot))),
                                 })
                                 .collect();
                             self.pop(stack);
@@ -1035,7 +544,7 @@ impl<'a> Machine<'a> {
                                     caller_regs[t + 1] = callee_regs[s + 1];
                                 }
                                 Kind::Ref => {
-                                    let v = read_ref(callee_refs, 0, RefReg(src));
+                                    let v = read_ref(callee_refs, RefReg(src));
                                     caller_refs[cbr + RefReg(dst).index()] = v;
                                 }
                             }
@@ -1048,17 +557,17 @@ impl<'a> Machine<'a> {
                         continue 'frames;
                     }
                     Inst::Fail { status, message } => {
-                        let code_value = g32!(status);
+                        let status = r.i32(status);
                         let message = code
                             .strings
                             .get(message as usize)
                             .cloned()
                             .unwrap_or_default();
-                        if code_value == 0 {
+                        if status == 0 {
                             fault!(trap(TrapKind::FailWithOk, message));
                         }
                         return Err(VmError::Fail {
-                            code: code_value,
+                            code: status,
                             message,
                             location: location(instance, code, ip - 1),
                         });
@@ -1068,88 +577,35 @@ impl<'a> Machine<'a> {
                             instance.imports.get(import as usize),
                             None | Some(ImportTarget::Unresolved)
                         );
-                        g32!(d) = u32::from(resolved);
+                        r.set_i32(d, u32::from(resolved));
                     }
                     // A yield suspends the invocation until the host resumes it. pactum's hosts
                     // are synchronous (the local device finishes work before returning), so
                     // the invocation resumes at once: the yield's remap, then its target.
                     Inst::Yield { edge } => branch!(edge),
-                    Inst::ReleaseMoved { regs: list } => {
-                        for &r in &code.regs[list.range()] {
-                            if r & 0xC000 == 0xC000 {
-                                refs[br + RefReg(r).index()] = None;
-                            }
-                        }
-                    }
-                    Inst::DiscardRefs { regs: list } => {
-                        for &r in &code.regs[list.range()] {
-                            refs[br + RefReg(r).index()] = None;
-                        }
-                    }
-                    Inst::AssignRef { s, d } => {
-                        if s.index() != d.index() {
-                            let v = read_ref(refs, br, s);
-                            refs[br + d.index()] = v;
-                        }
-                    }
-                    Inst::CastAnyRef { s, ty, d } => {
-                        let t = instance.types.get(ty as usize).unwrap_or(&VmType::Opaque);
-                        if !type_check(refs[br + s.index()].as_ref(), t) {
-                            fault!(type_mismatch(refs[br + s.index()].as_ref(), t));
-                        }
-                        if s.index() != d.index() {
-                            let v = read_ref(refs, br, s);
-                            refs[br + d.index()] = v;
-                        }
-                    }
 
-                    Inst::BufferLoad { width, b, o, d } => {
-                        let buffer = tri!(buffer_of(refs, br, b));
-                        let at = tri!(element_offset(g64!(o), width.size()));
-                        match width {
-                            Width::U8 => g32!(d) = u32::from(tri!(buffer.load::<1>(at))[0]),
-                            Width::S8 => {
-                                g32!(d) = tri!(buffer.load::<1>(at))[0] as i8 as i32 as u32
-                            }
-                            Width::U16 => {
-                                g32!(d) = u32::from(u16::from_le_bytes(tri!(buffer.load::<2>(at))))
-                            }
-                            Width::S16 => {
-                                g32!(d) =
-                                    i16::from_le_bytes(tri!(buffer.load::<2>(at))) as i32 as u32
-                            }
-                            Width::B32 => g32!(d) = u32::from_le_bytes(tri!(buffer.load::<4>(at))),
-                            Width::B64 => s64!(d, u64::from_le_bytes(tri!(buffer.load::<8>(at)))),
-                        }
-                    }
+                    // References.
+                    Inst::CmpEqRef { a, b, d } => refs::cmp_eq(r, a, b, d),
+                    Inst::CmpNeRef { a, b, d } => refs::cmp_ne(r, a, b, d),
+                    Inst::CmpNzRef { a, d } => refs::cmp_nz(r, a, d),
+                    Inst::ReleaseMoved { regs } => refs::release_moved(r, code, regs),
+                    Inst::DiscardRefs { regs } => refs::discard(r, code, regs),
+                    Inst::AssignRef { s, d } => refs::assign(r, s, d),
+                    Inst::CastAnyRef { s, ty, d } => tri!(refs::cast_any(r, instance, s, ty, d)),
+
+                    // Buffers.
+                    Inst::BufferLoad { width, b, o, d } => tri!(buffers::load(r, width, b, o, d)),
+                    Inst::BufferLoad64 { b, o, d } => tri!(buffers::load64(r, b, o, d)),
                     Inst::BufferStore { width, b, o, v } => {
-                        let buffer = tri!(buffer_of(refs, br, b));
-                        let at = tri!(element_offset(g64!(o), width.size()));
-                        let bytes = g64!(v).to_le_bytes();
-                        let value = if width == Width::B64 {
-                            bytes
-                        } else {
-                            (g32!(v) as u64).to_le_bytes()
-                        };
-                        tri!(buffer.write(at, &value[..width.size() as usize]));
+                        tri!(buffers::store(r, width, b, o, v))
                     }
+                    Inst::BufferStore64 { b, o, v } => tri!(buffers::store64(r, b, o, v)),
                     Inst::BufferFill { width, b, o, n, v } => {
-                        let buffer = tri!(buffer_of(refs, br, b));
-                        let size = width.size();
-                        let at = tri!(element_offset(g64!(o), size));
-                        let value = if width == Width::B64 {
-                            g64!(v)
-                        } else {
-                            u64::from(g32!(v))
-                        };
-                        let pattern = value.to_le_bytes();
-                        tri!(buffer.fill(at, g64!(n), &pattern[..size as usize]));
+                        tri!(buffers::fill(r, width, b, o, n, v))
                     }
+                    Inst::BufferFill64 { b, o, n, v } => tri!(buffers::fill64(r, b, o, n, v)),
                     Inst::BufferAlloc { len, align, d } => {
-                        tri!(check_alignment(g32!(align)));
-                        let size = tri!(host_size(g64!(len)));
-                        let buffer = tri!(VmBuffer::zeroed(size, self.memory));
-                        refs[br + d.index()] = Some(Ref::Buffer(Arc::new(buffer)));
+                        tri!(buffers::alloc(r, memory, len, align, d))
                     }
                     Inst::BufferClone {
                         src,
@@ -1157,33 +613,15 @@ impl<'a> Machine<'a> {
                         len,
                         align,
                         d,
-                    } => {
-                        let source = tri!(buffer_of(refs, br, src));
-                        tri!(check_alignment(g32!(align)));
-                        let copy = tri!(source.clone_range(g64!(o), g64!(len), self.memory));
-                        refs[br + d.index()] = Some(Ref::Buffer(Arc::new(copy)));
-                    }
-                    Inst::BufferLength { b, d } => {
-                        let buffer = tri!(buffer_of(refs, br, b));
-                        s64!(d, buffer.len() as u64);
-                    }
+                    } => tri!(buffers::clone(r, memory, src, o, len, align, d)),
+                    Inst::BufferLength { b, d } => tri!(buffers::length(r, b, d)),
                     Inst::BufferCopy {
                         src,
                         so,
                         dst,
                         o,
                         len,
-                    } => {
-                        let source = tri!(buffer_of(refs, br, src));
-                        let target = tri!(buffer_of(refs, br, dst));
-                        tri!(VmBuffer::copy(
-                            &source,
-                            g64!(so),
-                            &target,
-                            g64!(o),
-                            g64!(len)
-                        ));
-                    }
+                    } => tri!(buffers::copy(r, src, so, dst, o, len)),
                     Inst::BufferCompare {
                         a,
                         ao,
@@ -1191,17 +629,8 @@ impl<'a> Machine<'a> {
                         bo,
                         len,
                         d,
-                    } => {
-                        let lhs = tri!(buffer_of(refs, br, a));
-                        let rhs = tri!(buffer_of(refs, br, b));
-                        let equal =
-                            tri!(VmBuffer::compare(&lhs, g64!(ao), &rhs, g64!(bo), g64!(len)));
-                        g32!(d) = u32::from(equal);
-                    }
-                    Inst::BufferHash { b, o, len, d } => {
-                        let buffer = tri!(buffer_of(refs, br, b));
-                        s64!(d, tri!(buffer.hash(g64!(o), g64!(len))));
-                    }
+                    } => tri!(buffers::compare(r, a, ao, b, bo, len, d)),
+                    Inst::BufferHash { b, o, len, d } => tri!(buffers::hash(r, b, o, len, d)),
                 }
             }
         }
@@ -1216,161 +645,4 @@ fn out_of_fuel(limits: &Limits, instance: &Instance, code: &FunctionCode, ip: us
         limit: limits.fuel.unwrap_or(u64::MAX),
         location: Some(location(instance, code, ip)),
     }
-}
-
-#[inline]
-fn read64(regs: &[u32], at: usize) -> u64 {
-    u64::from(regs[at]) | (u64::from(regs[at + 1]) << 32)
-}
-
-#[inline]
-fn write64(regs: &mut [u32], at: usize, v: u64) {
-    regs[at] = v as u32;
-    regs[at + 1] = (v >> 32) as u32;
-}
-
-/// Applies an edge's remap in order and returns the instruction to continue at.
-#[inline(always)]
-fn take_edge(
-    code: &FunctionCode,
-    regs: &mut [u32; WINDOW],
-    refs: &mut [Option<Ref>],
-    bi: usize,
-    br: usize,
-    edge: Edge,
-) -> usize {
-    if edge.moves.len != 0 {
-        for &m in &code.moves[edge.moves.range()] {
-            match m {
-                Move::I32 { src, dst } => regs[bi + usize::from(dst)] = regs[bi + usize::from(src)],
-                Move::Ref { src, dst } => move_ref(refs, br, src, dst),
-            }
-        }
-    }
-    edge.target as usize
-}
-
-#[inline(never)]
-fn move_ref(refs: &mut [Option<Ref>], br: usize, src: RefReg, dst: RefReg) {
-    if src.index() != dst.index() {
-        let v = read_ref(refs, br, src);
-        refs[br + dst.index()] = v;
-    }
-}
-
-fn native_args(
-    call: &CallSite,
-    regs: &[u32],
-    refs: &mut [Option<Ref>],
-    bi: usize,
-    br: usize,
-) -> Vec<Value> {
-    call.args
-        .iter()
-        .map(|arg| match *arg {
-            ArgOp::Count(n) => Value::I32(n as i32),
-            ArgOp::Value { kind, src, .. } => {
-                let s = bi + usize::from(src);
-                match kind {
-                    Kind::I32 => Value::I32(regs[s] as i32),
-                    Kind::F32 => Value::F32(f32::from_bits(regs[s])),
-                    Kind::I64 => Value::I64(read64(regs, s) as i64),
-                    Kind::F64 => Value::F64(f64::from_bits(read64(regs, s))),
-                    Kind::Ref => Value::Ref(read_ref(refs, br, RefReg(src))),
-                }
-            }
-        })
-        .collect()
-}
-
-fn global_range(offset: u32, size: u32, instance: &Instance) -> Fault {
-    trap(
-        TrapKind::OutOfRange,
-        format!(
-            "global bytes {offset}..{offset}+{size} are outside the module's {} bytes",
-            instance.globals.bytes.len()
-        ),
-    )
-}
-
-fn load_global_ref(
-    instance: &Instance,
-    global: u32,
-    ty: u32,
-    take: bool,
-) -> Result<Option<Ref>, Fault> {
-    let mut slots = instance.globals.refs();
-    let count = slots.len();
-    let Some(slot) = slots.get_mut(global as usize) else {
-        return Err(trap(
-            TrapKind::OutOfRange,
-            format!("ref global {global} is outside the module's {count}"),
-        ));
-    };
-    let ty = instance.types.get(ty as usize).unwrap_or(&VmType::Opaque);
-    if !type_check(slot.as_ref(), ty) {
-        return Err(type_mismatch(slot.as_ref(), ty));
-    }
-    Ok(if take { slot.take() } else { slot.clone() })
-}
-
-fn store_global_ref(
-    instance: &Instance,
-    refs: &mut [Option<Ref>],
-    br: usize,
-    global: u32,
-    ty: u32,
-    s: RefReg,
-) -> Result<(), Fault> {
-    let ty = instance.types.get(ty as usize).unwrap_or(&VmType::Opaque);
-    if !type_check(refs[br + s.index()].as_ref(), ty) {
-        return Err(type_mismatch(refs[br + s.index()].as_ref(), ty));
-    }
-    let old;
-    {
-        let mut slots = instance.globals.refs();
-        let count = slots.len();
-        let Some(slot) = slots.get_mut(global as usize) else {
-            return Err(trap(
-                TrapKind::OutOfRange,
-                format!("ref global {global} is outside the module's {count}"),
-            ));
-        };
-        let value = read_ref(refs, br, s);
-        old = std::mem::replace(slot, value);
-    }
-    drop(old);
-    Ok(())
-}
-
-fn div_i32(op: IDiv, a: i32, b: i32) -> Result<i32, Fault> {
-    if b == 0 {
-        return Err(trap(TrapKind::DivisionByZero, format!("{a} / 0")));
-    }
-    Ok(match op {
-        IDiv::DivS => a
-            .checked_div(b)
-            .ok_or_else(|| trap(TrapKind::DivisionOverflow, format!("{a} / {b}")))?,
-        IDiv::RemS => a
-            .checked_rem(b)
-            .ok_or_else(|| trap(TrapKind::DivisionOverflow, format!("{a} % {b}")))?,
-        IDiv::DivU => ((a as u32) / (b as u32)) as i32,
-        IDiv::RemU => ((a as u32) % (b as u32)) as i32,
-    })
-}
-
-fn div_i64(op: IDiv, a: i64, b: i64) -> Result<i64, Fault> {
-    if b == 0 {
-        return Err(trap(TrapKind::DivisionByZero, format!("{a} / 0")));
-    }
-    Ok(match op {
-        IDiv::DivS => a
-            .checked_div(b)
-            .ok_or_else(|| trap(TrapKind::DivisionOverflow, format!("{a} / {b}")))?,
-        IDiv::RemS => a
-            .checked_rem(b)
-            .ok_or_else(|| trap(TrapKind::DivisionOverflow, format!("{a} % {b}")))?,
-        IDiv::DivU => ((a as u64) / (b as u64)) as i64,
-        IDiv::RemU => ((a as u64) % (b as u64)) as i64,
-    })
 }

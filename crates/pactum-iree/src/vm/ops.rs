@@ -15,7 +15,6 @@ fn to_i64_or_min(rounded: f64) -> i64 {
     }
 }
 
-/// `llroundf`: round half away from zero to an i64.
 /// `x`, or zero of its sign when it is subnormal (flush-to-zero).
 pub fn flush_f32(x: f32) -> f32 {
     if x.is_subnormal() {
@@ -34,6 +33,7 @@ pub fn flush_f64(x: f64) -> f64 {
     }
 }
 
+/// `llroundf`: round half away from zero to an i64.
 pub fn llround_f32(x: f32) -> i64 {
     to_i64_or_min(f64::from(x.round()))
 }
