@@ -8,7 +8,7 @@
 //! buffers as `Bytes`, buffer views as `Tensor`s, and any other reference as an
 //! [`Obj<VmRef>`] that can be passed back into calls.
 //!
-//! Every module's context holds IREE's `hal` module ([`HalModule`]) with a local CPU device,
+//! Every module's context holds IREE's `hal` module ([`HalModule`]) over a [`LocalDevice`],
 //! so modules compiled for the `vmvx` backend (run by pactum's VM) and for `llvm-cpu` (native
 //! code, run by pactum's ELF loader) both run in-process. Native dispatches run on
 //! [`Workers::shared`], the process-wide pool (IREE's `local-task`), unless the module is
@@ -42,7 +42,8 @@ use pactum_sys::dlpack::{DLDataTypeCode, DLDeviceType};
 use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use crate::hal::{
-    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, Workers,
+    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, LocalDevice,
+    Workers, hal_ref,
 };
 
 use crate::signature::Signature;
@@ -184,8 +185,10 @@ impl IreeModule {
             signatures.push((export.local_name.to_owned(), signature, coarse_fences));
         }
         let mut context = Context::new(limits.clone());
-        let hal =
-            HalModule::with_workers(context.memory_budget().cloned(), limits, workers.clone());
+        let device = LocalDevice::new(workers.clone())
+            .with_memory_budget(context.memory_budget().cloned())
+            .with_vmvx_limits(limits);
+        let hal = HalModule::new(Arc::new(device));
         context.register_native(Arc::new(hal)).map_err(vm_error)?;
         let name = context.load_bytecode(file.clone()).map_err(vm_error)?;
         let exports = signatures
@@ -333,12 +336,11 @@ impl IreeModule {
             .collect::<Result<Vec<_>>>()?;
         let mut values = values;
         if cconv.fences {
-            // The local device finishes every queue operation before it returns (a pool's
-            // workgroups included): the wait fence is already reached, and the signal fence is
-            // reached when the call returns.
-            for _ in 0..2 {
-                values.push(Value::Ref(Some(Ref::Object(Arc::new(HalFence)))));
-            }
+            // The call starts at once (an empty wait fence) and the module signals the signal
+            // fence; the local device finishes every queue operation before it returns (a
+            // pool's workgroups included), so it is reached when the call returns.
+            values.push(hal_ref(HalFence::empty()));
+            values.push(hal_ref(HalFence::pending()));
         }
         let results = self
             .inner
@@ -646,7 +648,7 @@ pub fn tensor_to_buffer_view(tensor: &Tensor) -> Result<HalBufferView> {
             ),
         )
     })?;
-    let hal = |e: crate::vm::NativeError| Error::new(ErrorKind::VALUE_ERROR, e.message);
+    let hal = |e: crate::status::StatusError| Error::new(ErrorKind::VALUE_ERROR, e.message);
     let buffer = if cfg!(target_endian = "little") {
         // The tensor's bytes are already the little-endian bytes IREE reads: one copy, from
         // the tensor (or a compact copy of a strided one) into the HAL buffer.

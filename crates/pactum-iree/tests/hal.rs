@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use pactum::{Any, AnyView, DataType, Tensor};
 use pactum_iree::hal::{
-    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule, WHOLE_BUFFER,
+    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule, LocalDevice,
+    WHOLE_BUFFER, vm_view,
 };
 use pactum_iree::module::IreeModule;
 use pactum_iree::vm::{
@@ -13,7 +14,7 @@ use pactum_iree::vm::{
 };
 
 fn hal() -> HalModule {
-    HalModule::new(None, Limits::default())
+    HalModule::new(Arc::new(LocalDevice::task()))
 }
 
 fn call(hal: &HalModule, name: &str, args: &[Value]) -> Result<Vec<Value>, NativeError> {
@@ -122,7 +123,7 @@ fn buffer_operations_check_their_ranges() {
                 call(
                     &hal,
                     "device.allocator",
-                    &[Value::Ref(Some(hal.device().clone()))],
+                    &[Value::Ref(Some(hal.device_ref().clone()))],
                 )
                 .unwrap()[0]
                     .as_ref()
@@ -198,7 +199,7 @@ fn buffer_operations_check_their_ranges() {
     )
     .unwrap_err();
     assert_eq!(e.status, StatusCode::OutOfRange);
-    let device = Value::Ref(Some(hal.device().clone()));
+    let device = Value::Ref(Some(hal.device_ref().clone()));
     let fill = call(
         &hal,
         "device.queue.fill",
@@ -228,8 +229,10 @@ fn buffer_operations_check_their_ranges() {
 #[test]
 fn allocations_are_charged_to_the_memory_budget() {
     let budget = MemoryBudget::new(1024);
-    let hal = HalModule::new(Some(budget.clone()), Limits::default());
-    let device = Value::Ref(Some(hal.device().clone()));
+    let hal = HalModule::new(Arc::new(
+        LocalDevice::task().with_memory_budget(Some(budget.clone())),
+    ));
+    let device = Value::Ref(Some(hal.device_ref().clone()));
     let alloca = |size: i64| {
         call(
             &hal,
@@ -261,7 +264,7 @@ fn allocations_are_charged_to_the_memory_budget() {
 #[test]
 fn queries_answer_like_the_local_sync_device() {
     let hal = hal();
-    let device = Value::Ref(Some(hal.device().clone()));
+    let device = Value::Ref(Some(hal.device_ref().clone()));
     let query = |category: &str, key: &str| {
         call(
             &hal,
@@ -299,7 +302,7 @@ fn queries_answer_like_the_local_sync_device() {
 #[test]
 fn executables_refuse_other_formats_and_garbage() {
     let hal = hal();
-    let device = Value::Ref(Some(hal.device().clone()));
+    let device = Value::Ref(Some(hal.device_ref().clone()));
     let create = |format: &str, data: &[u8]| {
         call(
             &hal,
@@ -330,7 +333,7 @@ fn executables_refuse_other_formats_and_garbage() {
 #[test]
 fn command_buffers_check_binding_slots() {
     let hal = hal();
-    let device = Value::Ref(Some(hal.device().clone()));
+    let device = Value::Ref(Some(hal.device_ref().clone()));
     let cb = call(
         &hal,
         "command_buffer.create",
@@ -523,8 +526,8 @@ fn embedded_executable() -> Vec<u8> {
 
 #[test]
 fn dispatches_check_ordinals_counts_and_bindings() {
-    use pactum_iree::hal::{Binding, HalExecutable, Workers};
-    let executable = HalExecutable::create(
+    use pactum_iree::hal::{Binding, Executable, LocalExecutable, Workers};
+    let executable = LocalExecutable::load(
         "vmvx-bytecode-fb",
         embedded_executable(),
         &[],
@@ -583,13 +586,13 @@ fn dispatches_check_ordinals_counts_and_bindings() {
 fn vm_views_share_the_hal_buffers_bytes() {
     use pactum_iree::host_memory::HostMemory;
     let buffer = HalBuffer::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7], None).unwrap();
-    let view = buffer.vm_view(2, 4).unwrap();
+    let view = vm_view(&buffer, 2, 4).unwrap();
     assert!(view.is_mutable());
     assert_eq!(view.to_vec(), [2, 3, 4, 5]);
     view.write(0, &[9]).unwrap();
     assert_eq!(buffer.to_vec(), [0, 1, 9, 3, 4, 5, 6, 7]);
     assert!(view.write(4, &[1]).is_err());
-    assert!(buffer.vm_view(6, 4).is_err());
+    assert!(vm_view(&buffer, 6, 4).is_err());
     // Overlapping copies between two views of the same cells behave like memmove.
     let cells = Arc::new(HostMemory::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7]).unwrap());
     let low = VmBuffer::shared(cells.clone(), 0..6).unwrap();

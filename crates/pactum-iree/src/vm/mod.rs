@@ -56,7 +56,7 @@ pub use isa::{Field, OpInfo, OpSet, op_info};
 pub use native::{
     BuiltNativeModule, NativeError, NativeFn, NativeFunction, NativeModule, NativeModuleBuilder,
     NativeParam, NativeResult, NativeResults, RefObjectType, SignatureMismatch, Span, SpanItem,
-    Text,
+    SpanIter, Text,
 };
 pub use value::{
     AsAny, ElementType, ListError, Ref, RefObject, RefType, Value, ValueType, VmList, VmType,

@@ -175,10 +175,10 @@ fn null_arg(at: usize, what: &str) -> NativeError {
 /// A type a typed native function can take as a parameter: what it is in the calling
 /// convention and how it is read from the flattened arguments.
 ///
-/// The implementing type is the parameter as written with `'static` borrows (`&'static
-/// HalBuffer`); [`Out`](Self::Out) is the same type borrowing the call's arguments, which is
-/// what the function receives.
-pub trait NativeParam: 'static {
+/// The implementing type is the parameter as written (`&HalBuffer`, for some lifetime);
+/// [`Out`](Self::Out) is the same type borrowing the call's arguments for `'a`, which is what
+/// the function receives.
+pub trait NativeParam {
     /// The parameter as the function receives it, borrowing arguments for `'a`.
     type Out<'a>;
     /// Appends its calling-convention items (`i`, `r`, `CiirIID`, ...).
@@ -233,7 +233,7 @@ scalar_param! {
 }
 
 /// A reference parameter: the object, never null.
-impl<T: RefObjectType> NativeParam for &'static T {
+impl<T: RefObjectType> NativeParam for &T {
     type Out<'a> = &'a T;
     fn cconv(out: &mut String) {
         out.push('r');
@@ -246,12 +246,12 @@ impl<T: RefObjectType> NativeParam for &'static T {
     }
 }
 
-impl<T: RefObjectType> SpanItem for &'static T {
+impl<T: RefObjectType> SpanItem for &T {
     const WIDTH: usize = 1;
 }
 
 /// A reference parameter that may be null.
-impl<T: RefObjectType> NativeParam for Option<&'static T> {
+impl<T: RefObjectType> NativeParam for Option<&T> {
     type Out<'a> = Option<&'a T>;
     fn cconv(out: &mut String) {
         out.push('r');
@@ -263,12 +263,12 @@ impl<T: RefObjectType> NativeParam for Option<&'static T> {
     }
 }
 
-impl<T: RefObjectType> SpanItem for Option<&'static T> {
+impl<T: RefObjectType> SpanItem for Option<&T> {
     const WIDTH: usize = 1;
 }
 
 /// Any reference, never null.
-impl NativeParam for &'static Ref {
+impl NativeParam for &Ref {
     type Out<'a> = &'a Ref;
     fn cconv(out: &mut String) {
         out.push('r');
@@ -281,7 +281,7 @@ impl NativeParam for &'static Ref {
 }
 
 /// Any reference, or null.
-impl NativeParam for Option<&'static Ref> {
+impl NativeParam for Option<&Ref> {
     type Out<'a> = Option<&'a Ref>;
     fn cconv(out: &mut String) {
         out.push('r');
@@ -294,7 +294,7 @@ impl NativeParam for Option<&'static Ref> {
 }
 
 /// A `!vm.buffer`, never null.
-impl NativeParam for &'static Arc<VmBuffer> {
+impl NativeParam for &Arc<VmBuffer> {
     type Out<'a> = &'a Arc<VmBuffer>;
     fn cconv(out: &mut String) {
         out.push('r');
@@ -308,7 +308,7 @@ impl NativeParam for &'static Arc<VmBuffer> {
 }
 
 /// A `!vm.buffer`, or null.
-impl NativeParam for Option<&'static Arc<VmBuffer>> {
+impl NativeParam for Option<&Arc<VmBuffer>> {
     type Out<'a> = Option<&'a Arc<VmBuffer>>;
     fn cconv(out: &mut String) {
         out.push('r');
@@ -338,7 +338,7 @@ impl Text<'_> {
     }
 }
 
-impl NativeParam for Text<'static> {
+impl NativeParam for Text<'_> {
     type Out<'a> = Text<'a>;
     fn cconv(out: &mut String) {
         out.push('r');
@@ -399,13 +399,40 @@ impl<'a, T: SpanItem> Span<'a, T> {
     }
 
     /// Every item, in order.
-    pub fn iter(&self) -> impl Iterator<Item = Result<T::Out<'a>, NativeError>> + 'a {
-        let span = *self;
-        (0..span.len).map(move |k| span.get(k))
+    pub fn iter(&self) -> SpanIter<'a, T> {
+        SpanIter {
+            span: *self,
+            next: 0,
+        }
     }
 }
 
-impl<T: SpanItem> NativeParam for Span<'static, T> {
+/// The items of a [`Span`], in order.
+pub struct SpanIter<'a, T> {
+    span: Span<'a, T>,
+    next: usize,
+}
+
+impl<'a, T: SpanItem> Iterator for SpanIter<'a, T> {
+    type Item = Result<T::Out<'a>, NativeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.span.len {
+            return None;
+        }
+        self.next += 1;
+        Some(self.span.get(self.next - 1))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.span.len - self.next;
+        (left, Some(left))
+    }
+}
+
+impl<T: SpanItem> ExactSizeIterator for SpanIter<'_, T> {}
+
+impl<T: SpanItem> NativeParam for Span<'_, T> {
     type Out<'a> = Span<'a, T>;
     fn cconv(out: &mut String) {
         out.push('C');
@@ -660,7 +687,7 @@ impl<S: Send + Sync + 'static> NativeModuleBuilder<S> {
     /// Adds function `name` with calling convention `cconv`, implemented by `function`. The
     /// convention its types imply is computed now and compared with `cconv` when the module
     /// is registered ([`BuiltNativeModule::check_signatures`]).
-    pub fn function<M, F: NativeFn<S, M>>(
+    pub fn function<M: 'static, F: NativeFn<S, M>>(
         mut self,
         name: impl Into<Cow<'static, str>>,
         cconv: impl Into<Cow<'static, str>>,
