@@ -1,35 +1,7 @@
 //! Modules written in Rust ("native" modules): [`NativeModule`], the dynamic interface the
 //! interpreter calls, and [`NativeModuleBuilder`], which binds typed Rust functions to it.
 //!
-//! A typed function declares its calling convention as a string (`0rI_r`, what importers
-//! link against) and is a Rust closure or function whose parameter and result types imply
-//! one: `i32` is `i`, `i64` is `I`, `f32` is `f`, `f64` is `F`, a reference (`&T` for a
-//! [`RefObjectType`], `Option<&T>`, [`&Ref`](Ref), `&Arc<VmBuffer>`, [`Text`]) is `r`, and a
-//! [`Span`] of items is a variadic group `C…D`; results are `()` (`v`), one of those scalars,
-//! a [`Ref`], an object (a [`RefObjectType`] value, moved into a new reference) or a tuple.
-//! The two are compared once, when the module is registered in a context
-//! ([`Context::register_native`](super::Context::register_native) refuses a module whose
-//! declared conventions differ from what its functions' types imply, naming the function and
-//! both conventions), so no call reads an argument its function does not declare. Arguments
-//! are then read by the function's own types, in order.
-//!
-//! ```
-//! use std::sync::Arc;
-//! use pactum_iree::vm::{Context, Limits, NativeError, NativeModuleBuilder, Span, Value};
-//!
-//! let module = NativeModuleBuilder::new("math", 0)
-//!     .function("scale", "0iI_I", |factor: &i64, x: i32, y: i64| -> Result<i64, NativeError> {
-//!         Ok(factor * (i64::from(x) + y))
-//!     })
-//!     .function("sum", "0CID_I", |_: &i64, values: Span<'_, i64>| {
-//!         values.iter().sum::<Result<i64, NativeError>>()
-//!     })
-//!     .build(10);
-//! let mut context = Context::new(Limits::default());
-//! context.register_native(Arc::new(module))?;
-//! assert_eq!(context.call("math.scale", &[Value::I32(2), Value::I64(3)])?, [Value::I64(50)]);
-//! # Ok::<(), pactum_iree::vm::VmError>(())
-//! ```
+//! [`NativeModuleBuilder`] says how typed functions are declared and checked.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -200,7 +172,7 @@ macro_rules! scalar_param {
             fn cconv(out: &mut String) {
                 out.push($item);
             }
-            fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<$ty, NativeError> {
+            fn read(args: &[Value], at: &mut usize) -> Result<$ty, NativeError> {
                 let i = *at;
                 *at += 1;
                 match arg(args, i)? {
@@ -645,8 +617,37 @@ native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12);
 
 type Entry<S> = Box<dyn Fn(&S, &[Value]) -> Result<Vec<Value>, NativeError> + Send + Sync>;
 
-/// Builds a [`NativeModule`] from typed Rust functions over a state `S` (see the
-/// [module docs](self)).
+/// Builds a [`NativeModule`] from typed Rust functions over a state `S`.
+///
+/// A typed function declares its calling convention as a string (`0rI_r`, what importers
+/// link against) and is a Rust closure or function whose parameter and result types imply
+/// one: `i32` is `i`, `i64` is `I`, `f32` is `f`, `f64` is `F`, a reference (`&T` for a
+/// [`RefObjectType`], `Option<&T>`, [`&Ref`](Ref), `&Arc<VmBuffer>`, [`Text`]) is `r`, and a
+/// [`Span`] of items is a variadic group `C…D`; results are `()` (`v`), one of those scalars,
+/// a [`Ref`], an object (a [`RefObjectType`] value, moved into a new reference) or a tuple.
+/// The two are compared once, when the module is registered in a context
+/// ([`Context::register_native`](super::Context::register_native) refuses a module whose
+/// declared conventions differ from what its functions' types imply, naming the function and
+/// both conventions), so no call reads an argument its function does not declare. Arguments
+/// are then read by the function's own types, in order.
+///
+/// ```
+/// use std::sync::Arc;
+/// use pactum_iree::vm::{Context, Limits, NativeError, NativeModuleBuilder, Span, Value};
+///
+/// let module = NativeModuleBuilder::new("math", 0)
+///     .function("scale", "0iI_I", |factor: &i64, x: i32, y: i64| -> Result<i64, NativeError> {
+///         Ok(factor * (i64::from(x) + y))
+///     })
+///     .function("sum", "0CID_I", |_: &i64, values: Span<'_, i64>| {
+///         values.iter().sum::<Result<i64, NativeError>>()
+///     })
+///     .build(10);
+/// let mut context = Context::new(Limits::default());
+/// context.register_native(Arc::new(module))?;
+/// assert_eq!(context.call("math.scale", &[Value::I32(2), Value::I64(3)])?, [Value::I64(50)]);
+/// # Ok::<(), pactum_iree::vm::VmError>(())
+/// ```
 pub struct NativeModuleBuilder<S> {
     name: String,
     version: u32,

@@ -42,16 +42,18 @@ fn elf_arch(data: &[u8]) -> Option<&'static str> {
     })
 }
 
-/// Every executable in `file`'s read-only data, in segment order (see the
-/// [module docs](self) for how formats are recognised). A module that does not verify is a
-/// [`VmfbError`]; segments that are not executables are skipped.
+/// Every executable in `file`'s read-only data, in segment order. The format is recognised
+/// from the bytes: an ELF is `embedded-elf-<arch>` for the architecture its header names (or
+/// `system-elf-<arch>` when the module's strings name only that one), a VM bytecode module is
+/// `vmvx-bytecode-fb`. A module that does not verify is a [`VmfbError`]; segments that are
+/// not executables are skipped.
 pub fn executables_in_vmfb(file: &VmfbFile) -> Result<Vec<EmbeddedExecutable>, VmfbError> {
     let module = file.module()?;
     let count = module.rodata_segments().len();
     let segments: Vec<&[u8]> = (0..count)
         .map(|k| module.rodata(k).unwrap_or(&[]))
         .collect();
-    let names_format = |format: &str| segments.iter().any(|s| *s == format.as_bytes());
+    let names_format = |format: &str| segments.contains(&format.as_bytes());
     let mut found = Vec::new();
     for (segment, data) in segments.iter().enumerate() {
         let format = if let Some(arch) = elf_arch(data) {
