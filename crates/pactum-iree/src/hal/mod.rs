@@ -75,8 +75,8 @@
 //! ```
 //!
 //! Layers (no file imports a later one): `element` ← `buffer` ← `allocator`, `semaphore`,
-//! `file` ← `executable/` ← `command` ← `device` ← `local/` ← `vm_module`. The VM does not
-//! depend on this module; the vmvx loader and the binding depend on the VM.
+//! `file`, `local/workers` ← `executable/` ← `command` ← `device` ← `local/` ← `vm_module`.
+//! The VM does not depend on this module; the vmvx loader and the binding depend on the VM.
 //!
 //! [`StatusError`]: crate::status::StatusError
 
