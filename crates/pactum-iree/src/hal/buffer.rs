@@ -1,5 +1,5 @@
 //! Buffers and buffer views: byte ranges of 64-byte aligned host memory, shared without copies
-//! by the HAL, native dispatch code and (through views the vmvx loader makes) the VM.
+//! by the HAL, compiled dispatch code and (through views the vmvx loader makes) the VM.
 //!
 //! Every buffer today lives in host memory ([`HostMemory`]): the local CPU device's memory. A
 //! device whose memory the host cannot address would add its kind of storage to
@@ -176,8 +176,8 @@ impl HalBuffer {
         ))
     }
 
-    /// The address and length of `offset..offset+length`, for native dispatch code.
-    pub(crate) fn native_range(
+    /// The address and length of `offset..offset+length`, for compiled (ELF) dispatch code.
+    pub(crate) fn raw_range(
         &self,
         offset: i64,
         length: i64,

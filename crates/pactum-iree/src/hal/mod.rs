@@ -6,7 +6,7 @@
 //! - **The device layer.** [`Device`] (identity and queries, an [`Allocator`], executables,
 //!   semaphores, command buffers, queue operations ordered by fences), with the objects it
 //!   works on: [`HalBuffer`] and [`HalBufferView`] (64-byte aligned host memory, shared
-//!   without copies with native code and the VM), [`HalSemaphore`] (a timeline semaphore:
+//!   without copies with compiled code and the VM), [`HalSemaphore`] (a timeline semaphore:
 //!   value, wait with a timeout, signal, fail with a status) and [`HalFence`] (a set of
 //!   semaphore points), [`HalCommandBuffer`] (recorded fills, copies and dispatches, replayed
 //!   by a queue, with an optional binding table), [`HalFile`] and [`Executable`]. Errors are
@@ -17,7 +17,7 @@
 //!   return.
 //! - **Executable loaders** (`executable/`): `vmvx-bytecode-fb` ([`VmvxExecutable`], a VM
 //!   bytecode module run by pactum's interpreter in a context of its own) and
-//!   `embedded-elf-<arch>` / `system-elf-<arch>` ([`ElfExecutable`], native code from the
+//!   `embedded-elf-<arch>` / `system-elf-<arch>` ([`ElfExecutable`], machine code from the
 //!   `llvm-cpu` backend, loaded by pactum's own ELF loader). [`executables_in_vmfb`] finds
 //!   the executables a `.vmfb` carries.
 //! - **The VM binding** ([`HalModule`], `vm_module.rs`): the `hal` native module, whose 43

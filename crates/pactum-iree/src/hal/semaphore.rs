@@ -200,14 +200,20 @@ impl HalSemaphore {
 /// fence is always reached. Cheap to clone (the points are handles).
 #[derive(Clone, Debug)]
 pub struct HalFence {
-    points: Vec<(HalSemaphore, u64)>,
+    // Most fences have one point (a queue operation's, `hal.fence.create`'s): it is kept
+    // inline, so making such a fence allocates nothing beyond its semaphore.
+    first: Option<(HalSemaphore, u64)>,
+    more: Vec<(HalSemaphore, u64)>,
 }
 
 impl HalFence {
     /// A fence with no points: always reached, and signalling it does nothing (what a queue
     /// operation that waits for nothing, or signals nothing, takes).
     pub fn empty() -> HalFence {
-        HalFence { points: Vec::new() }
+        HalFence {
+            first: None,
+            more: Vec::new(),
+        }
     }
 
     /// A fence of one new semaphore's first point (the semaphore at 0, the point at 1): not
@@ -220,7 +226,8 @@ impl HalFence {
     /// A fence of one point: `semaphore` at `value`.
     pub fn at(semaphore: HalSemaphore, value: u64) -> HalFence {
         HalFence {
-            points: vec![(semaphore, value)],
+            first: Some((semaphore, value)),
+            more: Vec::new(),
         }
     }
 
@@ -229,8 +236,8 @@ impl HalFence {
     pub fn join<'a>(fences: impl IntoIterator<Item = &'a HalFence>) -> HalFence {
         let mut joined = HalFence::empty();
         for fence in fences {
-            for (semaphore, value) in &fence.points {
-                joined.insert(semaphore.clone(), *value);
+            for (semaphore, value) in fence.points() {
+                joined.insert(semaphore.clone(), value);
             }
         }
         joined
@@ -239,26 +246,37 @@ impl HalFence {
     /// Adds the point `semaphore` at `value` (raising the value of a semaphore already in the
     /// fence).
     pub fn insert(&mut self, semaphore: HalSemaphore, value: u64) {
-        match self.points.iter_mut().find(|(s, _)| s.same_as(&semaphore)) {
-            Some((_, existing)) => *existing = (*existing).max(value),
-            None => self.points.push((semaphore, value)),
+        let existing = self
+            .first
+            .iter_mut()
+            .chain(self.more.iter_mut())
+            .find(|(s, _)| s.same_as(&semaphore));
+        if let Some((_, existing)) = existing {
+            *existing = (*existing).max(value);
+        } else if self.first.is_none() {
+            self.first = Some((semaphore, value));
+        } else {
+            self.more.push((semaphore, value));
         }
     }
 
     /// The points: each semaphore and the value it must reach.
-    pub fn points(&self) -> impl ExactSizeIterator<Item = (&HalSemaphore, u64)> {
-        self.points.iter().map(|(s, v)| (s, *v))
+    pub fn points(&self) -> impl Iterator<Item = (&HalSemaphore, u64)> {
+        self.first
+            .iter()
+            .chain(self.more.iter())
+            .map(|(s, v)| (s, *v))
     }
 
     /// Whether the fence has no points.
     pub fn is_empty(&self) -> bool {
-        self.points.is_empty()
+        self.first.is_none()
     }
 
     /// Whether every point is reached; the failure of a failed semaphore.
     pub fn is_reached(&self) -> Result<bool, StatusError> {
-        for (semaphore, value) in &self.points {
-            if semaphore.value()? < *value {
+        for (semaphore, value) in self.points() {
+            if semaphore.value()? < value {
                 return Ok(false);
             }
         }
@@ -268,24 +286,34 @@ impl HalFence {
     /// Waits until every point is reached (see [`HalSemaphore::wait`]); `timeout` bounds the
     /// whole wait.
     pub fn wait(&self, timeout: Timeout) -> Result<(), StatusError> {
+        HalFence::wait_all([self], timeout)
+    }
+
+    /// Waits until every point of every fence is reached; `timeout` bounds the whole wait.
+    pub fn wait_all<'a>(
+        fences: impl IntoIterator<Item = &'a HalFence>,
+        timeout: Timeout,
+    ) -> Result<(), StatusError> {
         let deadline = timeout.deadline();
-        for (semaphore, value) in &self.points {
-            semaphore.wait_until(*value, deadline, timeout)?;
+        for fence in fences {
+            for (semaphore, value) in fence.points() {
+                semaphore.wait_until(value, deadline, timeout)?;
+            }
         }
         Ok(())
     }
 
     /// Signals every point (see [`HalSemaphore::signal`]).
     pub fn signal(&self) -> Result<(), StatusError> {
-        for (semaphore, value) in &self.points {
-            semaphore.signal(*value)?;
+        for (semaphore, value) in self.points() {
+            semaphore.signal(value)?;
         }
         Ok(())
     }
 
     /// Fails every semaphore of the fence with `error`.
     pub fn fail(&self, error: &StatusError) {
-        for (semaphore, _) in &self.points {
+        for (semaphore, _) in self.points() {
             semaphore.fail(error.clone());
         }
     }

@@ -732,17 +732,25 @@ fn functions() -> NativeModuleBuilder<State> {
             "fence.join",
             "0ICrD_r",
             |_: &State, _flags: i64, fences: Span<'_, Option<&HalFence>>| {
-                let fences = fences.iter().collect::<Result<Vec<_>, _>>()?;
-                Ok(HalFence::join(fences.into_iter().flatten()))
+                let mut joined = HalFence::empty();
+                for fence in fences.iter() {
+                    for (semaphore, value) in fence?.iter().flat_map(|f| f.points()) {
+                        joined.insert(semaphore.clone(), value);
+                    }
+                }
+                Ok(joined)
             },
         )
         .function(
             "fence.await",
             "0iICrD_i",
             |_: &State, timeout: i32, _flags: i64, fences: Span<'_, Option<&HalFence>>| {
-                let fences = fences.iter().collect::<Result<Vec<_>, _>>()?;
-                let all = HalFence::join(fences.into_iter().flatten());
-                match all.wait(Timeout::from_millis(timeout as u32)) {
+                // Every argument is checked before any wait.
+                for fence in fences.iter() {
+                    fence?;
+                }
+                let fences = fences.iter().filter_map(|fence| fence.ok().flatten());
+                match HalFence::wait_all(fences, Timeout::from_millis(timeout as u32)) {
                     Ok(()) => Ok(0i32),
                     // A timeout is an answer the program handles; a failure fails the call.
                     Err(e) if e.status == StatusCode::DeadlineExceeded => {

@@ -4,7 +4,7 @@
 //! The library's tables (header, imports, exports, attributes, names) are read by safe code
 //! from the relocated image the mapping keeps, with every pointer checked to lie inside it.
 //! The only unsafe acts are the calls into the library's code: `query` once at load, then
-//! one dispatch function call per workgroup. That code is native and trusted: pactum cannot
+//! one dispatch function call per workgroup. That machine code is trusted: pactum cannot
 //! sandbox it (see the HAL's module docs).
 //!
 //! ("ELF" names the file format; "native" is kept for VM modules written in Rust.)
@@ -45,7 +45,7 @@ struct Export {
     attrs: Attrs,
 }
 
-/// A loaded native executable library.
+/// A loaded ELF executable library.
 pub struct ElfExecutable {
     name: String,
     exports: Vec<Export>,
@@ -383,7 +383,7 @@ impl ElfExecutable {
         for (k, binding) in bindings.iter().enumerate() {
             let (pointer, length) = binding
                 .buffer
-                .native_range(binding.offset, binding.length)
+                .raw_range(binding.offset, binding.length)
                 .map_err(|e| StatusError::new(e.status, format!("binding {k}: {e}")))?;
             pointers.push(pointer.cast::<c_void>());
             lengths.push(length);

@@ -7,9 +7,9 @@
 //! - `vmvx-bytecode-fb` ([`VmvxExecutable`]): a VM bytecode module run by pactum's own
 //!   interpreter, verified and budgeted like any module: safe for untrusted input.
 //! - `embedded-elf-x86_64` (`embedded-elf-arm_64` on aarch64) and `system-elf-x86_64`
-//!   ([`ElfExecutable`]): native code compiled by IREE's `llvm-cpu` backend, in an ELF
+//!   ([`ElfExecutable`]): machine code compiled by IREE's `llvm-cpu` backend, in an ELF
 //!   pactum loads itself (`elf` checks the file, `mapping` maps it W^X, `library` speaks
-//!   IREE's executable library ABI). Native code is trusted: it runs with the process's
+//!   IREE's executable library ABI). Machine code is trusted: it runs with the process's
 //!   rights and pactum cannot sandbox it.
 //!
 //! [`executables_in_vmfb`] finds the executables a `.vmfb` carries in its read-only data.
