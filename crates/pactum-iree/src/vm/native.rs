@@ -556,9 +556,10 @@ tuple_results!(A, B, C, D);
 /// A Rust function usable as a typed native function of a module with state `S`. `Marker` is
 /// `fn(P1, …, Pn) -> R` for its parameter and result types; it is implemented for closures
 /// and functions `Fn(&S, P1, …, Pn) -> Result<R, NativeError>` whose parameters are
-/// [`NativeParam`]s and whose result is [`NativeResults`] (parameters borrowing arguments
-/// must be written with their types, `|state: &S, buffer: &HalBuffer|`, so that the closure
-/// takes any borrow).
+/// [`NativeParam`]s and whose result is [`NativeResults`]. A closure writes the type of every
+/// parameter, the state's included (`|state: &S, buffer: &HalBuffer, size: i64|`): a
+/// parameter written with its type takes a borrow of any lifetime, which is what lets the
+/// function borrow its arguments instead of cloning them.
 pub trait NativeFn<S, Marker>: Send + Sync + 'static {
     /// The calling convention the signature implies (`0rI_r`).
     fn cconv() -> String;
