@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use divan::Bencher;
 use pactum_iree::hal::{
-    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule, Workers,
+    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule, LocalDevice, Workers,
 };
 use pactum_iree::vm::{Context, Function, Limits, Ref, Value};
 use pactum_iree::vmfb::VmfbFile;
@@ -102,7 +102,8 @@ fn load(case: &Case, workers: Workers) -> Option<(Context, Function, Vec<Value>)
             .join(name),
     };
     let mut context = Context::new(Limits::default());
-    let hal = HalModule::with_workers(context.memory_budget().cloned(), Limits::default(), workers);
+    let device = LocalDevice::new(workers).with_memory_budget(context.memory_budget().cloned());
+    let hal = HalModule::new(Arc::new(device));
     context.register_native(Arc::new(hal)).unwrap();
     let name = context
         .load_bytecode(Arc::new(VmfbFile::open(&path).unwrap()))

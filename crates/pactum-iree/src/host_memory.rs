@@ -1,4 +1,4 @@
-//! Host memory for HAL buffers: 64-byte aligned byte cells that the VM, the HAL and native
+//! Host memory for HAL buffers: 64-byte aligned byte cells that the VM, the HAL and compiled
 //! dispatch code share.
 //!
 //! Code compiled by IREE for `llvm-cpu` assumes its bindings are aligned to 64 bytes (IREE's
@@ -43,7 +43,7 @@ enum Owner {
 }
 
 // SAFETY: the block is only ever accessed as `AtomicU8` cells (which are `Sync`) or through
-// raw pointers handed to native code under the HAL's synchronisation; the owner is not
+// raw pointers handed to compiled code under the HAL's synchronisation; the owner is not
 // tied to a thread.
 unsafe impl Send for HostMemory {}
 // SAFETY: as above; shared access goes through atomics.
@@ -115,7 +115,7 @@ impl HostMemory {
     pub fn cells(&self) -> &[AtomicU8] {
         // `ptr` points to `len` initialised (zeroed or written) bytes that live as long as
         // `self`; `AtomicU8` has the size and alignment of `u8` and every bit pattern is a valid
-        // value; all mutation goes through the cells' interior mutability or through native
+        // value; all mutation goes through the cells' interior mutability or through compiled
         // code given `as_mut_ptr`, never through a `&mut`.
         // SAFETY: `len` initialised bytes at `ptr`, alive and never mutably borrowed (above).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
@@ -131,7 +131,7 @@ impl HostMemory {
         self.len == 0
     }
 
-    /// The address of the first byte, for native code (64-byte aligned).
+    /// The address of the first byte, for compiled code (64-byte aligned).
     pub fn as_mut_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr().cast::<u8>()
     }

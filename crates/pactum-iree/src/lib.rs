@@ -11,6 +11,11 @@
 //!   type as it is, after a conversion (which it performs), or not at all.
 //! - [`vmfb`]: VM bytecode modules: a verified zero-copy reader and a writer.
 //! - [`vm`]: an interpreter for VM bytecode, with a verifier, native modules and budgets.
+//! - [`hal`]: IREE's hardware abstraction layer: a device API (allocation, queues with
+//!   semaphores and fences, command buffers, executables) with the local CPU device, usable
+//!   from Rust without a VM, and the `hal` VM module binding it for compiled programs.
+//! - [`status`], [`memory_budget`]: the status error and the byte budget the VM and the HAL
+//!   share.
 //! - [`structured`]: wraps a packed function that takes flat arguments into one that takes
 //!   and returns nested values, following a signature.
 //!
@@ -23,8 +28,10 @@ pub mod buffer;
 pub mod function_abi;
 pub mod hal;
 pub mod host_memory;
+pub mod memory_budget;
 pub mod module;
 pub mod signature;
+pub mod status;
 pub mod structured;
 pub mod vm;
 pub mod vmfb;

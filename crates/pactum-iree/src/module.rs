@@ -8,9 +8,9 @@
 //! buffers as `Bytes`, buffer views as `Tensor`s, and any other reference as an
 //! [`Obj<VmRef>`] that can be passed back into calls.
 //!
-//! Every module's context holds IREE's `hal` module ([`HalModule`]) with a local CPU device,
-//! so modules compiled for the `vmvx` backend (run by pactum's VM) and for `llvm-cpu` (native
-//! code, run by pactum's ELF loader) both run in-process. Native dispatches run on
+//! Every module's context holds IREE's `hal` module ([`HalModule`]) over a [`LocalDevice`],
+//! so modules compiled for the `vmvx` backend (run by pactum's VM) and for `llvm-cpu` (machine
+//! code, run by pactum's ELF loader) both run in-process. ELF dispatches run on
 //! [`Workers::shared`], the process-wide pool (IREE's `local-task`), unless the module is
 //! loaded with other [`Workers`] ([`IreeModule::load_with`]; [`Workers::CallerThread`] is
 //! IREE's `local-sync`). Every call returns when its work is done: async exports included.
@@ -42,7 +42,8 @@ use pactum_sys::dlpack::{DLDataTypeCode, DLDeviceType};
 use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use crate::hal::{
-    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, Workers,
+    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, LocalDevice,
+    Workers, hal_ref,
 };
 
 use crate::signature::Signature;
@@ -105,19 +106,19 @@ fn vm_error(error: crate::vm::VmError) -> Error {
 }
 
 impl IreeModule {
-    /// Loads, verifies and links the module at `path` with the default [`Limits`]; native
+    /// Loads, verifies and links the module at `path` with the default [`Limits`]; ELF
     /// dispatches run on the shared worker pool.
     pub fn load(path: impl AsRef<Path>) -> Result<IreeModule> {
         IreeModule::load_with_limits(path, Limits::default())
     }
 
     /// Loads the module at `path` with `limits` on every call (stack depth, instructions,
-    /// memory); native dispatches run on the shared worker pool.
+    /// memory); ELF dispatches run on the shared worker pool.
     pub fn load_with_limits(path: impl AsRef<Path>, limits: Limits) -> Result<IreeModule> {
         IreeModule::load_with(path, limits, Workers::shared())
     }
 
-    /// Loads the module at `path` with `limits` on every call, its native (`llvm-cpu`)
+    /// Loads the module at `path` with `limits` on every call, its ELF (`llvm-cpu`)
     /// dispatches run by `workers`: [`Workers::shared`] (IREE's `local-task`),
     /// [`Workers::CallerThread`] (`local-sync`: the calling thread only, nothing shared) or a
     /// pool of its own ([`Workers::with_threads`]). `vmvx` dispatches always run on the
@@ -152,19 +153,19 @@ impl IreeModule {
         IreeModule::from_file(Arc::new(file), limits, workers)
     }
 
-    /// Loads a module from its bytes (either container); native dispatches run on the shared
+    /// Loads a module from its bytes (either container); ELF dispatches run on the shared
     /// worker pool.
     pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<IreeModule> {
         IreeModule::from_bytes_with(bytes, limits, Workers::shared())
     }
 
-    /// Loads a module from its bytes, its native dispatches run by `workers` (see
+    /// Loads a module from its bytes, its ELF dispatches run by `workers` (see
     /// [`load_with`](Self::load_with)).
     pub fn from_bytes_with(bytes: Vec<u8>, limits: Limits, workers: Workers) -> Result<IreeModule> {
         IreeModule::from_file(Arc::new(VmfbFile::from_bytes(bytes)), limits, workers)
     }
 
-    /// Who runs the module's native dispatches.
+    /// Who runs the module's ELF dispatches.
     pub fn workers(&self) -> &Workers {
         &self.inner.workers
     }
@@ -184,8 +185,10 @@ impl IreeModule {
             signatures.push((export.local_name.to_owned(), signature, coarse_fences));
         }
         let mut context = Context::new(limits.clone());
-        let hal =
-            HalModule::with_workers(context.memory_budget().cloned(), limits, workers.clone());
+        let device = LocalDevice::new(workers.clone())
+            .with_memory_budget(context.memory_budget().cloned())
+            .with_vmvx_limits(limits);
+        let hal = HalModule::new(Arc::new(device));
         context.register_native(Arc::new(hal)).map_err(vm_error)?;
         let name = context.load_bytecode(file.clone()).map_err(vm_error)?;
         let exports = signatures
@@ -333,12 +336,11 @@ impl IreeModule {
             .collect::<Result<Vec<_>>>()?;
         let mut values = values;
         if cconv.fences {
-            // The local device finishes every queue operation before it returns (a pool's
-            // workgroups included): the wait fence is already reached, and the signal fence is
-            // reached when the call returns.
-            for _ in 0..2 {
-                values.push(Value::Ref(Some(Ref::Object(Arc::new(HalFence)))));
-            }
+            // The call starts at once (an empty wait fence) and the module signals the signal
+            // fence; the local device finishes every queue operation before it returns (a
+            // pool's workgroups included), so it is reached when the call returns.
+            values.push(hal_ref(HalFence::empty()));
+            values.push(hal_ref(HalFence::pending()));
         }
         let results = self
             .inner
@@ -646,7 +648,7 @@ pub fn tensor_to_buffer_view(tensor: &Tensor) -> Result<HalBufferView> {
             ),
         )
     })?;
-    let hal = |e: crate::vm::NativeError| Error::new(ErrorKind::VALUE_ERROR, e.message);
+    let hal = |e: crate::status::StatusError| Error::new(ErrorKind::VALUE_ERROR, e.message);
     let buffer = if cfg!(target_endian = "little") {
         // The tensor's bytes are already the little-endian bytes IREE reads: one copy, from
         // the tensor (or a compact copy of a strided one) into the HAL buffer.
@@ -672,7 +674,7 @@ pub fn tensor_to_buffer_view(tensor: &Tensor) -> Result<HalBufferView> {
             .ok_or_else(|| Error::new(ErrorKind::VALUE_ERROR, "tensor too large"))?;
         let buffer = HalBuffer::allocate(length as i64, None).map_err(hal)?;
         if length > 0 {
-            let (target, _) = buffer.native_range(0, length as i64).map_err(hal)?;
+            let (target, _) = buffer.raw_range(0, length as i64).map_err(hal)?;
             // SAFETY: a contiguous CPU tensor holds `length` bytes at its data pointer, and the
             // buffer was just allocated with `length` bytes, shared with nothing yet.
             unsafe {
@@ -748,7 +750,7 @@ fn buffer_view_as_tensor(view: &HalBufferView, may_take: bool) -> Result<Option<
         if length > 0 {
             let (source, _) = view
                 .buffer
-                .native_range(0, length as i64)
+                .raw_range(0, length as i64)
                 .map_err(|e| Error::new(ErrorKind::VALUE_ERROR, e.message))?;
             // SAFETY: the buffer holds `length` bytes at `source`; the new tensor holds as many
             // and shares nothing with it.

@@ -1,16 +1,18 @@
 //! Hostile native executables: the ELF checks of the `llvm-cpu` loader
-//! ([`check_native_executable`], the same checks [`HalExecutable::create`] makes before it maps
+//! ([`check_elf_executable`], the same checks [`LocalExecutable::load`] makes before it maps
 //! anything) on the embedded ELF of `multi_export_llvm_cpu.vmfb`, mutated. Every single-byte
 //! change outside the code, and every truncation, is accepted or refused cleanly (no panic,
 //! within a time bound); targeted changes are refused with the exact error and byte offset.
 //! Mutated ELFs are never mapped or run: only the unmodified one and the targeted refusals go
-//! through `HalExecutable::create`.
+//! through `LocalExecutable::load`.
 #![cfg(target_arch = "x86_64")]
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use pactum_iree::hal::{ElfError, HalExecutable, check_native_executable, embedded_elf_format};
+use pactum_iree::hal::{
+    ElfError, Executable, LocalExecutable, check_elf_executable, embedded_elf_format,
+};
 use pactum_iree::vm::{Limits, StatusCode};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -103,13 +105,13 @@ fn layout(elf: &[u8]) -> Layout {
 }
 
 fn refused(elf: &[u8]) -> ElfError {
-    check_native_executable(elf).expect_err("the checker must refuse it")
+    check_elf_executable(elf).expect_err("the checker must refuse it")
 }
 
-/// `HalExecutable::create` refuses it too, with the checker's error and `status`.
+/// `LocalExecutable::load` refuses it too, with the checker's error and `status`.
 fn create_refuses(elf: &[u8], error: &ElfError, status: StatusCode) {
     let format = embedded_elf_format().unwrap();
-    let refusal = HalExecutable::create(&format, elf.to_vec(), &[], Limits::default())
+    let refusal = LocalExecutable::load(&format, elf.to_vec(), &[], Limits::default())
         .expect_err("create must refuse it");
     assert_eq!(refusal.status, status, "{}", refusal.message);
     assert!(
@@ -122,7 +124,7 @@ fn create_refuses(elf: &[u8], error: &ElfError, status: StatusCode) {
 #[test]
 fn the_unmodified_elf_is_accepted_and_loads() {
     let elf = embedded_elf();
-    let summary = check_native_executable(&elf).unwrap();
+    let summary = check_elf_executable(&elf).unwrap();
     assert!(summary.segments.len() >= 2, "{summary:?}");
     assert!(
         summary
@@ -134,7 +136,7 @@ fn the_unmodified_elf_is_accepted_and_loads() {
     assert!(summary.relocations > 0, "{summary:?}");
     assert!(summary.image_bytes >= elf.len() as u64 / 2, "{summary:?}");
     let format = embedded_elf_format().unwrap();
-    let executable = HalExecutable::create(&format, elf, &[], Limits::default()).unwrap();
+    let executable = LocalExecutable::load(&format, elf, &[], Limits::default()).unwrap();
     assert!(executable.export_count() >= 1);
     assert!(executable.lookup("nope").is_none());
 }
@@ -174,7 +176,7 @@ fn every_byte_flip_outside_the_code_is_accepted_or_refused_cleanly() {
     let mut mutated = elf.clone();
     for &k in &offsets {
         mutated[k] ^= 0xff;
-        match check_native_executable(&mutated) {
+        match check_elf_executable(&mutated) {
             Ok(summary) => {
                 accepted += 1;
                 // Whatever it accepts keeps the loader's invariants.
@@ -240,7 +242,7 @@ fn extreme_values_in_every_field_are_refused_cleanly() {
                 for value in values {
                     let mut m = elf.clone();
                     m[at..at + width].copy_from_slice(&value.to_le_bytes()[..width]);
-                    let _ = check_native_executable(&m);
+                    let _ = check_elf_executable(&m);
                     tried += 1;
                 }
             }
@@ -264,7 +266,7 @@ fn every_truncation_is_refused_cleanly() {
         .unwrap();
     let started = Instant::now();
     for len in 0..elf.len() {
-        let result = check_native_executable(&elf[..len]);
+        let result = check_elf_executable(&elf[..len]);
         if len < needed {
             assert!(result.is_err(), "truncated to {len} bytes");
         }
@@ -454,7 +456,7 @@ fn a_huge_claimed_image_is_checked_without_allocating_it() {
     put_u64(&mut huge, at + 40, (1 << 30) - vaddr - 4096);
     let start = std::time::Instant::now();
     for _ in 0..100 {
-        let summary = check_native_executable(&huge).unwrap();
+        let summary = check_elf_executable(&huge).unwrap();
         assert!(summary.image_bytes > 1 << 29);
     }
     assert!(

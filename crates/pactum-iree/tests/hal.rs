@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use pactum::{Any, AnyView, DataType, Tensor};
 use pactum_iree::hal::{
-    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule, WHOLE_BUFFER,
+    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule, LocalDevice,
+    WHOLE_BUFFER, vm_view,
 };
 use pactum_iree::module::IreeModule;
 use pactum_iree::vm::{
@@ -13,7 +14,7 @@ use pactum_iree::vm::{
 };
 
 fn hal() -> HalModule {
-    HalModule::new(None, Limits::default())
+    HalModule::new(Arc::new(LocalDevice::task()))
 }
 
 fn call(hal: &HalModule, name: &str, args: &[Value]) -> Result<Vec<Value>, NativeError> {
@@ -122,7 +123,7 @@ fn buffer_operations_check_their_ranges() {
                 call(
                     &hal,
                     "device.allocator",
-                    &[Value::Ref(Some(hal.device().clone()))],
+                    &[Value::Ref(Some(hal.device_ref().clone()))],
                 )
                 .unwrap()[0]
                     .as_ref()
@@ -198,7 +199,7 @@ fn buffer_operations_check_their_ranges() {
     )
     .unwrap_err();
     assert_eq!(e.status, StatusCode::OutOfRange);
-    let device = Value::Ref(Some(hal.device().clone()));
+    let device = Value::Ref(Some(hal.device_ref().clone()));
     let fill = call(
         &hal,
         "device.queue.fill",
@@ -228,8 +229,10 @@ fn buffer_operations_check_their_ranges() {
 #[test]
 fn allocations_are_charged_to_the_memory_budget() {
     let budget = MemoryBudget::new(1024);
-    let hal = HalModule::new(Some(budget.clone()), Limits::default());
-    let device = Value::Ref(Some(hal.device().clone()));
+    let hal = HalModule::new(Arc::new(
+        LocalDevice::task().with_memory_budget(Some(budget.clone())),
+    ));
+    let device = Value::Ref(Some(hal.device_ref().clone()));
     let alloca = |size: i64| {
         call(
             &hal,
@@ -261,7 +264,7 @@ fn allocations_are_charged_to_the_memory_budget() {
 #[test]
 fn queries_answer_like_the_local_sync_device() {
     let hal = hal();
-    let device = Value::Ref(Some(hal.device().clone()));
+    let device = Value::Ref(Some(hal.device_ref().clone()));
     let query = |category: &str, key: &str| {
         call(
             &hal,
@@ -299,7 +302,7 @@ fn queries_answer_like_the_local_sync_device() {
 #[test]
 fn executables_refuse_other_formats_and_garbage() {
     let hal = hal();
-    let device = Value::Ref(Some(hal.device().clone()));
+    let device = Value::Ref(Some(hal.device_ref().clone()));
     let create = |format: &str, data: &[u8]| {
         call(
             &hal,
@@ -330,7 +333,7 @@ fn executables_refuse_other_formats_and_garbage() {
 #[test]
 fn command_buffers_check_binding_slots() {
     let hal = hal();
-    let device = Value::Ref(Some(hal.device().clone()));
+    let device = Value::Ref(Some(hal.device_ref().clone()));
     let cb = call(
         &hal,
         "command_buffer.create",
@@ -523,8 +526,8 @@ fn embedded_executable() -> Vec<u8> {
 
 #[test]
 fn dispatches_check_ordinals_counts_and_bindings() {
-    use pactum_iree::hal::{Binding, HalExecutable, Workers};
-    let executable = HalExecutable::create(
+    use pactum_iree::hal::{Binding, Executable, LocalExecutable, Workers};
+    let executable = LocalExecutable::load(
         "vmvx-bytecode-fb",
         embedded_executable(),
         &[],
@@ -583,13 +586,13 @@ fn dispatches_check_ordinals_counts_and_bindings() {
 fn vm_views_share_the_hal_buffers_bytes() {
     use pactum_iree::host_memory::HostMemory;
     let buffer = HalBuffer::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7], None).unwrap();
-    let view = buffer.vm_view(2, 4).unwrap();
+    let view = vm_view(&buffer, 2, 4).unwrap();
     assert!(view.is_mutable());
     assert_eq!(view.to_vec(), [2, 3, 4, 5]);
     view.write(0, &[9]).unwrap();
     assert_eq!(buffer.to_vec(), [0, 1, 9, 3, 4, 5, 6, 7]);
     assert!(view.write(4, &[1]).is_err());
-    assert!(buffer.vm_view(6, 4).is_err());
+    assert!(vm_view(&buffer, 6, 4).is_err());
     // Overlapping copies between two views of the same cells behave like memmove.
     let cells = Arc::new(HostMemory::from_bytes(&[0, 1, 2, 3, 4, 5, 6, 7]).unwrap());
     let low = VmBuffer::shared(cells.clone(), 0..6).unwrap();
@@ -602,4 +605,678 @@ fn vm_views_share_the_hal_buffers_bytes() {
     VmBuffer::copy(&high, 0, &low, 0, 6).unwrap();
     assert_eq!(low.to_vec(), [2, 3, 4, 5, 6, 7]);
     assert!(VmBuffer::shared(cells, 4..9).is_none());
+}
+
+// The device layer, without a VM context.
+
+mod device {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::{Duration, Instant};
+
+    use pactum_iree::hal::{
+        Allocator, Binding, BufferParams, BufferRef, Command, Device, Executable, HalBuffer,
+        HalCommandBuffer, HalFence, HalFile, HalModule, HalSemaphore, LocalDevice, Submission,
+        Timeout, WHOLE_BUFFER, executables_in_vmfb,
+    };
+    use pactum_iree::status::{StatusCode, StatusError};
+    use pactum_iree::vm::{Context, Limits, MemoryBudget, NativeModule, Value};
+    use pactum_iree::vmfb::VmfbFile;
+
+    fn fixture(name: &str) -> VmfbFile {
+        VmfbFile::open(format!(
+            "{}/tests/fixtures/vmfb/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    }
+
+    fn f32s(values: &[f32]) -> Vec<u8> {
+        values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    fn both_devices() -> [Arc<dyn Device>; 2] {
+        [Arc::new(LocalDevice::task()), Arc::new(LocalDevice::sync())]
+    }
+
+    /// Every function of the `hal` module and the calling convention `iree-compile` 3.13
+    /// imports it with, in `call` order.
+    const CONVENTIONS: &[(&str, &str)] = &[
+        ("ex.file.from_memory", "0rIirIIi_r"),
+        ("allocator.allocate", "0rIiiI_r"),
+        ("allocator.import", "0riIiirII_r"),
+        ("buffer.assert", "0rrrIii_v"),
+        ("buffer.load", "0rIi_i"),
+        ("buffer_view.create", "0rIIiiCID_r"),
+        ("buffer_view.assert", "0rriiCID_v"),
+        ("buffer_view.buffer", "0r_r"),
+        ("buffer_view.dim", "0ri_I"),
+        ("command_buffer.create", "0riiIi_r"),
+        ("command_buffer.finalize", "0r_v"),
+        ("command_buffer.execution_barrier", "0riiI_v"),
+        ("command_buffer.fill_buffer", "0rrIIiIiI_v"),
+        ("command_buffer.copy_buffer", "0riirIrIII_v"),
+        ("command_buffer.dispatch", "0rrIiiiICiDCiirIID_v"),
+        ("device.allocator", "0r_r"),
+        ("device.query.i64", "0rrr_iI"),
+        ("device.queue.alloca", "0rIrrIiiII_r"),
+        ("device.queue.dealloca", "0rIrrrI_v"),
+        ("device.queue.fill", "0rIrrrIIIiI_v"),
+        ("device.queue.copy", "0rIrrrIrIII_v"),
+        ("device.queue.read", "0rIrrrIrIII_v"),
+        ("device.queue.execute", "0rIrrrI_v"),
+        ("device.queue.execute.indirect", "0rIrrrICrIID_v"),
+        ("devices.count", "0v_i"),
+        ("devices.get", "0i_r"),
+        ("executable.create", "0rIrrr_r"),
+        ("executable.lookup.function", "0rr_I"),
+        ("fence.create", "0rI_r"),
+        ("fence.join", "0ICrD_r"),
+        ("fence.await", "0iICrD_i"),
+        ("buffer.length", "0r_I"),
+        ("buffer.subspan", "0rII_r"),
+        ("buffer.store", "0irIi_v"),
+        ("buffer_view.rank", "0r_i"),
+        ("buffer_view.element_type", "0r_i"),
+        ("buffer_view.encoding_type", "0r_i"),
+        ("command_buffer.begin_debug_group", "0rr_v"),
+        ("command_buffer.end_debug_group", "0r_v"),
+        ("device.queue.flush", "0rI_v"),
+        ("fence.signal", "0r_v"),
+        ("fence.query", "0r_i"),
+        ("fence.fail", "0ri_v"),
+    ];
+
+    #[test]
+    fn the_hal_module_keeps_every_convention_and_its_types_imply_them() {
+        let hal = HalModule::new(Arc::new(LocalDevice::sync()));
+        let functions: Vec<(&str, &str)> = hal
+            .functions()
+            .iter()
+            .map(|f| (&*f.name, &*f.cconv))
+            .collect();
+        assert_eq!(functions, CONVENTIONS);
+        assert_eq!(hal.check_signatures(), Ok(()));
+        let mut context = Context::new(Limits::default());
+        context.register_native(Arc::new(hal)).unwrap();
+    }
+
+    #[test]
+    fn allocators_charge_budgets_and_refuse_bad_sizes() {
+        let budget = MemoryBudget::new(100);
+        let device = LocalDevice::sync().with_memory_budget(Some(budget.clone()));
+        let allocator = device.allocator();
+        let params = BufferParams::default();
+        let buffer = allocator.allocate(params, 64).unwrap();
+        assert_eq!(buffer.len(), 64);
+        assert_eq!(budget.used(), 64);
+        let e = allocator.allocate(params, 64).unwrap_err();
+        assert_eq!(e.status, StatusCode::ResourceExhausted);
+        assert!(e.message.contains("memory budget of 100 bytes"), "{e}");
+        let e = allocator.allocate(params, -1).unwrap_err();
+        assert_eq!(e.status, StatusCode::InvalidArgument);
+        let copy = allocator.import_copy(params, &[1, 2, 3]).unwrap();
+        assert_eq!(copy.to_vec(), [1, 2, 3]);
+        assert_eq!(budget.used(), 67);
+        drop((buffer, copy));
+        assert_eq!(budget.used(), 0);
+
+        // A queue allocation signals its fence.
+        let done = HalFence::pending();
+        let empty = HalFence::empty();
+        let buffer = device
+            .queue_alloca(Submission::new(&empty, &done), params, 16)
+            .unwrap();
+        assert_eq!(buffer.len(), 16);
+        assert_eq!(done.is_reached(), Ok(true));
+    }
+
+    #[test]
+    fn semaphores_count_up_time_out_and_fail() {
+        let semaphore = HalSemaphore::new(0);
+        assert_eq!(semaphore.value(), Ok(0));
+        semaphore.wait(0, Timeout::IMMEDIATE).unwrap();
+        let start = Instant::now();
+        let e = semaphore
+            .wait(1, Timeout::After(Duration::from_millis(30)))
+            .unwrap_err();
+        assert_eq!(e.status, StatusCode::DeadlineExceeded);
+        assert!(start.elapsed() >= Duration::from_millis(30));
+        assert!(e.message.contains("did not reach 1"), "{e}");
+        assert_eq!(
+            semaphore.wait(1, Timeout::IMMEDIATE).unwrap_err().status,
+            StatusCode::DeadlineExceeded
+        );
+        semaphore.signal(2).unwrap();
+        semaphore.wait(1, Timeout::IMMEDIATE).unwrap();
+        // Values only grow.
+        let e = semaphore.signal(2).unwrap_err();
+        assert_eq!(e.status, StatusCode::OutOfRange);
+
+        // A waiter blocked without a time limit wakes when another thread signals.
+        let waiter = {
+            let semaphore = semaphore.clone();
+            std::thread::spawn(move || semaphore.wait(5, Timeout::Infinite))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        semaphore.signal(5).unwrap();
+        waiter.join().unwrap().unwrap();
+
+        // A failure wakes waiters and sticks: waits, queries and signals return it.
+        let waiter = {
+            let semaphore = semaphore.clone();
+            std::thread::spawn(move || semaphore.wait(9, Timeout::Infinite))
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        semaphore.fail(StatusError::new(StatusCode::Aborted, "device lost"));
+        let e = waiter.join().unwrap().unwrap_err();
+        assert_eq!(
+            (e.status, e.message.as_str()),
+            (StatusCode::Aborted, "device lost")
+        );
+        assert_eq!(semaphore.value().unwrap_err().status, StatusCode::Aborted);
+        assert_eq!(semaphore.signal(6).unwrap_err().status, StatusCode::Aborted);
+        semaphore.fail(StatusError::new(StatusCode::Internal, "later"));
+        assert_eq!(semaphore.value().unwrap_err().message, "device lost");
+    }
+
+    #[test]
+    fn fences_join_points_and_queue_operations_pass_failures_on() {
+        let s = HalSemaphore::new(0);
+        let t = HalSemaphore::new(0);
+        let joined = HalFence::join([
+            &HalFence::at(s.clone(), 1),
+            &HalFence::at(t.clone(), 2),
+            &HalFence::at(s.clone(), 3),
+        ]);
+        let points: Vec<u64> = joined.points().map(|(_, v)| v).collect();
+        assert_eq!(
+            points,
+            [3, 2],
+            "one point per semaphore, at its highest value"
+        );
+        assert_eq!(joined.is_reached(), Ok(false));
+        t.signal(2).unwrap();
+        assert_eq!(
+            joined
+                .wait(Timeout::After(Duration::from_millis(10)))
+                .unwrap_err()
+                .status,
+            StatusCode::DeadlineExceeded
+        );
+        s.signal(3).unwrap();
+        joined.wait(Timeout::IMMEDIATE).unwrap();
+        assert!(HalFence::empty().is_reached().unwrap());
+
+        for device in both_devices() {
+            let target = HalBuffer::allocate(8, None).unwrap();
+            let empty = HalFence::empty();
+            // An operation that fails fails its signal fence with its error ...
+            let first = HalFence::pending();
+            let e = device
+                .queue_fill(Submission::new(&empty, &first), &target, 4, 8, 1, 1)
+                .unwrap_err();
+            assert_eq!(e.status, StatusCode::OutOfRange);
+            assert_eq!(first.is_reached().unwrap_err(), e);
+            // ... and an operation waiting on a failed fence fails with that error, without
+            // running, and fails its own signal fence: failures flow down the chain.
+            let second = HalFence::pending();
+            let e2 = device
+                .queue_fill(Submission::new(&first, &second), &target, 0, 8, 7, 1)
+                .unwrap_err();
+            assert_eq!(e2, e);
+            assert_eq!(target.to_vec(), [0; 8]);
+            assert_eq!(second.wait(Timeout::Infinite).unwrap_err(), e);
+
+            // An operation waits for its wait fence, signalled here by another thread.
+            let go = HalFence::pending();
+            let done = HalFence::pending();
+            let signaller = {
+                let go = go.clone();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(20));
+                    go.signal().unwrap();
+                })
+            };
+            device
+                .queue_fill(Submission::new(&go, &done), &target, 0, 8, 0x0102, 2)
+                .unwrap();
+            signaller.join().unwrap();
+            assert_eq!(done.is_reached(), Ok(true));
+            assert_eq!(target.to_vec(), [2, 1, 2, 1, 2, 1, 2, 1]);
+
+            // A barrier only orders fences.
+            let after = HalFence::pending();
+            device
+                .queue_barrier(Submission::new(&done, &after))
+                .unwrap();
+            assert_eq!(after.is_reached(), Ok(true));
+        }
+    }
+
+    #[test]
+    fn queues_copy_and_read_files_and_replay_command_buffers_with_tables() {
+        for device in both_devices() {
+            let empty = HalFence::empty();
+            let submit = Submission::new(&empty, &empty);
+            let source = HalBuffer::from_bytes(&[1, 2, 3, 4, 5, 6, 7, 8], None).unwrap();
+            let target = HalBuffer::allocate(8, None).unwrap();
+            device
+                .queue_copy(submit, &source, 2, &target, 0, 4)
+                .unwrap();
+            assert_eq!(target.to_vec(), [3, 4, 5, 6, 0, 0, 0, 0]);
+            let file = HalFile::from_memory(Arc::new(vec![9u8, 8, 7, 6, 5]), 1, 4).unwrap();
+            device.queue_read(submit, &file, 1, &target, 6, 2).unwrap();
+            assert_eq!(target.to_vec(), [3, 4, 5, 6, 0, 0, 7, 6]);
+            let e = device
+                .queue_read(submit, &file, 3, &target, 0, 2)
+                .unwrap_err();
+            assert_eq!(e.status, StatusCode::OutOfRange);
+            assert!(e.message.contains("outside the file of 4 bytes"), "{e}");
+
+            // A reusable command buffer: slot 0 filled, then copied into slot 1.
+            let commands = device.create_command_buffer(2).unwrap();
+            commands
+                .record(Command::Fill {
+                    target: BufferRef::Slot(0),
+                    offset: 0,
+                    length: 4,
+                    pattern: 0xAB,
+                    pattern_length: 1,
+                })
+                .unwrap();
+            commands
+                .record(Command::Copy {
+                    source: BufferRef::Slot(0),
+                    source_offset: 0,
+                    target: BufferRef::Slot(1),
+                    target_offset: 2,
+                    length: 4,
+                })
+                .unwrap();
+            commands.finalize().unwrap();
+            let (a, b) = (
+                HalBuffer::allocate(4, None).unwrap(),
+                HalBuffer::allocate(8, None).unwrap(),
+            );
+            let table = [Binding::whole(a.clone()), Binding::whole(b.clone())];
+            device
+                .queue_execute(submit, Some(&commands), &table)
+                .unwrap();
+            assert_eq!(a.to_vec(), [0xAB; 4]);
+            assert_eq!(b.to_vec(), [0, 0, 0xAB, 0xAB, 0xAB, 0xAB, 0, 0]);
+            // The same commands against other buffers.
+            let c = HalBuffer::allocate(6, None).unwrap();
+            let table = [Binding::whole(a.clone()), Binding::whole(c.clone())];
+            device
+                .queue_execute(submit, Some(&commands), &table)
+                .unwrap();
+            assert_eq!(c.to_vec(), [0, 0, 0xAB, 0xAB, 0xAB, 0xAB]);
+            let e = device
+                .queue_execute(submit, Some(&commands), &table[..1])
+                .unwrap_err();
+            assert!(e.message.contains("binding slot 1"), "{e}");
+        }
+    }
+
+    /// Runs `executable`'s add_vec dispatch on `device` without a VM context, once with the
+    /// buffers bound directly and once through a binding table.
+    fn add_vectors(device: &Arc<dyn Device>, executable: &Arc<dyn Executable>) {
+        let ordinal = (0..executable.export_count())
+            .find(|&k| {
+                executable
+                    .export_name(k)
+                    .is_some_and(|n| n.starts_with("add_vec_dispatch_0"))
+            })
+            .unwrap();
+        let allocator = device.allocator();
+        let params = BufferParams::default();
+        let a = allocator
+            .import_copy(params, &f32s(&[1.0, 2.0, 3.0, 4.0]))
+            .unwrap();
+        let b = allocator
+            .import_copy(params, &f32s(&[10.0, 20.0, 30.0, 40.0]))
+            .unwrap();
+        let sum = allocator.allocate(params, 16).unwrap();
+        let direct = device.create_command_buffer(0).unwrap();
+        let bindings = [a.clone(), b.clone(), sum.clone()].map(Binding::whole);
+        direct
+            .dispatch(executable, ordinal, [1, 1, 1], &[], &bindings)
+            .unwrap();
+        direct.finalize().unwrap();
+        let done = HalFence::pending();
+        device
+            .queue_execute(
+                Submission::new(&HalFence::empty(), &done),
+                Some(&direct),
+                &[],
+            )
+            .unwrap();
+        done.wait(Timeout::After(Duration::from_secs(10))).unwrap();
+        assert_eq!(sum.to_vec(), f32s(&[11.0, 22.0, 33.0, 44.0]));
+
+        // Through a binding table: the inputs as two halves of one buffer.
+        let inputs = allocator
+            .import_copy(params, &f32s(&[0.5, 1.5, 2.5, 3.5, 1.0, 1.0, 1.0, 1.0]))
+            .unwrap();
+        let indirect = device.create_command_buffer(2).unwrap();
+        indirect
+            .record(Command::Dispatch {
+                executable: executable.clone(),
+                ordinal: ordinal as i64,
+                count: [1, 1, 1],
+                constants: vec![],
+                bindings: vec![
+                    (BufferRef::Slot(0), 0, 16),
+                    (BufferRef::Slot(0), 16, 16),
+                    (BufferRef::Slot(1), 0, 16),
+                ],
+            })
+            .unwrap();
+        indirect.finalize().unwrap();
+        let table = [Binding::whole(inputs), Binding::whole(sum.clone())];
+        let started = HalFence::pending();
+        let done = HalFence::pending();
+        started.signal().unwrap();
+        device
+            .queue_execute(Submission::new(&started, &done), Some(&indirect), &table)
+            .unwrap();
+        done.wait(Timeout::Infinite).unwrap();
+        assert_eq!(sum.to_vec(), f32s(&[1.5, 2.5, 3.5, 4.5]));
+    }
+
+    #[test]
+    fn vmvx_dispatches_run_without_a_vm_context_on_both_devices() {
+        let found = executables_in_vmfb(&fixture("multi_export_vmvx.vmfb")).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].format, "vmvx-bytecode-fb");
+        for device in both_devices() {
+            let executable = device
+                .create_executable(&found[0].format, found[0].data.clone(), &[])
+                .unwrap();
+            assert_eq!(executable.format(), "vmvx-bytecode-fb");
+            add_vectors(&device, &executable);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn llvm_cpu_dispatches_run_without_a_vm_context_on_both_devices() {
+        for (name, format) in [
+            ("multi_export_llvm_cpu.vmfb", "embedded-elf-x86_64"),
+            ("multi_export_llvm_cpu_system.vmfb", "system-elf-x86_64"),
+        ] {
+            let found = executables_in_vmfb(&fixture(name)).unwrap();
+            assert_eq!(found.len(), 1, "{name}");
+            assert_eq!(found[0].format, format);
+            for device in both_devices() {
+                assert!(device.supports_executable_format(format));
+                let executable = device
+                    .create_executable(format, found[0].data.clone(), &[])
+                    .unwrap();
+                add_vectors(&device, &executable);
+            }
+        }
+    }
+
+    #[test]
+    fn executables_are_found_in_modules_and_only_there() {
+        // The other tests' scan for the inner module (which runs to the end of the file)
+        // starts with exactly the segment found.
+        let found = executables_in_vmfb(&fixture("vmvx_tensors.vmfb")).unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].format, "vmvx-bytecode-fb");
+        assert!(super::embedded_executable().starts_with(&found[0].data));
+        assert!(found[0].data.len() > 1000);
+        // A VM-only module carries none.
+        assert!(
+            executables_in_vmfb(&fixture("vm_direct.vmfb"))
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    /// An executable some other device made.
+    #[derive(Debug)]
+    struct Foreign;
+
+    impl Executable for Foreign {
+        fn format(&self) -> &str {
+            "other-format"
+        }
+        fn export_count(&self) -> usize {
+            1
+        }
+        fn export_name(&self, ordinal: usize) -> Option<&str> {
+            (ordinal == 0).then_some("main")
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+
+    #[test]
+    fn a_device_refuses_executables_it_did_not_make() {
+        let device = LocalDevice::sync();
+        let foreign: Arc<dyn Executable> = Arc::new(Foreign);
+        assert_eq!(foreign.lookup("main"), Some(0));
+        let commands = HalCommandBuffer::new(0);
+        commands.dispatch(&foreign, 0, [1, 1, 1], &[], &[]).unwrap();
+        let empty = HalFence::empty();
+        let e = device
+            .queue_execute(Submission::new(&empty, &empty), Some(&commands), &[])
+            .unwrap_err();
+        assert_eq!(e.status, StatusCode::InvalidArgument);
+        assert!(e.message.contains("another device"), "{e}");
+        let e = device
+            .create_executable("other-format", vec![], &[])
+            .unwrap_err();
+        assert_eq!(e.status, StatusCode::Unimplemented);
+    }
+
+    /// A device of another kind: the local device behind a wrapper that counts queue
+    /// executions. The `hal` module runs compiled programs on it unchanged.
+    #[derive(Debug)]
+    struct Counting {
+        inner: LocalDevice,
+        executions: AtomicUsize,
+    }
+
+    impl Device for Counting {
+        fn id(&self) -> &str {
+            self.inner.id()
+        }
+        fn query_i64(&self, category: &str, key: &str) -> Option<i64> {
+            self.inner.query_i64(category, key)
+        }
+        fn allocator(&self) -> Arc<dyn Allocator> {
+            self.inner.allocator()
+        }
+        fn supports_executable_format(&self, format: &str) -> bool {
+            self.inner.supports_executable_format(format)
+        }
+        fn create_executable(
+            &self,
+            format: &str,
+            data: Vec<u8>,
+            constants: &[u32],
+        ) -> Result<Arc<dyn Executable>, StatusError> {
+            self.inner.create_executable(format, data, constants)
+        }
+        fn queue_alloca(
+            &self,
+            submit: Submission<'_>,
+            params: BufferParams,
+            size: i64,
+        ) -> Result<HalBuffer, StatusError> {
+            self.inner.queue_alloca(submit, params, size)
+        }
+        fn queue_dealloca(
+            &self,
+            submit: Submission<'_>,
+            buffer: &HalBuffer,
+        ) -> Result<(), StatusError> {
+            self.inner.queue_dealloca(submit, buffer)
+        }
+        fn queue_fill(
+            &self,
+            submit: Submission<'_>,
+            target: &HalBuffer,
+            offset: i64,
+            length: i64,
+            pattern: u64,
+            pattern_length: i64,
+        ) -> Result<(), StatusError> {
+            self.inner
+                .queue_fill(submit, target, offset, length, pattern, pattern_length)
+        }
+        fn queue_copy(
+            &self,
+            submit: Submission<'_>,
+            source: &HalBuffer,
+            source_offset: i64,
+            target: &HalBuffer,
+            target_offset: i64,
+            length: i64,
+        ) -> Result<(), StatusError> {
+            self.inner
+                .queue_copy(submit, source, source_offset, target, target_offset, length)
+        }
+        fn queue_read(
+            &self,
+            submit: Submission<'_>,
+            source: &HalFile,
+            source_offset: i64,
+            target: &HalBuffer,
+            target_offset: i64,
+            length: i64,
+        ) -> Result<(), StatusError> {
+            self.inner
+                .queue_read(submit, source, source_offset, target, target_offset, length)
+        }
+        fn queue_execute(
+            &self,
+            submit: Submission<'_>,
+            command_buffer: Option<&HalCommandBuffer>,
+            binding_table: &[Binding],
+        ) -> Result<(), StatusError> {
+            self.executions.fetch_add(1, Ordering::Relaxed);
+            self.inner
+                .queue_execute(submit, command_buffer, binding_table)
+        }
+    }
+
+    #[test]
+    fn the_hal_module_runs_programs_on_any_device() {
+        let device = Arc::new(Counting {
+            inner: LocalDevice::sync(),
+            executions: AtomicUsize::new(0),
+        });
+        let mut context = Context::new(Limits::default());
+        context
+            .register_native(Arc::new(HalModule::new(device.clone())))
+            .unwrap();
+        let name = context
+            .load_bytecode(fixture("multi_export_vmvx.vmfb"))
+            .unwrap();
+        let view = |values: &[f32]| {
+            let buffer = HalBuffer::from_bytes(&f32s(values), None).unwrap();
+            super::obj(
+                pactum_iree::hal::HalBufferView::new(
+                    buffer,
+                    vec![4],
+                    pactum_iree::hal::HalElementType::F32,
+                    pactum_iree::hal::DENSE_ROW_MAJOR,
+                )
+                .unwrap(),
+            )
+        };
+        let results = context
+            .call(
+                &format!("{name}.add_vec"),
+                &[view(&[1.0, 2.0, 3.0, 4.0]), view(&[4.0, 3.0, 2.0, 1.0])],
+            )
+            .unwrap();
+        let Value::Ref(Some(result)) = &results[0] else {
+            panic!("{results:?}")
+        };
+        let result = result
+            .downcast_ref::<pactum_iree::hal::HalBufferView>()
+            .unwrap();
+        assert_eq!(result.to_bytes(), f32s(&[5.0; 4]));
+        assert!(device.executions.load(Ordering::Relaxed) >= 1);
+    }
+
+    #[test]
+    fn the_hal_modules_fences_wait_report_and_fail() {
+        let hal = HalModule::new(Arc::new(LocalDevice::sync()));
+        let call = |name: &str, args: &[Value]| super::call(&hal, name, args);
+        let device = Value::Ref(Some(hal.device_ref().clone()));
+        let fence = call("fence.create", &[device.clone(), Value::I64(0)])
+            .unwrap()
+            .remove(0);
+        // Pending: query says DEFERRED, a zero timeout says DEADLINE_EXCEEDED.
+        assert_eq!(
+            call("fence.query", std::slice::from_ref(&fence)).unwrap(),
+            [Value::I32(StatusCode::Deferred.code() as i32)]
+        );
+        let await_ = |timeout: i32, fences: &[Value]| {
+            let mut args = vec![
+                Value::I32(timeout),
+                Value::I64(0),
+                Value::I32(fences.len() as i32),
+            ];
+            args.extend_from_slice(fences);
+            call("fence.await", &args)
+        };
+        assert_eq!(
+            await_(0, std::slice::from_ref(&fence)).unwrap(),
+            [Value::I32(StatusCode::DeadlineExceeded.code() as i32)]
+        );
+        // Null fences are skipped.
+        assert_eq!(await_(-1, &[Value::Ref(None)]).unwrap(), [Value::I32(0)]);
+        call("fence.signal", std::slice::from_ref(&fence)).unwrap();
+        assert_eq!(
+            call("fence.query", std::slice::from_ref(&fence)).unwrap(),
+            [Value::I32(0)]
+        );
+        assert_eq!(
+            await_(-1, std::slice::from_ref(&fence)).unwrap(),
+            [Value::I32(0)]
+        );
+        // A failed fence fails the waits on it.
+        let failed = call("fence.create", &[device.clone(), Value::I64(0)])
+            .unwrap()
+            .remove(0);
+        call("fence.fail", &[failed.clone(), Value::I32(10)]).unwrap();
+        assert_eq!(
+            call("fence.query", std::slice::from_ref(&failed)).unwrap(),
+            [Value::I32(10)]
+        );
+        let e = await_(-1, &[fence.clone(), failed.clone()]).unwrap_err();
+        assert_eq!(e.status, StatusCode::Aborted);
+        // A queue operation on the device signals its fence.
+        let target = HalBuffer::allocate(4, None).unwrap();
+        let done = call("fence.create", &[device.clone(), Value::I64(0)])
+            .unwrap()
+            .remove(0);
+        call(
+            "device.queue.fill",
+            &[
+                device,
+                Value::I64(-1),
+                fence,
+                done.clone(),
+                super::obj(target.clone()),
+                Value::I64(0),
+                Value::I64(WHOLE_BUFFER),
+                Value::I64(3),
+                Value::I32(1),
+                Value::I64(0),
+            ],
+        )
+        .unwrap();
+        assert_eq!(target.to_vec(), [3; 4]);
+        assert_eq!(await_(0, &[done]).unwrap(), [Value::I32(0)]);
+    }
 }

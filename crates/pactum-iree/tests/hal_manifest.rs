@@ -9,8 +9,8 @@
 use std::sync::Arc;
 
 use pactum_iree::hal::{
-    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, Workers,
-    c_format_g,
+    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, LocalDevice,
+    Workers, c_format_g, hal_ref,
 };
 use pactum_iree::vm::{Context, Limits, Ref, StatusCode, Value, VmError};
 use pactum_iree::vmfb::VmfbFile;
@@ -109,10 +109,11 @@ fn inputs(cconv: &str, texts: &[String]) -> Vec<Value> {
         .collect::<Vec<Value>>()
         .into_iter()
         // An async export (coarse-fences model) takes a wait and a signal fence after its
-        // arguments, which iree-run-module makes itself; so does this harness.
+        // arguments, which iree-run-module makes itself; so does this harness: nothing to
+        // wait for, and a fence the export signals.
         .chain(
             (args.chars().filter(|c| *c != 'v').count() == texts.len() + 2 && args.ends_with("rr"))
-                .then(|| (0..2).map(|_| Value::Ref(Some(Ref::Object(Arc::new(HalFence))))))
+                .then(|| [hal_ref(HalFence::empty()), hal_ref(HalFence::pending())])
                 .into_iter()
                 .flatten(),
         )
@@ -130,7 +131,8 @@ fn context(device: Option<&str>) -> Context {
         Some("local-sync") => Workers::CallerThread,
         _ => Workers::shared(),
     };
-    let hal = HalModule::with_workers(context.memory_budget().cloned(), Limits::default(), workers);
+    let device = LocalDevice::new(workers).with_memory_budget(context.memory_budget().cloned());
+    let hal = HalModule::new(Arc::new(device));
     context.register_native(Arc::new(hal)).unwrap();
     context
 }

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pactum::{Any, AnyView, Array, Function, Map, Tensor};
-use pactum_iree::hal::{HalFence, HalModule, Workers, c_format_g};
+use pactum_iree::hal::{HalFence, HalModule, LocalDevice, Workers, c_format_g, hal_ref};
 use pactum_iree::module::{IreeModule, buffer_view_to_tensor, tensor_to_buffer_view};
 use pactum_iree::vm::{Context, Limits, Ref, Value};
 use pactum_iree::vmfb::VmfbFile;
@@ -146,11 +146,8 @@ fn packed_bits(results: &[Value]) -> String {
 /// arguments converted by `IreeModule`'s public conversions.
 fn run_in_vm(run: &ManifestRun, args: &[Any]) -> Result<Vec<Value>, String> {
     let mut context = Context::new(Limits::default());
-    let hal = HalModule::with_workers(
-        context.memory_budget().cloned(),
-        Limits::default(),
-        Workers::CallerThread,
-    );
+    let device = LocalDevice::sync().with_memory_budget(context.memory_budget().cloned());
+    let hal = HalModule::new(Arc::new(device));
     context.register_native(Arc::new(hal)).unwrap();
     let file = Arc::new(VmfbFile::open(&run.path).unwrap());
     let name = context.load_bytecode(file).unwrap();
@@ -159,6 +156,7 @@ fn run_in_vm(run: &ManifestRun, args: &[Any]) -> Result<Vec<Value>, String> {
         .unwrap();
     let cconv = function.cconv().to_owned();
     let kinds = cconv.trim_start_matches('0').split('_').next().unwrap();
+    let mut fences = [hal_ref(HalFence::empty()), hal_ref(HalFence::pending())].into_iter();
     let mut values: Vec<Value> = kinds
         .bytes()
         .zip(args.iter().map(Some).chain(std::iter::repeat(None)))
@@ -170,8 +168,8 @@ fn run_in_vm(run: &ManifestRun, args: &[Any]) -> Result<Vec<Value>, String> {
             (_, Some(arg)) => Value::Ref(Some(Ref::Object(Arc::new(
                 tensor_to_buffer_view(&arg.get::<Tensor>().unwrap()).unwrap(),
             )))),
-            // An async export's wait and signal fences.
-            (_, None) => Value::Ref(Some(Ref::Object(Arc::new(HalFence)))),
+            // An async export's wait fence (reached) and signal fence.
+            (_, None) => fences.next().unwrap_or(Value::Ref(None)),
         })
         .collect();
     values.truncate(kinds.len());

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use asm::{Func, MV, R};
 use pactum_iree::vm::{
-    BudgetKind, Context, Limits, NativeError, NativeFunction, NativeModule, StatusCode, TrapKind,
-    Value, VerifyRule, VmError,
+    BudgetKind, BuiltNativeModule, Context, Limits, LinkError, NativeError, NativeModule,
+    NativeModuleBuilder, Span, StatusCode, TrapKind, Value, VerifyRule, VmError,
 };
 use pactum_iree::vmfb::VmfbFile;
 
@@ -48,33 +48,21 @@ fn globals_persist_across_calls_and_rodata_is_shared() {
     );
 }
 
-struct Frob;
-
-impl NativeModule for Frob {
-    fn name(&self) -> &str {
-        "optional_ext"
-    }
-
-    fn functions(&self) -> &[NativeFunction] {
-        static FUNCTIONS: std::sync::OnceLock<Vec<NativeFunction>> = std::sync::OnceLock::new();
-        FUNCTIONS.get_or_init(|| {
-            vec![
-                NativeFunction::new("frob", "0i_i"),
-                NativeFunction::new("sum", "0CiD_i"),
-                NativeFunction::new("boom", "0i_i"),
-            ]
+/// A native module `optional_ext` (which vm_direct imports optionally) of typed functions.
+fn frob() -> BuiltNativeModule<()> {
+    NativeModuleBuilder::new("optional_ext", 0)
+        .function("frob", "0i_i", |_: &(), x: i32| Ok(x * 3))
+        .function("sum", "0CiD_i", |_: &(), values: Span<'_, i32>| {
+            values.iter().sum::<Result<i32, NativeError>>()
         })
-    }
-
-    fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
-        match index {
-            0 => Ok(vec![Value::I32(args[0].as_i32().unwrap() * 3)]),
-            1 => Ok(vec![Value::I32(
-                args[1..].iter().map(|v| v.as_i32().unwrap()).sum(),
-            )]),
-            _ => Err(NativeError::new(StatusCode::Aborted, "boom")),
-        }
-    }
+        .function(
+            "boom",
+            "0i_i",
+            |_: &(), _: i32| -> Result<i32, NativeError> {
+                Err(NativeError::new(StatusCode::Aborted, "boom"))
+            },
+        )
+        .build(())
 }
 
 #[test]
@@ -91,7 +79,7 @@ fn optional_imports_bind_to_native_modules_when_present() {
     );
 
     let mut context = Context::new(Limits::default());
-    context.register_native(Arc::new(Frob)).unwrap();
+    context.register_native(Arc::new(frob())).unwrap();
     context
         .load_bytecode(VmfbFile::open(fixture("vm_direct.vmfb")).unwrap())
         .unwrap();
@@ -110,6 +98,86 @@ fn optional_imports_bind_to_native_modules_when_present() {
         .call("optional_ext.boom", &[Value::I32(2)])
         .unwrap_err();
     assert_eq!(err.status(), StatusCode::Aborted);
+}
+
+#[test]
+fn typed_native_functions_read_their_arguments_by_type() {
+    let module = frob();
+    let index = |name: &str| {
+        module
+            .functions()
+            .iter()
+            .position(|f| f.name == name)
+            .unwrap()
+    };
+    assert_eq!(
+        module
+            .call(
+                index("sum"),
+                &[Value::I32(3), Value::I32(1), Value::I32(2), Value::I32(4)]
+            )
+            .unwrap(),
+        [Value::I32(7)]
+    );
+    // Wrong kinds, missing arguments and variadic counts past the arguments are errors
+    // naming the argument, never panics.
+    let e = module.call(index("frob"), &[Value::I64(1)]).unwrap_err();
+    assert_eq!(e.status, StatusCode::InvalidArgument);
+    assert_eq!(e.message, "argument 0 is not an i32");
+    let e = module.call(index("frob"), &[]).unwrap_err();
+    assert_eq!(e.message, "missing argument 0");
+    let e = module
+        .call(index("sum"), &[Value::I32(5), Value::I32(1)])
+        .unwrap_err();
+    assert_eq!(e.message, "argument 0: variadic count 5 too large");
+    let e = module.call(index("sum"), &[Value::I32(-1)]).unwrap_err();
+    assert_eq!(e.message, "argument 0: negative variadic count");
+    let e = module.call(3, &[]).unwrap_err();
+    assert_eq!(e.status, StatusCode::NotFound);
+}
+
+#[test]
+fn a_typed_function_whose_signature_contradicts_its_convention_is_refused_at_registration() {
+    // `frob` declares an i64 result, but the closure returns an i32.
+    let module = NativeModuleBuilder::new("optional_ext", 0)
+        .function("sum", "0CiD_i", |_: &(), values: Span<'_, i32>| {
+            values.iter().sum::<Result<i32, NativeError>>()
+        })
+        .function("frob", "0i_I", |_: &(), x: i32| Ok(x * 3))
+        .build(());
+    let mismatch = module.check_signatures().unwrap_err();
+    assert_eq!(mismatch.function, "optional_ext.frob");
+    assert_eq!(mismatch.declared, "0i_I");
+    assert_eq!(mismatch.implied, "0i_i");
+    let mut context = Context::new(Limits::default());
+    let error = context.register_native(Arc::new(module)).unwrap_err();
+    match &error {
+        VmError::Link {
+            module,
+            error:
+                LinkError::NativeSignature {
+                    function,
+                    declared,
+                    implied,
+                },
+        } => {
+            assert_eq!(module, "optional_ext");
+            assert_eq!(
+                (function.as_str(), declared.as_str(), implied.as_str()),
+                ("optional_ext.frob", "0i_I", "0i_i")
+            );
+        }
+        other => panic!("{other}"),
+    }
+    assert!(
+        error.to_string().contains(
+            "native function `optional_ext.frob` declares calling convention `0i_I`, but its \
+             Rust signature implies `0i_i`"
+        ),
+        "{error}"
+    );
+    // Nothing was registered: a correct module of that name still can be.
+    context.register_native(Arc::new(frob())).unwrap();
 }
 
 #[test]
@@ -583,7 +651,7 @@ fn natives_receive_variadic_spans_as_a_count_and_the_tuples() {
     asm::import(&mut def, "optional_ext.frob", "0i_i", false);
     asm::import(&mut def, "optional_ext.sum", "0CiD_i", false);
     let mut context = Context::new(Limits::default());
-    context.register_native(Arc::new(Frob)).unwrap();
+    context.register_native(Arc::new(frob())).unwrap();
     context.load_bytecode(asm::bytes(&def)).unwrap();
     assert_eq!(
         context
@@ -858,20 +926,12 @@ fn every_compiled_fixture_verifies() {
 fn deinit_runs_when_the_context_is_dropped() {
     use std::sync::atomic::{AtomicI32, Ordering};
     static SEEN: AtomicI32 = AtomicI32::new(0);
-    struct Probe;
-    impl NativeModule for Probe {
-        fn name(&self) -> &str {
-            "probe"
-        }
-        fn functions(&self) -> &[NativeFunction] {
-            static F: std::sync::OnceLock<Vec<NativeFunction>> = std::sync::OnceLock::new();
-            F.get_or_init(|| vec![NativeFunction::new("seen", "0i_v")])
-        }
-        fn call(&self, _: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
-            SEEN.store(args[0].as_i32().unwrap(), Ordering::SeqCst);
-            Ok(vec![])
-        }
-    }
+    let probe = NativeModuleBuilder::new("probe", 0)
+        .function("seen", "0i_v", |_: &(), value: i32| {
+            SEEN.store(value, Ordering::SeqCst);
+            Ok(())
+        })
+        .build(());
     let mut deinit = Func::new("__deinit", "0v_v", 2, 0);
     deinit.block();
     deinit
@@ -881,7 +941,7 @@ fn deinit_runs_when_the_context_is_dropped() {
     let mut def = asm::module("t", &[deinit]);
     asm::import(&mut def, "probe.seen", "0i_v", false);
     let mut context = Context::new(Limits::default());
-    context.register_native(Arc::new(Probe)).unwrap();
+    context.register_native(Arc::new(probe)).unwrap();
     context.load_bytecode(asm::bytes(&def)).unwrap();
     assert_eq!(SEEN.load(Ordering::SeqCst), 0);
     drop(context);

@@ -1,12 +1,18 @@
-//! `!hal.command_buffer`: recorded transfer and dispatch commands, replayed when a queue
-//! executes them (directly, or with a binding table for reusable command buffers).
+//! Command buffers: transfer and dispatch commands recorded once and replayed by a device's
+//! queue each time it executes them (directly, or with a binding table that fills the slots a
+//! reusable command buffer leaves open). Recording is device-neutral, as IREE's local devices
+//! replay a recorded list too; a device that records into its own command format would
+//! translate the list when it executes it.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::executable::{Binding, HalExecutable};
-use super::objects::{HalBuffer, invalid};
-use super::workers::Workers;
-use crate::vm::{NativeError, Ref, RefObject, StatusCode};
+use super::buffer::{Binding, HalBuffer};
+use super::executable::Executable;
+use crate::status::{StatusCode, StatusError};
+
+fn invalid(message: impl Into<String>) -> StatusError {
+    StatusError::invalid_argument(message)
+}
 
 /// The most commands one command buffer may record.
 pub const MAX_COMMANDS: usize = 1 << 16;
@@ -51,8 +57,8 @@ pub enum Command {
     },
     /// Run a dispatch.
     Dispatch {
-        /// The executable (a `!hal.executable` reference).
-        executable: Ref,
+        /// The executable.
+        executable: Arc<dyn Executable>,
         /// The export ordinal.
         ordinal: i64,
         /// The workgroup count.
@@ -64,52 +70,50 @@ pub enum Command {
     },
 }
 
-#[derive(Debug, Default)]
-struct State {
-    commands: Vec<Command>,
-    finalized: bool,
+#[derive(Debug)]
+enum State {
+    Recording(Vec<Command>),
+    /// Finalized: shared by every execution without a copy.
+    Finalized(Arc<[Command]>),
 }
 
-/// A command buffer.
+/// A `!hal.command_buffer`: a list of recorded commands.
 #[derive(Debug)]
 pub struct HalCommandBuffer {
     binding_capacity: u32,
     state: Mutex<State>,
 }
 
-impl RefObject for HalCommandBuffer {
-    fn type_name(&self) -> &str {
-        "hal.command_buffer"
-    }
-}
-
-/// A binding-table entry: buffer, offset, length.
-pub type TableEntry = (HalBuffer, i64, i64);
-
 impl HalCommandBuffer {
     /// An empty command buffer whose commands may refer to `binding_capacity` table slots.
     pub fn new(binding_capacity: u32) -> HalCommandBuffer {
         HalCommandBuffer {
             binding_capacity,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State::Recording(Vec::new())),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Each change is one push or one replacement: a poisoned lock is used as it is.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The number of binding-table slots its commands may refer to.
+    pub fn binding_capacity(&self) -> u32 {
+        self.binding_capacity
+    }
+
     /// Records `command`.
-    pub fn record(&self, command: Command) -> Result<(), NativeError> {
+    pub fn record(&self, command: Command) -> Result<(), StatusError> {
         let mut state = self.lock();
-        if state.finalized {
-            return Err(NativeError::new(
+        let State::Recording(commands) = &mut *state else {
+            return Err(StatusError::new(
                 StatusCode::FailedPrecondition,
                 "command buffer is finalized",
             ));
-        }
-        if state.commands.len() >= MAX_COMMANDS {
-            return Err(NativeError::new(
+        };
+        if commands.len() >= MAX_COMMANDS {
+            return Err(StatusError::new(
                 StatusCode::ResourceExhausted,
                 format!("command buffer holds more than {MAX_COMMANDS} commands"),
             ));
@@ -128,90 +132,74 @@ impl HalCommandBuffer {
                 self.binding_capacity
             )));
         }
-        state.commands.push(command);
+        commands.push(command);
         Ok(())
+    }
+
+    /// Records a dispatch of export `ordinal` of `executable` over `count` workgroups, with
+    /// push `constants` and `bindings` (buffers bound directly, in the export's binding
+    /// order).
+    pub fn dispatch(
+        &self,
+        executable: &Arc<dyn Executable>,
+        ordinal: usize,
+        count: [u32; 3],
+        constants: &[i32],
+        bindings: &[Binding],
+    ) -> Result<(), StatusError> {
+        self.record(Command::Dispatch {
+            executable: executable.clone(),
+            ordinal: i64::try_from(ordinal)
+                .map_err(|_| invalid(format!("export ordinal {ordinal} is too large")))?,
+            count,
+            constants: constants.to_vec(),
+            bindings: bindings
+                .iter()
+                .map(|b| (BufferRef::Direct(b.buffer.clone()), b.offset, b.length))
+                .collect(),
+        })
     }
 
     /// Ends recording.
-    pub fn finalize(&self) -> Result<(), NativeError> {
+    pub fn finalize(&self) -> Result<(), StatusError> {
         let mut state = self.lock();
-        if state.finalized {
-            return Err(NativeError::new(
+        let State::Recording(commands) = &mut *state else {
+            return Err(StatusError::new(
                 StatusCode::FailedPrecondition,
                 "command buffer is already finalized",
             ));
-        }
-        state.finalized = true;
+        };
+        let commands = Arc::from(std::mem::take(commands));
+        *state = State::Finalized(commands);
         Ok(())
     }
 
-    /// Runs every command, resolving slots through `table`.
-    pub fn execute(&self, table: &[TableEntry], workers: &Workers) -> Result<(), NativeError> {
-        let commands = self.lock().commands.clone();
-        let resolve = |r: &BufferRef, offset: i64| -> Result<(HalBuffer, i64), NativeError> {
-            match r {
-                BufferRef::Direct(b) => Ok((b.clone(), offset)),
-                BufferRef::Slot(slot) => {
-                    let (buffer, base, length) = table.get(*slot as usize).ok_or_else(|| {
-                        invalid(format!(
-                            "binding slot {slot} is not in the binding table of {} entries",
-                            table.len()
-                        ))
-                    })?;
-                    let buffer = buffer.subspan(*base, *length)?;
-                    Ok((buffer, offset))
-                }
-            }
-        };
-        for command in &commands {
-            match command {
-                Command::Fill {
-                    target,
-                    offset,
-                    length,
-                    pattern,
-                    pattern_length,
-                } => {
-                    let (buffer, offset) = resolve(target, *offset)?;
-                    buffer.fill(offset, *length, *pattern, *pattern_length)?;
-                }
-                Command::Copy {
-                    source,
-                    source_offset,
-                    target,
-                    target_offset,
-                    length,
-                } => {
-                    let (src, src_offset) = resolve(source, *source_offset)?;
-                    let (dst, dst_offset) = resolve(target, *target_offset)?;
-                    HalBuffer::copy(&src, src_offset, &dst, dst_offset, *length)?;
-                }
-                Command::Dispatch {
-                    executable,
-                    ordinal,
-                    count,
-                    constants,
-                    bindings,
-                } => {
-                    let bindings = bindings
-                        .iter()
-                        .map(|(r, offset, length)| {
-                            let (buffer, offset) = resolve(r, *offset)?;
-                            Ok(Binding {
-                                buffer,
-                                offset,
-                                length: *length,
-                            })
-                        })
-                        .collect::<Result<Vec<_>, NativeError>>()?;
-                    let executable = executable
-                        .downcast_ref::<HalExecutable>()
-                        .ok_or_else(|| invalid("dispatch of something not an executable"))?;
-                    executable.dispatch(*ordinal, *count, constants, &bindings, workers)?;
-                }
+    /// The commands recorded so far, for a queue to replay (a finalized buffer's without a
+    /// copy).
+    pub fn commands(&self) -> Arc<[Command]> {
+        match &*self.lock() {
+            State::Recording(commands) => Arc::from(commands.as_slice()),
+            State::Finalized(commands) => commands.clone(),
+        }
+    }
+}
+
+impl BufferRef {
+    /// The buffer a command operates on, with the binding table `table` filling slots (a
+    /// slot's buffer is the subspan its table entry names).
+    pub fn resolve(&self, table: &[Binding]) -> Result<HalBuffer, StatusError> {
+        match self {
+            BufferRef::Direct(b) => Ok(b.clone()),
+            BufferRef::Slot(slot) => {
+                let entry = table.get(*slot as usize).ok_or_else(|| {
+                    invalid(format!(
+                        "binding slot {slot} is not in the binding table of {} entries",
+                        table.len()
+                    ))
+                })?;
+                entry.buffer.subspan(entry.offset, entry.length)
             }
         }
-        Ok(())
     }
 }
 

@@ -1,48 +1,109 @@
-//! IREE's `hal` module with a local CPU device, so that modules compiled for the `vmvx` and
-//! `llvm-cpu` backends run in pactum's VM.
+//! IREE's hardware abstraction layer: a device API usable from Rust without a VM, the local
+//! CPU device that implements it, and the `hal` VM module that binds it for compiled
+//! programs. The split follows IREE's runtime (HAL devices / drivers / executable loaders /
+//! module bindings):
 //!
-//! [`HalModule`] is a [`NativeModule`](crate::vm::NativeModule) named `hal` providing the
-//! functions `iree-compile` 3.13 modules import (buffers, buffer views, command buffers,
-//! queue operations, fences, executables, files), with their exact calling conventions, and
-//! the `hal.*` reference types. Queue operations run when they are called; fences are
-//! signalled at once.
+//! - **The device layer.** [`Device`] (identity and queries, an [`Allocator`], executables,
+//!   semaphores, command buffers, queue operations ordered by fences), with the objects it
+//!   works on: [`HalBuffer`] and [`HalBufferView`] (64-byte aligned host memory, shared
+//!   without copies with compiled code and the VM), [`HalSemaphore`] (a timeline semaphore:
+//!   value, wait with a timeout, signal, fail with a status) and [`HalFence`] (a set of
+//!   semaphore points), [`HalCommandBuffer`] (recorded fills, copies and dispatches, replayed
+//!   by a queue, with an optional binding table), [`HalFile`] and [`Executable`]. Errors are
+//!   [`StatusError`]s: an IREE status and a message.
+//! - **The local CPU device** ([`LocalDevice`], `local/`): IREE's `local-task` (workgroups of
+//!   ELF dispatches on a shared worker pool, [`Workers::shared`]) or `local-sync` (everything
+//!   on the calling thread, [`Workers::CallerThread`]). Queue operations complete before they
+//!   return.
+//! - **Executable loaders** (`executable/`): `vmvx-bytecode-fb` ([`VmvxExecutable`], a VM
+//!   bytecode module run by pactum's interpreter in a context of its own) and
+//!   `embedded-elf-<arch>` / `system-elf-<arch>` ([`ElfExecutable`], machine code from the
+//!   `llvm-cpu` backend, loaded by pactum's own ELF loader). [`executables_in_vmfb`] finds
+//!   the executables a `.vmfb` carries.
+//! - **The VM binding** ([`HalModule`], `vm_module.rs`): the `hal` native module, whose 43
+//!   functions have exactly the calling conventions `iree-compile` 3.13 modules import, as
+//!   typed closures over any `Arc<dyn Device>`. A second device kind (a GPU driver)
+//!   implements [`Device`] and runs compiled programs without changes to the VM or to this
+//!   binding.
 //!
-//! Executables ([`HalExecutable`]) are `vmvx-bytecode-fb` (a VM bytecode module, run by
-//! pactum's VM in a context of its own) or `embedded-elf-x86_64` / `system-elf-x86_64`
-//! (native code from the `llvm-cpu` backend, loaded by pactum's own ELF loader and run on
-//! [`Workers`]: a shared thread pool, like IREE's `local-task`, or the calling thread, like
-//! `local-sync`).
+//! **Trust.** ELF executables are machine code that runs with the process's rights: pactum
+//! checks their container, maps them W^X and passes them only checked buffer ranges, but
+//! cannot sandbox them. Load `llvm-cpu` modules only from trusted sources; `vm` and `vmvx`
+//! modules stay safe for untrusted input.
 //!
-//! **Trust.** Native executables are machine code that runs with the process's rights:
-//! pactum checks their container, maps them W^X and passes them only checked buffer ranges,
-//! but cannot sandbox them. Load `llvm-cpu` modules only from trusted sources; `vm` and
-//! `vmvx` modules stay safe for untrusted input.
+//! A dispatch without any VM context: the `add_vec` executable of a vmvx module, on the
+//! calling thread.
 //!
-//! HAL buffers are 64-byte aligned byte storage ([`HostMemory`](crate::host_memory::HostMemory))
-//! shared with the VM and native code: dispatch bindings are views of the bound ranges,
-//! without copies. Allocations are charged to the context's memory budget.
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
 //!
-//! Layers: `element` (element types, printing) ← `objects` (buffers, views, fences...) ←
-//! `workers` ← `executable` ← `command` ← `native` (the module). The VM does not depend on
-//! this module.
+//! use pactum_iree::hal::{
+//!     Binding, BufferParams, Device, HalFence, LocalDevice, Submission, Timeout,
+//!     executables_in_vmfb,
+//! };
+//! use pactum_iree::vmfb::VmfbFile;
+//!
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/vmfb/multi_export_vmvx.vmfb");
+//! let found = executables_in_vmfb(&VmfbFile::open(path)?)?;
+//! assert_eq!(found.len(), 1);
+//! assert_eq!(found[0].format, "vmvx-bytecode-fb");
+//!
+//! let device: Arc<dyn Device> = Arc::new(LocalDevice::sync());
+//! let executable = device.create_executable(&found[0].format, found[0].data.clone(), &[])?;
+//! let add = executable.lookup("add_vec_dispatch_0_elementwise_4_f32").unwrap();
+//!
+//! // Two inputs and an output of four f32s each.
+//! let f32s = |values: [f32; 4]| -> Vec<u8> { values.iter().flat_map(|v| v.to_le_bytes()).collect() };
+//! let allocator = device.allocator();
+//! let a = allocator.import_copy(BufferParams::default(), &f32s([1.0, 2.0, 3.0, 4.0]))?;
+//! let b = allocator.import_copy(BufferParams::default(), &f32s([10.0, 20.0, 30.0, 40.0]))?;
+//! let sum = allocator.allocate(BufferParams::default(), 16)?;
+//!
+//! // One workgroup, no push constants, the bindings in the export's order.
+//! let commands = device.create_command_buffer(0)?;
+//! let bindings = [a, b, sum.clone()].map(Binding::whole);
+//! commands.dispatch(&executable, add, [1, 1, 1], &[], &bindings)?;
+//! commands.finalize()?;
+//!
+//! // Submit it, waiting for nothing and signalling `done`; then wait for `done`.
+//! let done = HalFence::pending();
+//! device.queue_execute(Submission::new(&HalFence::empty(), &done), Some(&commands), &[])?;
+//! done.wait(Timeout::After(Duration::from_secs(10)))?;
+//! assert_eq!(sum.to_vec(), f32s([11.0, 22.0, 33.0, 44.0]));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Layers (no file imports a later one): `element` ← `buffer` ← `allocator`, `semaphore`,
+//! `file`, `local/workers` ← `executable/` ← `command` ← `device` ← `local/` ← `vm_module`.
+//! The VM does not depend on this module; the vmvx loader and the binding depend on the VM.
+//!
+//! [`StatusError`]: crate::status::StatusError
 
+mod allocator;
+mod buffer;
 mod command;
+mod device;
 mod element;
 mod executable;
-mod native;
-mod objects;
-mod workers;
+mod file;
+mod local;
+mod semaphore;
+mod vm_module;
 
-pub use command::{BufferRef, Command, HalCommandBuffer};
+pub use allocator::{Allocator, BufferParams, FREE_BLOCK_CACHE_BYTES, HostAllocator};
+pub use buffer::{
+    Binding, DENSE_ROW_MAJOR, HalBuffer, HalBufferView, MAX_RANK, WHOLE_BUFFER, shape_text,
+};
+pub use command::{BufferRef, Command, HalCommandBuffer, MAX_COMMANDS};
+pub use device::{ANY_QUEUE, Device, Submission, id_matches};
 pub use element::{HalElementType, c_format_g, format_tensor};
 pub use executable::{
-    Binding, DISPATCH_CCONV, ElfError, HalExecutable, MAX_WORKGROUPS, NativeExecutable,
-    NativeSummary, VMVX_FORMAT, VmvxExecutable, check_native_executable, embedded_elf_format,
-    is_supported_format, system_elf_format,
+    DISPATCH_CCONV, ElfError, ElfExecutable, ElfSummary, EmbeddedExecutable, Executable,
+    VMVX_FORMAT, VmvxExecutable, check_elf_executable, embedded_elf_format, executables_in_vmfb,
+    is_elf_format, system_elf_format, vm_view,
 };
-pub use native::{HalModule, REF_TYPES};
-pub use objects::{
-    DENSE_ROW_MAJOR, HalAllocator, HalBuffer, HalBufferView, HalDevice, HalFence, HalFile,
-    MAX_RANK, WHOLE_BUFFER, shape_text,
-};
-pub use workers::Workers;
+pub use file::{FileContents, HalFile};
+pub use local::{LocalDevice, LocalExecutable, MAX_WORKGROUPS, Workers, is_local_format};
+pub use semaphore::{HalFence, HalSemaphore, Timeout};
+pub use vm_module::{HAL_MODULE_VERSION, HalModule, REF_TYPES, hal_ref};

@@ -204,10 +204,20 @@ impl Context {
         Ok(())
     }
 
-    /// Registers a native module: later modules may import its functions.
+    /// Registers a native module: later modules may import its functions. A module whose
+    /// typed functions' signatures do not imply their declared calling conventions
+    /// ([`NativeModule::check_signatures`]) is refused with [`LinkError::NativeSignature`].
     pub fn register_native(&mut self, module: Arc<dyn NativeModule>) -> Result<(), VmError> {
         let name = module.name().to_owned();
         self.check_new_name(&name)?;
+        module.check_signatures().map_err(|m| VmError::Link {
+            module: name.clone(),
+            error: LinkError::NativeSignature {
+                function: m.function,
+                declared: m.declared,
+                implied: m.implied,
+            },
+        })?;
         let mut functions = HashMap::new();
         let mut sigs = Vec::new();
         for (index, f) in module.functions().iter().enumerate() {

@@ -2,118 +2,8 @@
 
 use std::fmt;
 
+pub use crate::status::StatusCode;
 use crate::vmfb::VmfbError;
-
-/// IREE's status codes, as `fail` and the runtime report them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum StatusCode {
-    /// 0: success.
-    Ok,
-    /// 1.
-    Cancelled,
-    /// 2.
-    Unknown,
-    /// 3.
-    InvalidArgument,
-    /// 4.
-    DeadlineExceeded,
-    /// 5.
-    NotFound,
-    /// 6.
-    AlreadyExists,
-    /// 7.
-    PermissionDenied,
-    /// 8.
-    ResourceExhausted,
-    /// 9.
-    FailedPrecondition,
-    /// 10.
-    Aborted,
-    /// 11.
-    OutOfRange,
-    /// 12.
-    Unimplemented,
-    /// 13.
-    Internal,
-    /// 14.
-    Unavailable,
-    /// 15.
-    DataLoss,
-    /// 16.
-    Unauthenticated,
-    /// 17.
-    Deferred,
-    /// 18.
-    Incompatible,
-    /// Any other value (the code masked with `0x1F`).
-    Other(u32),
-}
-
-impl StatusCode {
-    /// The status for a raw code (IREE keeps the low 5 bits).
-    pub fn from_code(code: u32) -> StatusCode {
-        use StatusCode::*;
-        match code & 0x1F {
-            0 => Ok,
-            1 => Cancelled,
-            2 => Unknown,
-            3 => InvalidArgument,
-            4 => DeadlineExceeded,
-            5 => NotFound,
-            6 => AlreadyExists,
-            7 => PermissionDenied,
-            8 => ResourceExhausted,
-            9 => FailedPrecondition,
-            10 => Aborted,
-            11 => OutOfRange,
-            12 => Unimplemented,
-            13 => Internal,
-            14 => Unavailable,
-            15 => DataLoss,
-            16 => Unauthenticated,
-            17 => Deferred,
-            18 => Incompatible,
-            other => Other(other),
-        }
-    }
-
-    /// IREE's name for the status (`INVALID_ARGUMENT`).
-    pub fn name(self) -> &'static str {
-        use StatusCode::*;
-        match self {
-            Ok => "OK",
-            Cancelled => "CANCELLED",
-            Unknown => "UNKNOWN",
-            InvalidArgument => "INVALID_ARGUMENT",
-            DeadlineExceeded => "DEADLINE_EXCEEDED",
-            NotFound => "NOT_FOUND",
-            AlreadyExists => "ALREADY_EXISTS",
-            PermissionDenied => "PERMISSION_DENIED",
-            ResourceExhausted => "RESOURCE_EXHAUSTED",
-            FailedPrecondition => "FAILED_PRECONDITION",
-            Aborted => "ABORTED",
-            OutOfRange => "OUT_OF_RANGE",
-            Unimplemented => "UNIMPLEMENTED",
-            Internal => "INTERNAL",
-            Unavailable => "UNAVAILABLE",
-            DataLoss => "DATA_LOSS",
-            Unauthenticated => "UNAUTHENTICATED",
-            Deferred => "DEFERRED",
-            Incompatible => "INCOMPATIBLE",
-            Other(_) => "UNKNOWN_STATUS",
-        }
-    }
-}
-
-impl fmt::Display for StatusCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StatusCode::Other(code) => write!(f, "status {code}"),
-            other => f.write_str(other.name()),
-        }
-    }
-}
 
 /// A function, by name when the module records one, else by ordinal.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -391,6 +281,16 @@ pub enum LinkError {
     },
     /// Module state larger than the memory budget allows, or a negative size.
     ModuleState(String),
+    /// A typed native function whose declared calling convention is not the one its Rust
+    /// signature implies.
+    NativeSignature {
+        /// `module.function`.
+        function: String,
+        /// The declared calling convention.
+        declared: String,
+        /// The one the function's parameter and result types imply.
+        implied: String,
+    },
 }
 
 impl fmt::Display for LinkError {
@@ -444,6 +344,15 @@ impl fmt::Display for LinkError {
                 write!(f, "function {function:?}: {reason}")
             }
             LinkError::ModuleState(reason) => write!(f, "module state: {reason}"),
+            LinkError::NativeSignature {
+                function,
+                declared,
+                implied,
+            } => write!(
+                f,
+                "native function `{function}` declares calling convention `{declared}`, but \
+                 its Rust signature implies `{implied}`"
+            ),
         }
     }
 }

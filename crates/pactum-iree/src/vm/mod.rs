@@ -53,7 +53,11 @@ pub use error::{
 };
 pub use isa::{Field, OpInfo, OpSet, op_info};
 
-pub use native::{NativeError, NativeFunction, NativeModule};
+pub use native::{
+    BuiltNativeModule, NativeError, NativeFn, NativeFunction, NativeModule, NativeModuleBuilder,
+    NativeParam, NativeResult, NativeResults, RefObjectType, SignatureMismatch, Span, SpanItem,
+    SpanIter, Text,
+};
 pub use value::{
     AsAny, ElementType, ListError, Ref, RefObject, RefType, Value, ValueType, VmList, VmType,
 };

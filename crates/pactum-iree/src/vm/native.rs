@@ -1,10 +1,16 @@
-//! Modules written in Rust: [`NativeModule`].
+//! Modules written in Rust ("native" modules): [`NativeModule`], the dynamic interface the
+//! interpreter calls, and [`NativeModuleBuilder`], which binds typed Rust functions to it.
+//!
+//! [`NativeModuleBuilder`] says how typed functions are declared and checked.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
 
-use super::error::StatusCode;
-use super::value::Value;
+use super::buffer::VmBuffer;
+use super::value::{Ref, RefObject, Value};
+use crate::status::StatusError;
 
 /// One function of a native module.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,37 +32,15 @@ impl NativeFunction {
 }
 
 /// The error a native function returns: an IREE status and a message.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NativeError {
-    /// The status.
-    pub status: StatusCode,
-    /// What went wrong.
-    pub message: String,
-}
-
-impl NativeError {
-    /// An error with `status` and `message`.
-    pub fn new(status: StatusCode, message: impl Into<String>) -> NativeError {
-        NativeError {
-            status,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for NativeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.status, self.message)
-    }
-}
-
-impl std::error::Error for NativeError {}
+pub type NativeError = StatusError;
 
 /// A module implemented in Rust, which bytecode modules registered after it can import.
 ///
 /// Arguments arrive flattened in calling-convention order. A variadic span (`C…D`) arrives as
 /// an `I32` count followed by the values of each tuple. Results must match the function's
-/// result kinds exactly, or the call traps.
+/// result kinds exactly, or the call traps. [`NativeModuleBuilder`] makes modules whose
+/// functions are typed Rust closures; implementing this trait by hand reads `args`
+/// dynamically.
 pub trait NativeModule: Send + Sync {
     /// The module name (`hal`).
     fn name(&self) -> &str;
@@ -75,6 +59,735 @@ pub trait NativeModule: Send + Sync {
         Vec::new()
     }
 
+    /// Whether every function's declared calling convention is the one its Rust signature
+    /// implies (modules built by [`NativeModuleBuilder`]); [`Context::register_native`]
+    /// refuses a module for which this fails. A module reading its arguments dynamically has
+    /// nothing to check.
+    ///
+    /// [`Context::register_native`]: super::Context::register_native
+    fn check_signatures(&self) -> Result<(), SignatureMismatch> {
+        Ok(())
+    }
+
     /// Calls function `index` with `args`.
     fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError>;
+}
+
+/// A typed native function whose declared calling convention differs from the one its Rust
+/// signature implies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SignatureMismatch {
+    /// `module.function`.
+    pub function: String,
+    /// The calling convention the function declares.
+    pub declared: String,
+    /// The calling convention its parameter and result types imply.
+    pub implied: String,
+}
+
+impl fmt::Display for SignatureMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "native function `{}` declares calling convention `{}`, but its Rust signature \
+             implies `{}`",
+            self.function, self.declared, self.implied
+        )
+    }
+}
+
+impl std::error::Error for SignatureMismatch {}
+
+/// A [`RefObject`] type with one VM type name, so that typed native functions can take it
+/// (`&T`, `Option<&T>`) and return it, and name it in their errors.
+pub trait RefObjectType: RefObject + Sized + 'static {
+    /// The type name without the `!` (`hal.buffer`).
+    const TYPE_NAME: &'static str;
+}
+
+fn invalid(message: String) -> NativeError {
+    StatusError::invalid_argument(message)
+}
+
+fn arg(args: &[Value], at: usize) -> Result<&Value, NativeError> {
+    args.get(at)
+        .ok_or_else(|| invalid(format!("missing argument {at}")))
+}
+
+fn ref_arg(args: &[Value], at: usize) -> Result<Option<&Ref>, NativeError> {
+    match arg(args, at)? {
+        Value::Ref(r) => Ok(r.as_ref()),
+        _ => Err(invalid(format!("argument {at} is not a reference"))),
+    }
+}
+
+fn object_arg<T: RefObjectType>(r: &Ref, at: usize) -> Result<&T, NativeError> {
+    r.downcast_ref::<T>().ok_or_else(|| {
+        invalid(format!(
+            "argument {at}: expected a {}, got {}",
+            T::TYPE_NAME,
+            r.type_name()
+        ))
+    })
+}
+
+fn buffer_arg(r: &Ref, at: usize) -> Result<&Arc<VmBuffer>, NativeError> {
+    r.as_buffer().ok_or_else(|| {
+        invalid(format!(
+            "argument {at}: expected a vm.buffer, got {}",
+            r.type_name()
+        ))
+    })
+}
+
+fn null_arg(at: usize, what: &str) -> NativeError {
+    invalid(format!("argument {at}: expected a {what}, got null"))
+}
+
+/// A type a typed native function can take as a parameter: what it is in the calling
+/// convention and how it is read from the flattened arguments.
+///
+/// The implementing type is the parameter as written (`&HalBuffer`, for some lifetime);
+/// [`Out`](Self::Out) is the same type borrowing the call's arguments for `'a`, which is what
+/// the function receives.
+pub trait NativeParam {
+    /// The parameter as the function receives it, borrowing arguments for `'a`.
+    type Out<'a>;
+    /// Appends its calling-convention items (`i`, `r`, `CiirIID`, ...).
+    fn cconv(out: &mut String);
+    /// Reads it from `args` at `*at`, moving `*at` past what it read.
+    fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<Self::Out<'a>, NativeError>;
+}
+
+/// A parameter type that can be an item of a [`Span`]: a fixed number of flat values.
+pub trait SpanItem: NativeParam {
+    /// The flat values one item takes.
+    const WIDTH: usize;
+}
+
+macro_rules! scalar_param {
+    ($($ty:ty, $variant:ident, $item:literal, $name:literal;)*) => {$(
+        impl NativeParam for $ty {
+            type Out<'a> = $ty;
+            fn cconv(out: &mut String) {
+                out.push($item);
+            }
+            fn read(args: &[Value], at: &mut usize) -> Result<$ty, NativeError> {
+                let i = *at;
+                *at += 1;
+                match arg(args, i)? {
+                    Value::$variant(v) => Ok(*v),
+                    _ => Err(invalid(format!(concat!("argument {} is not an ", $name), i))),
+                }
+            }
+        }
+
+        impl SpanItem for $ty {
+            const WIDTH: usize = 1;
+        }
+
+        impl NativeResult for $ty {
+            fn cconv(out: &mut String) {
+                out.push($item);
+            }
+            fn into_value(self) -> Value {
+                Value::$variant(self)
+            }
+        }
+    )*};
+}
+
+scalar_param! {
+    i32, I32, 'i', "i32";
+    i64, I64, 'I', "i64";
+    f32, F32, 'f', "f32";
+    f64, F64, 'F', "f64";
+}
+
+/// A reference parameter: the object, never null.
+impl<T: RefObjectType> NativeParam for &T {
+    type Out<'a> = &'a T;
+    fn cconv(out: &mut String) {
+        out.push('r');
+    }
+    fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<&'a T, NativeError> {
+        let i = *at;
+        *at += 1;
+        let r = ref_arg(args, i)?.ok_or_else(|| null_arg(i, T::TYPE_NAME))?;
+        object_arg(r, i)
+    }
+}
+
+impl<T: RefObjectType> SpanItem for &T {
+    const WIDTH: usize = 1;
+}
+
+/// A reference parameter that may be null.
+impl<T: RefObjectType> NativeParam for Option<&T> {
+    type Out<'a> = Option<&'a T>;
+    fn cconv(out: &mut String) {
+        out.push('r');
+    }
+    fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<Option<&'a T>, NativeError> {
+        let i = *at;
+        *at += 1;
+        ref_arg(args, i)?.map(|r| object_arg(r, i)).transpose()
+    }
+}
+
+impl<T: RefObjectType> SpanItem for Option<&T> {
+    const WIDTH: usize = 1;
+}
+
+/// Any reference, never null.
+impl NativeParam for &Ref {
+    type Out<'a> = &'a Ref;
+    fn cconv(out: &mut String) {
+        out.push('r');
+    }
+    fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<&'a Ref, NativeError> {
+        let i = *at;
+        *at += 1;
+        ref_arg(args, i)?.ok_or_else(|| null_arg(i, "reference"))
+    }
+}
+
+/// Any reference, or null.
+impl NativeParam for Option<&Ref> {
+    type Out<'a> = Option<&'a Ref>;
+    fn cconv(out: &mut String) {
+        out.push('r');
+    }
+    fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<Option<&'a Ref>, NativeError> {
+        let i = *at;
+        *at += 1;
+        ref_arg(args, i)
+    }
+}
+
+/// A `!vm.buffer`, never null.
+impl NativeParam for &Arc<VmBuffer> {
+    type Out<'a> = &'a Arc<VmBuffer>;
+    fn cconv(out: &mut String) {
+        out.push('r');
+    }
+    fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<&'a Arc<VmBuffer>, NativeError> {
+        let i = *at;
+        *at += 1;
+        let r = ref_arg(args, i)?.ok_or_else(|| null_arg(i, "vm.buffer"))?;
+        buffer_arg(r, i)
+    }
+}
+
+/// A `!vm.buffer`, or null.
+impl NativeParam for Option<&Arc<VmBuffer>> {
+    type Out<'a> = Option<&'a Arc<VmBuffer>>;
+    fn cconv(out: &mut String) {
+        out.push('r');
+    }
+    fn read<'a>(
+        args: &'a [Value],
+        at: &mut usize,
+    ) -> Result<Option<&'a Arc<VmBuffer>>, NativeError> {
+        let i = *at;
+        *at += 1;
+        ref_arg(args, i)?.map(|r| buffer_arg(r, i)).transpose()
+    }
+}
+
+/// A `!vm.buffer` argument holding text (a null reference is the empty text). Its bytes are
+/// only read when [`Text::to_string_lossy`] asks for them, so a message argument costs
+/// nothing unless an error is reported.
+#[derive(Clone, Copy, Debug)]
+pub struct Text<'a>(Option<&'a Arc<VmBuffer>>);
+
+impl Text<'_> {
+    /// The text, with invalid UTF-8 replaced.
+    pub fn to_string_lossy(&self) -> String {
+        self.0.map_or_else(String::new, |buffer| {
+            String::from_utf8_lossy(&buffer.to_vec()).into_owned()
+        })
+    }
+}
+
+impl NativeParam for Text<'_> {
+    type Out<'a> = Text<'a>;
+    fn cconv(out: &mut String) {
+        out.push('r');
+    }
+    fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<Text<'a>, NativeError> {
+        Option::<&Arc<VmBuffer>>::read(args, at).map(Text)
+    }
+}
+
+/// A variadic group (`C…D` in a calling convention): a count, then that many items of `T`,
+/// each item one or more flat values (`T` a scalar, a reference or a tuple of those). Items
+/// are read when asked for, with errors naming their flat argument index.
+pub struct Span<'a, T> {
+    args: &'a [Value],
+    first: usize,
+    len: usize,
+    item: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for Span<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Span<'_, T> {}
+
+impl<T> fmt::Debug for Span<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Span")
+            .field("first", &self.first)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<'a, T: SpanItem> Span<'a, T> {
+    /// The number of items.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no items.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Item `k`.
+    pub fn get(&self, k: usize) -> Result<T::Out<'a>, NativeError> {
+        if k >= self.len {
+            return Err(invalid(format!(
+                "variadic item {k} of a group of {}",
+                self.len
+            )));
+        }
+        let mut at = self.first + k * T::WIDTH;
+        T::read(self.args, &mut at)
+    }
+
+    /// Every item, in order.
+    pub fn iter(&self) -> SpanIter<'a, T> {
+        SpanIter {
+            span: *self,
+            next: 0,
+        }
+    }
+}
+
+/// The items of a [`Span`], in order.
+pub struct SpanIter<'a, T> {
+    span: Span<'a, T>,
+    next: usize,
+}
+
+impl<'a, T: SpanItem> Iterator for SpanIter<'a, T> {
+    type Item = Result<T::Out<'a>, NativeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.next >= self.span.len {
+            return None;
+        }
+        self.next += 1;
+        Some(self.span.get(self.next - 1))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.span.len - self.next;
+        (left, Some(left))
+    }
+}
+
+impl<T: SpanItem> ExactSizeIterator for SpanIter<'_, T> {}
+
+impl<T: SpanItem> NativeParam for Span<'_, T> {
+    type Out<'a> = Span<'a, T>;
+    fn cconv(out: &mut String) {
+        out.push('C');
+        T::cconv(out);
+        out.push('D');
+    }
+    fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<Span<'a, T>, NativeError> {
+        let i = *at;
+        let count = match arg(args, i)? {
+            Value::I32(v) => *v,
+            _ => return Err(invalid(format!("argument {i} is not an i32"))),
+        };
+        let len = usize::try_from(count)
+            .map_err(|_| invalid(format!("argument {i}: negative variadic count")))?;
+        let end = len
+            .checked_mul(T::WIDTH)
+            .and_then(|n| n.checked_add(i + 1))
+            .filter(|&end| end <= args.len())
+            .ok_or_else(|| invalid(format!("argument {i}: variadic count {len} too large")))?;
+        *at = end;
+        Ok(Span {
+            args,
+            first: i + 1,
+            len,
+            item: PhantomData,
+        })
+    }
+}
+
+macro_rules! tuple_param {
+    ($($p:ident),+) => {
+        /// A tuple of items, read in order (the items of a [`Span`]).
+        impl<$($p: SpanItem),+> NativeParam for ($($p,)+) {
+            type Out<'a> = ($($p::Out<'a>,)+);
+            fn cconv(out: &mut String) {
+                $($p::cconv(out);)+
+            }
+            fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<Self::Out<'a>, NativeError> {
+                Ok(($($p::read(args, at)?,)+))
+            }
+        }
+
+        impl<$($p: SpanItem),+> SpanItem for ($($p,)+) {
+            const WIDTH: usize = 0 $(+ $p::WIDTH)+;
+        }
+    };
+}
+
+tuple_param!(A);
+tuple_param!(A, B);
+tuple_param!(A, B, C);
+tuple_param!(A, B, C, D);
+tuple_param!(A, B, C, D, E);
+tuple_param!(A, B, C, D, E, F);
+
+/// One result of a typed native function.
+pub trait NativeResult {
+    /// Appends its calling-convention item.
+    fn cconv(out: &mut String);
+    /// The VM value.
+    fn into_value(self) -> Value;
+}
+
+/// A reference result, never null.
+impl NativeResult for Ref {
+    fn cconv(out: &mut String) {
+        out.push('r');
+    }
+    fn into_value(self) -> Value {
+        Value::Ref(Some(self))
+    }
+}
+
+/// A reference result, or null.
+impl NativeResult for Option<Ref> {
+    fn cconv(out: &mut String) {
+        out.push('r');
+    }
+    fn into_value(self) -> Value {
+        Value::Ref(self)
+    }
+}
+
+/// A new object: a reference to it is the result.
+impl<T: RefObjectType> NativeResult for T {
+    fn cconv(out: &mut String) {
+        out.push('r');
+    }
+    fn into_value(self) -> Value {
+        Value::Ref(Some(Ref::Object(Arc::new(self))))
+    }
+}
+
+/// A new object, or null.
+impl<T: RefObjectType> NativeResult for Option<T> {
+    fn cconv(out: &mut String) {
+        out.push('r');
+    }
+    fn into_value(self) -> Value {
+        Value::Ref(self.map(|object| Ref::Object(Arc::new(object))))
+    }
+}
+
+/// The results of a typed native function: `()`, one [`NativeResult`] or a tuple of them.
+pub trait NativeResults {
+    /// Appends its calling-convention items (`v` for none).
+    fn cconv(out: &mut String);
+    /// The VM values.
+    fn into_values(self) -> Vec<Value>;
+}
+
+impl NativeResults for () {
+    fn cconv(out: &mut String) {
+        out.push('v');
+    }
+    fn into_values(self) -> Vec<Value> {
+        Vec::new()
+    }
+}
+
+impl<T: NativeResult> NativeResults for T {
+    fn cconv(out: &mut String) {
+        T::cconv(out);
+    }
+    fn into_values(self) -> Vec<Value> {
+        vec![self.into_value()]
+    }
+}
+
+macro_rules! tuple_results {
+    ($($r:ident),+) => {
+        impl<$($r: NativeResult),+> NativeResults for ($($r,)+) {
+            fn cconv(out: &mut String) {
+                $($r::cconv(out);)+
+            }
+            #[allow(non_snake_case)]
+            fn into_values(self) -> Vec<Value> {
+                let ($($r,)+) = self;
+                vec![$($r.into_value()),+]
+            }
+        }
+    };
+}
+
+tuple_results!(A, B);
+tuple_results!(A, B, C);
+tuple_results!(A, B, C, D);
+
+/// A Rust function usable as a typed native function of a module with state `S`. `Marker` is
+/// `fn(P1, …, Pn) -> R` for its parameter and result types; it is implemented for closures
+/// and functions `Fn(&S, P1, …, Pn) -> Result<R, NativeError>` whose parameters are
+/// [`NativeParam`]s and whose result is [`NativeResults`]. A closure writes the type of every
+/// parameter, the state's included (`|state: &S, buffer: &HalBuffer, size: i64|`): a
+/// parameter written with its type takes a borrow of any lifetime, which is what lets the
+/// function borrow its arguments instead of cloning them.
+pub trait NativeFn<S, Marker>: Send + Sync + 'static {
+    /// The calling convention the signature implies (`0rI_r`).
+    fn cconv() -> String;
+    /// Reads the arguments, calls the function and flattens its results.
+    fn invoke(&self, state: &S, args: &[Value]) -> Result<Vec<Value>, NativeError>;
+}
+
+macro_rules! native_fn {
+    ($($p:ident),*) => {
+        impl<S, F, R, $($p),*> NativeFn<S, fn($($p),*) -> R> for F
+        where
+            F: Fn(&S, $($p),*) -> Result<R, NativeError>
+                + for<'a> Fn(&S, $($p::Out<'a>),*) -> Result<R, NativeError>
+                + Send
+                + Sync
+                + 'static,
+            R: NativeResults,
+            $($p: NativeParam,)*
+        {
+            fn cconv() -> String {
+                let mut text = String::from("0");
+                let before = text.len();
+                $($p::cconv(&mut text);)*
+                if text.len() == before {
+                    text.push('v');
+                }
+                text.push('_');
+                R::cconv(&mut text);
+                text
+            }
+
+            #[allow(non_snake_case, unused_mut, unused_variables)]
+            fn invoke(&self, state: &S, args: &[Value]) -> Result<Vec<Value>, NativeError> {
+                let mut at = 0;
+                $(let $p = $p::read(args, &mut at)?;)*
+                let results: R = (self)(state, $($p),*)?;
+                Ok(results.into_values())
+            }
+        }
+    };
+}
+
+native_fn!();
+native_fn!(P1);
+native_fn!(P1, P2);
+native_fn!(P1, P2, P3);
+native_fn!(P1, P2, P3, P4);
+native_fn!(P1, P2, P3, P4, P5);
+native_fn!(P1, P2, P3, P4, P5, P6);
+native_fn!(P1, P2, P3, P4, P5, P6, P7);
+native_fn!(P1, P2, P3, P4, P5, P6, P7, P8);
+native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9);
+native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9, P10);
+native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11);
+native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12);
+
+type Entry<S> = Box<dyn Fn(&S, &[Value]) -> Result<Vec<Value>, NativeError> + Send + Sync>;
+
+/// Builds a [`NativeModule`] from typed Rust functions over a state `S`.
+///
+/// A typed function declares its calling convention as a string (`0rI_r`, what importers
+/// link against) and is a Rust closure or function whose parameter and result types imply
+/// one: `i32` is `i`, `i64` is `I`, `f32` is `f`, `f64` is `F`, a reference (`&T` for a
+/// [`RefObjectType`], `Option<&T>`, [`&Ref`](Ref), `&Arc<VmBuffer>`, [`Text`]) is `r`, and a
+/// [`Span`] of items is a variadic group `C…D`; results are `()` (`v`), one of those scalars,
+/// a [`Ref`], an object (a [`RefObjectType`] value, moved into a new reference) or a tuple.
+/// The two are compared once, when the module is registered in a context
+/// ([`Context::register_native`](super::Context::register_native) refuses a module whose
+/// declared conventions differ from what its functions' types imply, naming the function and
+/// both conventions), so no call reads an argument its function does not declare. Arguments
+/// are then read by the function's own types, in order.
+///
+/// ```
+/// use std::sync::Arc;
+/// use pactum_iree::vm::{Context, Limits, NativeError, NativeModuleBuilder, Span, Value};
+///
+/// let module = NativeModuleBuilder::new("math", 0)
+///     .function("scale", "0iI_I", |factor: &i64, x: i32, y: i64| -> Result<i64, NativeError> {
+///         Ok(factor * (i64::from(x) + y))
+///     })
+///     .function("sum", "0CID_I", |_: &i64, values: Span<'_, i64>| {
+///         values.iter().sum::<Result<i64, NativeError>>()
+///     })
+///     .build(10);
+/// let mut context = Context::new(Limits::default());
+/// context.register_native(Arc::new(module))?;
+/// assert_eq!(context.call("math.scale", &[Value::I32(2), Value::I64(3)])?, [Value::I64(50)]);
+/// # Ok::<(), pactum_iree::vm::VmError>(())
+/// ```
+pub struct NativeModuleBuilder<S> {
+    name: String,
+    version: u32,
+    ref_types: Vec<String>,
+    functions: Vec<NativeFunction>,
+    entries: Vec<Entry<S>>,
+    mismatches: Vec<SignatureMismatch>,
+}
+
+impl<S> fmt::Debug for NativeModuleBuilder<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NativeModuleBuilder")
+            .field("name", &self.name)
+            .field("functions", &self.functions)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S: Send + Sync + 'static> NativeModuleBuilder<S> {
+    /// A module named `name` (importers name its functions `name.function`) of `version`.
+    pub fn new(name: impl Into<String>, version: u32) -> Self {
+        NativeModuleBuilder {
+            name: name.into(),
+            version,
+            ref_types: Vec::new(),
+            functions: Vec::new(),
+            entries: Vec::new(),
+            mismatches: Vec::new(),
+        }
+    }
+
+    /// Adds reference type names (without `!`) the module provides.
+    pub fn ref_types<I: IntoIterator<Item = T>, T: Into<String>>(mut self, names: I) -> Self {
+        self.ref_types.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds function `name` with calling convention `cconv`, implemented by `function`. The
+    /// convention its types imply is computed now and compared with `cconv` when the module
+    /// is registered ([`BuiltNativeModule::check_signatures`]).
+    pub fn function<M: 'static, F: NativeFn<S, M>>(
+        mut self,
+        name: impl Into<Cow<'static, str>>,
+        cconv: impl Into<Cow<'static, str>>,
+        function: F,
+    ) -> Self {
+        let declared = NativeFunction::new(name, cconv);
+        let implied = F::cconv();
+        if implied != declared.cconv {
+            self.mismatches.push(SignatureMismatch {
+                function: format!("{}.{}", self.name, declared.name),
+                declared: declared.cconv.to_string(),
+                implied,
+            });
+        }
+        self.functions.push(declared);
+        self.entries
+            .push(Box::new(move |state, args| function.invoke(state, args)));
+        self
+    }
+
+    /// The module, its functions running with `state`.
+    pub fn build(self, state: S) -> BuiltNativeModule<S> {
+        BuiltNativeModule {
+            name: self.name,
+            version: self.version,
+            ref_types: self.ref_types,
+            functions: self.functions,
+            entries: self.entries,
+            mismatches: self.mismatches,
+            state,
+        }
+    }
+}
+
+/// A native module made by [`NativeModuleBuilder`]: typed functions over a state `S`.
+pub struct BuiltNativeModule<S> {
+    name: String,
+    version: u32,
+    ref_types: Vec<String>,
+    functions: Vec<NativeFunction>,
+    entries: Vec<Entry<S>>,
+    mismatches: Vec<SignatureMismatch>,
+    state: S,
+}
+
+impl<S> fmt::Debug for BuiltNativeModule<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BuiltNativeModule")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("functions", &self.functions.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S> BuiltNativeModule<S> {
+    /// The state the functions run with.
+    pub fn state(&self) -> &S {
+        &self.state
+    }
+}
+
+impl<S: Send + Sync> NativeModule for BuiltNativeModule<S> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn version(&self) -> u32 {
+        self.version
+    }
+
+    fn functions(&self) -> &[NativeFunction] {
+        &self.functions
+    }
+
+    fn ref_types(&self) -> Vec<String> {
+        self.ref_types.clone()
+    }
+
+    /// The first function whose declared calling convention is not the one its types imply.
+    fn check_signatures(&self) -> Result<(), SignatureMismatch> {
+        match self.mismatches.first() {
+            Some(mismatch) => Err(mismatch.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
+        let entry = self.entries.get(index).ok_or_else(|| {
+            StatusError::new(
+                crate::status::StatusCode::NotFound,
+                format!(
+                    "module `{}` has no function {index} ({} functions)",
+                    self.name,
+                    self.entries.len()
+                ),
+            )
+        })?;
+        entry(&self.state, args)
+    }
 }

@@ -4,8 +4,10 @@
 //! The library's tables (header, imports, exports, attributes, names) are read by safe code
 //! from the relocated image the mapping keeps, with every pointer checked to lie inside it.
 //! The only unsafe acts are the calls into the library's code: `query` once at load, then
-//! one dispatch function call per workgroup. That code is native and trusted: pactum cannot
+//! one dispatch function call per workgroup. That machine code is trusted: pactum cannot
 //! sandbox it (see the HAL's module docs).
+//!
+//! ("ELF" names the file format; "native" is kept for VM modules written in Rust.)
 
 use std::ffi::c_void;
 use std::mem::offset_of;
@@ -22,13 +24,16 @@ use pactum_sys::iree_hal::{
 };
 use rayon::prelude::*;
 
-use super::Binding;
 use super::elf::{ElfImage, HOST_ARCH};
 use super::mapping::CodeMapping;
-use crate::hal::objects::invalid;
-use crate::hal::workers::{FlushDenormals, Workers};
+use crate::hal::buffer::Binding;
+use crate::hal::local::workers::{FlushDenormals, Workers};
 use crate::host_memory::HostMemory;
-use crate::vm::{NativeError, StatusCode};
+use crate::status::{StatusCode, StatusError};
+
+fn invalid(message: impl Into<String>) -> StatusError {
+    StatusError::invalid_argument(message)
+}
 
 /// The most exports a library may declare.
 const MAX_EXPORTS: u32 = 1 << 16;
@@ -40,8 +45,8 @@ struct Export {
     attrs: Attrs,
 }
 
-/// A loaded native executable library.
-pub struct NativeExecutable {
+/// A loaded ELF executable library.
+pub struct ElfExecutable {
     name: String,
     exports: Vec<Export>,
     // The environment points into these two; boxed so that their addresses never move.
@@ -55,13 +60,13 @@ pub struct NativeExecutable {
 // SAFETY: the environment's pointers refer to boxes owned by the executable and are only
 // read (by the library's code); the mapping is immutable once loaded; calls from several
 // threads at once are how IREE's task executor runs libraries, which are written for it.
-unsafe impl Send for NativeExecutable {}
+unsafe impl Send for ElfExecutable {}
 // SAFETY: as above.
-unsafe impl Sync for NativeExecutable {}
+unsafe impl Sync for ElfExecutable {}
 
-impl std::fmt::Debug for NativeExecutable {
+impl std::fmt::Debug for ElfExecutable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NativeExecutable")
+        f.debug_struct("ElfExecutable")
             .field("name", &self.name)
             .field("exports", &self.exports.len())
             .field("base", &format_args!("{:#x}", self.mapping.base()))
@@ -69,15 +74,15 @@ impl std::fmt::Debug for NativeExecutable {
     }
 }
 
-fn failed(status: StatusCode, message: impl Into<String>) -> NativeError {
-    NativeError::new(status, message)
+fn failed(status: StatusCode, message: impl Into<String>) -> StatusError {
+    StatusError::new(status, message)
 }
 
 /// Bounds-checked reads of the loaded image, by absolute address.
 struct Image<'a>(&'a CodeMapping);
 
 impl Image<'_> {
-    fn bytes(&self, address: u64, len: usize, what: &str) -> Result<&[u8], NativeError> {
+    fn bytes(&self, address: u64, len: usize, what: &str) -> Result<&[u8], StatusError> {
         self.0
             .offset_of(address)
             .and_then(|o| {
@@ -92,17 +97,17 @@ impl Image<'_> {
             })
     }
 
-    fn u64(&self, address: u64, what: &str) -> Result<u64, NativeError> {
+    fn u64(&self, address: u64, what: &str) -> Result<u64, StatusError> {
         let b = self.bytes(address, 8, what)?;
         Ok(u64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
     }
 
-    fn u32(&self, address: u64, what: &str) -> Result<u32, NativeError> {
+    fn u32(&self, address: u64, what: &str) -> Result<u32, StatusError> {
         let b = self.bytes(address, 4, what)?;
         Ok(u32::from_le_bytes(b.try_into().unwrap_or([0; 4])))
     }
 
-    fn c_str(&self, address: u64, what: &str) -> Result<String, NativeError> {
+    fn c_str(&self, address: u64, what: &str) -> Result<String, StatusError> {
         let start = self.0.offset_of(address).ok_or_else(|| {
             invalid(format!(
                 "executable library: {what} at {address:#x} is outside the loaded image"
@@ -141,9 +146,9 @@ fn processor() -> IreeHalProcessorV0 {
     IreeHalProcessorV0 { data }
 }
 
-impl NativeExecutable {
+impl ElfExecutable {
     /// Loads an `embedded-elf-<arch>` executable with its executable-level `constants`.
-    pub fn load(data: &[u8], constants: &[u32]) -> Result<NativeExecutable, NativeError> {
+    pub fn load(data: &[u8], constants: &[u32]) -> Result<ElfExecutable, StatusError> {
         let arch = HOST_ARCH.ok_or_else(|| {
             failed(
                 StatusCode::Unimplemented,
@@ -313,7 +318,7 @@ impl NativeExecutable {
                 attrs,
             });
         }
-        Ok(NativeExecutable {
+        Ok(ElfExecutable {
             name,
             exports,
             environment,
@@ -329,8 +334,13 @@ impl NativeExecutable {
     }
 
     /// The name of every export, by ordinal.
-    pub fn export_names(&self) -> impl Iterator<Item = &str> {
+    pub fn export_names(&self) -> impl ExactSizeIterator<Item = &str> {
         self.exports.iter().map(|e| e.name.as_str())
+    }
+
+    /// The name of export `ordinal`.
+    pub fn export_name(&self, ordinal: usize) -> Option<&str> {
+        self.exports.get(ordinal).map(|e| e.name.as_str())
     }
 
     /// Runs export `ordinal` over a grid of `count` workgroups (at least one) on `workers`.
@@ -341,7 +351,7 @@ impl NativeExecutable {
         constants: &[i32],
         bindings: &[Binding],
         workers: &Workers,
-    ) -> Result<(), NativeError> {
+    ) -> Result<(), StatusError> {
         let export = self.exports.get(ordinal).ok_or_else(|| {
             invalid(format!(
                 "executable `{}` has no export {ordinal} ({} exports)",
@@ -373,8 +383,8 @@ impl NativeExecutable {
         for (k, binding) in bindings.iter().enumerate() {
             let (pointer, length) = binding
                 .buffer
-                .native_range(binding.offset, binding.length)
-                .map_err(|e| NativeError::new(e.status, format!("binding {k}: {e}")))?;
+                .raw_range(binding.offset, binding.length)
+                .map_err(|e| StatusError::new(e.status, format!("binding {k}: {e}")))?;
             pointers.push(pointer.cast::<c_void>());
             lengths.push(length);
         }
@@ -438,7 +448,7 @@ struct Call<'a> {
 unsafe impl Sync for Call<'_> {}
 
 impl Call<'_> {
-    fn local_memory(&self) -> Result<Option<HostMemory>, NativeError> {
+    fn local_memory(&self) -> Result<Option<HostMemory>, StatusError> {
         if self.local_memory_size == 0 {
             return Ok(None);
         }
@@ -461,7 +471,7 @@ impl Call<'_> {
         index: u64,
         processor: usize,
         memory: &Option<HostMemory>,
-    ) -> Result<(), NativeError> {
+    ) -> Result<(), StatusError> {
         let (cx, cy) = (
             u64::from(self.state.workgroup_count_x),
             u64::from(self.state.workgroup_count_y),

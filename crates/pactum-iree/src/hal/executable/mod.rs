@@ -1,29 +1,54 @@
-//! `!hal.executable`: the dispatch functions of one compiled executable, in one of the
-//! formats the local CPU device runs.
+//! Executables: the dispatch functions of one compiled program, and the loaders that make
+//! them from the formats the local CPU device runs.
+//!
+//! [`Executable`] is what every device's executables offer (format, exports); a device
+//! reaches its own type behind it through [`Executable::as_any`]. The loaders:
 //!
 //! - `vmvx-bytecode-fb` ([`VmvxExecutable`]): a VM bytecode module run by pactum's own
 //!   interpreter, verified and budgeted like any module: safe for untrusted input.
 //! - `embedded-elf-x86_64` (`embedded-elf-arm_64` on aarch64) and `system-elf-x86_64`
-//!   ([`NativeExecutable`]): native code compiled by IREE's `llvm-cpu` backend, in an ELF
+//!   ([`ElfExecutable`]): machine code compiled by IREE's `llvm-cpu` backend, in an ELF
 //!   pactum loads itself (`elf` checks the file, `mapping` maps it W^X, `library` speaks
-//!   IREE's executable library ABI). Native code is trusted: it runs with the process's
+//!   IREE's executable library ABI). Machine code is trusted: it runs with the process's
 //!   rights and pactum cannot sandbox it.
 //!
-//! Layers: `elf` ← `mapping` ← `library`; `vmvx` beside them; this module on top.
+//! [`executables_in_vmfb`] finds the executables a `.vmfb` carries in its read-only data.
+//!
+//! Layers: `elf` ← `mapping` ← `library`; `vmvx` and `in_vmfb` beside them; this module on top.
 
 mod elf;
+mod in_vmfb;
 mod library;
 mod mapping;
 mod vmvx;
 
-use crate::vm::{Limits, NativeError, RefObject, StatusCode};
+use std::any::Any;
+use std::fmt;
 
 pub use elf::ElfError;
-pub use library::NativeExecutable;
-pub use vmvx::{DISPATCH_CCONV, VmvxExecutable};
+pub use in_vmfb::{EmbeddedExecutable, executables_in_vmfb};
+pub use library::ElfExecutable;
+pub use vmvx::{DISPATCH_CCONV, VmvxExecutable, vm_view};
 
-use super::objects::{HalBuffer, invalid};
-use super::workers::Workers;
+/// A loaded executable: named dispatch functions (exports), by ordinal.
+pub trait Executable: Send + Sync + fmt::Debug + Any {
+    /// The format it was loaded from (`vmvx-bytecode-fb`, `embedded-elf-x86_64`, ...).
+    fn format(&self) -> &str;
+
+    /// The number of exports.
+    fn export_count(&self) -> usize;
+
+    /// The name of export `ordinal`.
+    fn export_name(&self, ordinal: usize) -> Option<&str>;
+
+    /// The ordinal of export `name`.
+    fn lookup(&self, name: &str) -> Option<usize> {
+        (0..self.export_count()).position(|k| self.export_name(k) == Some(name))
+    }
+
+    /// Itself, so that the device that made it can reach its own type when it runs it.
+    fn as_any(&self) -> &dyn Any;
+}
 
 /// The format of vmvx executables.
 pub const VMVX_FORMAT: &str = "vmvx-bytecode-fb";
@@ -41,20 +66,15 @@ pub fn system_elf_format() -> Option<String> {
     elf::HOST_ARCH.map(|arch| format!("system-elf-{}", arch.name))
 }
 
-fn is_native_format(format: &str) -> bool {
+/// Whether `format` names an ELF executable for this host (embedded or system).
+pub fn is_elf_format(format: &str) -> bool {
     embedded_elf_format().is_some_and(|f| f == format)
         || system_elf_format().is_some_and(|f| f == format)
 }
 
-/// Whether the local device runs executables of `format`.
-pub fn is_supported_format(format: &str) -> bool {
-    format == VMVX_FORMAT || is_native_format(format)
-}
-
-/// What the loader's checks found in a native executable's ELF
-/// ([`check_native_executable`]).
+/// What the loader's checks found in an executable's ELF ([`check_elf_executable`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NativeSummary {
+pub struct ElfSummary {
     /// The loadable segments: their addresses (relative to the image base) and protections
     /// (`r-x`, `rw-`, ...).
     pub segments: Vec<(std::ops::Range<u64>, String)>,
@@ -68,17 +88,17 @@ pub struct NativeSummary {
 
 /// Runs the checks the `llvm-cpu` loader makes on an executable's ELF (`embedded-elf-*` or
 /// `system-elf-*` data), and nothing else: nothing is mapped, no code runs. `Ok` means
-/// [`HalExecutable::create`] would map the file and call its query function; `Err` says why it
+/// [`ElfExecutable::load`] would map the file and call its query function; `Err` says why it
 /// refuses it, with the byte offset in the ELF of what was wrong. Safe on any bytes (for tests
 /// and fuzzing).
-pub fn check_native_executable(data: &[u8]) -> Result<NativeSummary, ElfError> {
+pub fn check_elf_executable(data: &[u8]) -> Result<ElfSummary, ElfError> {
     let arch = elf::HOST_ARCH.ok_or_else(|| ElfError {
         offset: None,
         message: "embedded ELF executables are not supported on this architecture".into(),
         unsupported: true,
     })?;
     let image = elf::ElfImage::parse(data, arch)?;
-    Ok(NativeSummary {
+    Ok(ElfSummary {
         segments: image
             .segments
             .iter()
@@ -88,122 +108,4 @@ pub fn check_native_executable(data: &[u8]) -> Result<NativeSummary, ElfError> {
         relocations: image.relocations.len(),
         query: image.query,
     })
-}
-
-/// The most workgroups one dispatch may run.
-pub const MAX_WORKGROUPS: u64 = 1 << 24;
-
-/// A bound buffer range of a dispatch.
-#[derive(Debug, Clone)]
-pub struct Binding {
-    /// The buffer.
-    pub buffer: HalBuffer,
-    /// Where the range starts.
-    pub offset: i64,
-    /// Its length (or [`super::objects::WHOLE_BUFFER`]).
-    pub length: i64,
-}
-
-/// A loaded executable.
-#[derive(Debug)]
-pub struct HalExecutable {
-    format: String,
-    kind: Kind,
-}
-
-#[derive(Debug)]
-enum Kind {
-    Vmvx(VmvxExecutable),
-    Native(NativeExecutable),
-}
-
-impl RefObject for HalExecutable {
-    fn type_name(&self) -> &str {
-        "hal.executable"
-    }
-}
-
-impl HalExecutable {
-    /// Loads executable `data` of `format`, with executable-level `constants` (native
-    /// libraries) and `limits` for the VM running vmvx dispatches.
-    pub fn create(
-        format: &str,
-        data: Vec<u8>,
-        constants: &[u32],
-        limits: Limits,
-    ) -> Result<HalExecutable, NativeError> {
-        let kind = if format == VMVX_FORMAT {
-            Kind::Vmvx(VmvxExecutable::load(data, limits)?)
-        } else if is_native_format(format) {
-            Kind::Native(NativeExecutable::load(&data, constants)?)
-        } else {
-            return Err(NativeError::new(
-                StatusCode::Unimplemented,
-                format!(
-                    "executable format `{format}` is not supported (pactum's local device runs \
-                     `{VMVX_FORMAT}`{})",
-                    embedded_elf_format()
-                        .zip(system_elf_format())
-                        .map(|(e, s)| format!(", `{e}` and `{s}`"))
-                        .unwrap_or_default()
-                ),
-            ));
-        };
-        Ok(HalExecutable {
-            format: format.to_owned(),
-            kind,
-        })
-    }
-
-    /// The executable's format.
-    pub fn format(&self) -> &str {
-        &self.format
-    }
-
-    /// The ordinal of export `name`.
-    pub fn lookup(&self, name: &str) -> Option<usize> {
-        match &self.kind {
-            Kind::Vmvx(e) => e.export_names().position(|n| n == name),
-            Kind::Native(e) => e.export_names().position(|n| n == name),
-        }
-    }
-
-    /// The number of exports.
-    pub fn export_count(&self) -> usize {
-        match &self.kind {
-            Kind::Vmvx(e) => e.export_names().count(),
-            Kind::Native(e) => e.export_names().count(),
-        }
-    }
-
-    /// Runs export `ordinal` for every workgroup of `count`: vmvx dispatches on the caller's
-    /// thread, native ones on `workers`.
-    pub fn dispatch(
-        &self,
-        ordinal: i64,
-        count: [u32; 3],
-        constants: &[i32],
-        bindings: &[Binding],
-        workers: &Workers,
-    ) -> Result<(), NativeError> {
-        let ordinal = usize::try_from(ordinal)
-            .map_err(|_| invalid(format!("export ordinal {ordinal} is negative")))?;
-        let total = count.iter().map(|&c| u64::from(c)).product::<u64>();
-        if total > MAX_WORKGROUPS {
-            return Err(NativeError::new(
-                StatusCode::ResourceExhausted,
-                format!(
-                    "dispatch of {}x{}x{} workgroups exceeds the limit of {MAX_WORKGROUPS}",
-                    count[0], count[1], count[2]
-                ),
-            ));
-        }
-        if total == 0 {
-            return Ok(());
-        }
-        match &self.kind {
-            Kind::Vmvx(e) => e.dispatch(ordinal, count, constants, bindings),
-            Kind::Native(e) => e.dispatch(ordinal, count, constants, bindings, workers),
-        }
-    }
 }

@@ -10,13 +10,22 @@
 
 use std::sync::Arc;
 
-use super::Binding;
-use crate::hal::objects::invalid;
-use crate::vm::{
-    Context, ElementType, Function, Limits, NativeError, Ref, RefType, StatusCode, Value, VmBuffer,
-    VmList,
-};
+use crate::hal::buffer::{Binding, HalBuffer};
+use crate::status::{StatusCode, StatusError};
+use crate::vm::{Context, ElementType, Function, Limits, Ref, RefType, Value, VmBuffer, VmList};
 use crate::vmfb::VmfbFile;
+
+fn invalid(message: impl Into<String>) -> StatusError {
+    StatusError::invalid_argument(message)
+}
+
+/// A `!vm.buffer` sharing `offset..offset+length` of `buffer`'s bytes (no copy): how a vmvx
+/// dispatch sees its bindings.
+pub fn vm_view(buffer: &HalBuffer, offset: i64, length: i64) -> Result<VmBuffer, StatusError> {
+    let (memory, range) = buffer.memory_range(offset, length)?;
+    VmBuffer::shared(memory.clone(), range)
+        .ok_or_else(|| StatusError::out_of_range("buffer view outside its allocation"))
+}
 
 /// The calling convention of a vmvx dispatch function.
 pub const DISPATCH_CCONV: &str = "0rrriiiiiiiii_v";
@@ -32,7 +41,7 @@ impl VmvxExecutable {
     /// Loads executable `data` with `limits` for its calls. Its float arithmetic flushes
     /// subnormals to zero whatever `limits` say, as IREE's local devices run dispatches
     /// (`iree_fpu_state_push(IREE_FPU_STATE_FLAG_FLUSH_DENORMALS_TO_ZERO)`).
-    pub fn load(data: Vec<u8>, mut limits: Limits) -> Result<VmvxExecutable, NativeError> {
+    pub fn load(data: Vec<u8>, mut limits: Limits) -> Result<VmvxExecutable, StatusError> {
         limits.flush_denormals = true;
         let file = Arc::new(VmfbFile::from_bytes(data));
         let names = {
@@ -40,7 +49,7 @@ impl VmvxExecutable {
                 .module()
                 .map_err(|e| invalid(format!("vmvx executable is not a VM module: {e}")))?;
             if let Some(import) = module.imports().find(|i| i.full_name.starts_with("vmvx.")) {
-                return Err(NativeError::new(
+                return Err(StatusError::new(
                     StatusCode::Unimplemented,
                     format!(
                         "vmvx executable imports `{}`: microkernels \
@@ -76,8 +85,13 @@ impl VmvxExecutable {
     }
 
     /// The name of every export, by ordinal.
-    pub fn export_names(&self) -> impl Iterator<Item = &str> {
+    pub fn export_names(&self) -> impl ExactSizeIterator<Item = &str> {
         self.exports.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// The name of export `ordinal`.
+    pub fn export_name(&self, ordinal: usize) -> Option<&str> {
+        self.exports.get(ordinal).map(|(n, _)| n.as_str())
     }
 
     /// Runs export `ordinal` for every workgroup of `count` (at least one), on the caller's
@@ -88,7 +102,7 @@ impl VmvxExecutable {
         count: [u32; 3],
         constants: &[i32],
         bindings: &[Binding],
-    ) -> Result<(), NativeError> {
+    ) -> Result<(), StatusError> {
         let (name, function) = self.exports.get(ordinal).ok_or_else(|| {
             invalid(format!(
                 "executable has no export {ordinal} ({} exports)",
@@ -101,8 +115,7 @@ impl VmvxExecutable {
         let views = bindings
             .iter()
             .map(|b| {
-                b.buffer
-                    .vm_view(b.offset, b.length)
+                vm_view(&b.buffer, b.offset, b.length)
                     .map(|v| Value::Ref(Some(Ref::Buffer(Arc::new(v)))))
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -128,7 +141,7 @@ impl VmvxExecutable {
                         Value::I32(cz),
                     ];
                     self.context.invoke(function, &args).map_err(|e| {
-                        NativeError::new(e.status(), format!("dispatch `{name}` failed: {e}"))
+                        StatusError::new(e.status(), format!("dispatch `{name}` failed: {e}"))
                     })?;
                 }
             }

@@ -1,4 +1,9 @@
-//! The HAL's reference objects: devices, allocators, buffers, buffer views, fences, files.
+//! Buffers and buffer views: byte ranges of 64-byte aligned host memory, shared without copies
+//! by the HAL, compiled dispatch code and (through views the vmvx loader makes) the VM.
+//!
+//! Every buffer today lives in host memory ([`HostMemory`]): the local CPU device's memory. A
+//! device whose memory the host cannot address would add its kind of storage to
+//! [`Allocation`], the one place that holds a buffer's bytes.
 
 use std::fmt;
 use std::ops::Range;
@@ -7,42 +12,22 @@ use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
 use super::element::HalElementType;
 use crate::host_memory::{BlockCache, HostMemory};
-use crate::vm::{Charge, MemoryBudget, NativeError, RefObject, StatusCode, VmBuffer};
+use crate::memory_budget::{Charge, MemoryBudget};
+use crate::status::{StatusCode, StatusError};
 
 /// IREE's "whole buffer" length (`-1`): everything from the offset on.
 pub const WHOLE_BUFFER: i64 = -1;
 
-/// An error with status `INVALID_ARGUMENT`.
-pub(crate) fn invalid(message: impl Into<String>) -> NativeError {
-    NativeError::new(StatusCode::InvalidArgument, message)
+fn invalid(message: impl Into<String>) -> StatusError {
+    StatusError::invalid_argument(message)
 }
 
-/// An error with status `OUT_OF_RANGE`.
-pub(crate) fn out_of_range(message: impl Into<String>) -> NativeError {
-    NativeError::new(StatusCode::OutOfRange, message)
+fn out_of_range(message: impl Into<String>) -> StatusError {
+    StatusError::out_of_range(message)
 }
 
-/// The local CPU device (`local-sync`): queue work runs at once, on the caller's thread.
-#[derive(Debug, Default)]
-pub struct HalDevice;
-
-impl RefObject for HalDevice {
-    fn type_name(&self) -> &str {
-        "hal.device"
-    }
-}
-
-/// The device's allocator: host memory, charged to the context's memory budget.
-#[derive(Debug, Default)]
-pub struct HalAllocator;
-
-impl RefObject for HalAllocator {
-    fn type_name(&self) -> &str {
-        "hal.allocator"
-    }
-}
-
-/// The bytes of one allocation, shared by every buffer that views it.
+/// The bytes of one allocation, shared by every buffer that views it, and the memory budget
+/// charge they hold until the last view is dropped.
 struct Allocation {
     cells: Arc<HostMemory>,
     _charge: Charge,
@@ -65,18 +50,12 @@ impl fmt::Debug for HalBuffer {
     }
 }
 
-impl RefObject for HalBuffer {
-    fn type_name(&self) -> &str {
-        "hal.buffer"
-    }
-}
-
 impl HalBuffer {
     /// A zero-filled buffer of `length` bytes, charged to `budget`.
     pub fn allocate(
         length: i64,
         budget: Option<&Arc<MemoryBudget>>,
-    ) -> Result<HalBuffer, NativeError> {
+    ) -> Result<HalBuffer, StatusError> {
         HalBuffer::allocate_in(length, budget, None)
     }
 
@@ -84,15 +63,15 @@ impl HalBuffer {
     /// freed block of that size (its bytes are then what the block's last user left, as
     /// IREE's allocations are uninitialised), otherwise zero-filled; it returns to `cache`
     /// when the last view of it is dropped.
-    pub fn allocate_in(
+    pub(crate) fn allocate_in(
         length: i64,
         budget: Option<&Arc<MemoryBudget>>,
         cache: Option<&Arc<BlockCache>>,
-    ) -> Result<HalBuffer, NativeError> {
+    ) -> Result<HalBuffer, StatusError> {
         let length = usize::try_from(length)
             .map_err(|_| invalid(format!("allocation size {length} is negative")))?;
         let charge = Charge::new(budget, length).map_err(|o| {
-            NativeError::new(
+            StatusError::new(
                 StatusCode::ResourceExhausted,
                 format!(
                     "allocating {length} bytes exceeds the memory budget of {} bytes",
@@ -105,7 +84,7 @@ impl HalBuffer {
             None => HostMemory::zeroed(length),
         }
         .ok_or_else(|| {
-            NativeError::new(
+            StatusError::new(
                 StatusCode::ResourceExhausted,
                 format!("could not allocate {length} bytes"),
             )
@@ -124,7 +103,7 @@ impl HalBuffer {
     pub fn from_bytes(
         bytes: &[u8],
         budget: Option<&Arc<MemoryBudget>>,
-    ) -> Result<HalBuffer, NativeError> {
+    ) -> Result<HalBuffer, StatusError> {
         let buffer = HalBuffer::allocate(bytes.len() as i64, budget)?;
         buffer.write(0, bytes)?;
         Ok(buffer)
@@ -142,7 +121,7 @@ impl HalBuffer {
 
     /// The range `offset..offset+length` of this buffer, checked (`length` may be
     /// [`WHOLE_BUFFER`]), relative to this buffer.
-    pub fn range(&self, offset: i64, length: i64) -> Result<Range<usize>, NativeError> {
+    pub fn range(&self, offset: i64, length: i64) -> Result<Range<usize>, StatusError> {
         let len = self.length as u64;
         let bad = || {
             out_of_range(format!(
@@ -166,7 +145,7 @@ impl HalBuffer {
     }
 
     /// The buffer viewing `offset..offset+length` of this one (no copy).
-    pub fn subspan(&self, offset: i64, length: i64) -> Result<HalBuffer, NativeError> {
+    pub fn subspan(&self, offset: i64, length: i64) -> Result<HalBuffer, StatusError> {
         let range = self.range(offset, length)?;
         Ok(HalBuffer {
             allocation: self.allocation.clone(),
@@ -183,22 +162,26 @@ impl HalBuffer {
             .unwrap_or(&[])
     }
 
-    /// A `!vm.buffer` sharing `offset..offset+length` of this buffer's bytes.
-    pub fn vm_view(&self, offset: i64, length: i64) -> Result<VmBuffer, NativeError> {
-        let range = self.range(offset, length)?;
-        VmBuffer::shared(
-            self.allocation.cells.clone(),
-            self.offset + range.start..self.offset + range.end,
-        )
-        .ok_or_else(|| out_of_range("buffer view outside its allocation"))
-    }
-
-    /// The address and length of `offset..offset+length`, for native dispatch code.
-    pub(crate) fn native_range(
+    /// The host memory holding this buffer and where `offset..offset+length` of it lies in
+    /// that memory, for views that share the bytes (the vmvx loader's `!vm.buffer`s).
+    pub(crate) fn memory_range(
         &self,
         offset: i64,
         length: i64,
-    ) -> Result<(*mut u8, usize), NativeError> {
+    ) -> Result<(&Arc<HostMemory>, Range<usize>), StatusError> {
+        let range = self.range(offset, length)?;
+        Ok((
+            &self.allocation.cells,
+            self.offset + range.start..self.offset + range.end,
+        ))
+    }
+
+    /// The address and length of `offset..offset+length`, for compiled (ELF) dispatch code.
+    pub(crate) fn raw_range(
+        &self,
+        offset: i64,
+        length: i64,
+    ) -> Result<(*mut u8, usize), StatusError> {
         let range = self.range(offset, length)?;
         let start = self.offset + range.start;
         Ok((
@@ -219,7 +202,7 @@ impl HalBuffer {
     }
 
     /// Copies `out.len()` bytes at `offset` into `out`.
-    pub fn read(&self, offset: i64, out: &mut [u8]) -> Result<(), NativeError> {
+    pub fn read(&self, offset: i64, out: &mut [u8]) -> Result<(), StatusError> {
         let range = self.range(offset, out.len() as i64)?;
         for (o, c) in out.iter_mut().zip(self.cells(range)) {
             *o = c.load(Relaxed);
@@ -236,7 +219,7 @@ impl HalBuffer {
     }
 
     /// Writes `bytes` at `offset`.
-    pub fn write(&self, offset: i64, bytes: &[u8]) -> Result<(), NativeError> {
+    pub fn write(&self, offset: i64, bytes: &[u8]) -> Result<(), StatusError> {
         let range = self.range(offset, bytes.len() as i64)?;
         for (c, &b) in self.cells(range).iter().zip(bytes) {
             c.store(b, Relaxed);
@@ -251,7 +234,7 @@ impl HalBuffer {
         length: i64,
         pattern: u64,
         pattern_length: i64,
-    ) -> Result<(), NativeError> {
+    ) -> Result<(), StatusError> {
         if !matches!(pattern_length, 1 | 2 | 4 | 8) {
             return Err(invalid(format!(
                 "fill pattern length {pattern_length} is not 1, 2, 4 or 8"
@@ -280,7 +263,7 @@ impl HalBuffer {
         target: &HalBuffer,
         target_offset: i64,
         length: i64,
-    ) -> Result<(), NativeError> {
+    ) -> Result<(), StatusError> {
         let src = source.range(source_offset, length)?;
         let dst = target.range(target_offset, length)?;
         let bytes: Vec<u8> = source.cells(src).iter().map(|c| c.load(Relaxed)).collect();
@@ -310,12 +293,6 @@ pub const MAX_RANK: usize = 128;
 /// The dense row-major encoding.
 pub const DENSE_ROW_MAJOR: u32 = 1;
 
-impl RefObject for HalBufferView {
-    fn type_name(&self) -> &str {
-        "hal.buffer_view"
-    }
-}
-
 impl HalBufferView {
     /// The bytes the shape and element type need (`None` on overflow).
     pub fn byte_length(shape: &[u64], element_type: HalElementType) -> Option<u64> {
@@ -330,7 +307,7 @@ impl HalBufferView {
         shape: Vec<u64>,
         element_type: HalElementType,
         encoding_type: u32,
-    ) -> Result<HalBufferView, NativeError> {
+    ) -> Result<HalBufferView, StatusError> {
         if shape.len() > MAX_RANK {
             return Err(invalid(format!(
                 "buffer view rank {} exceeds the limit of {MAX_RANK}",
@@ -389,29 +366,25 @@ pub fn shape_text(shape: &[u64]) -> String {
         .join("x")
 }
 
-/// A `!hal.fence`. Execution is synchronous, so every fence is signalled when created.
-#[derive(Debug, Default)]
-pub struct HalFence;
-
-impl RefObject for HalFence {
-    fn type_name(&self) -> &str {
-        "hal.fence"
-    }
+/// A buffer range bound to a dispatch or to a slot of a binding table: `length` bytes (or
+/// [`WHOLE_BUFFER`]) of `buffer` from `offset`.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    /// The buffer.
+    pub buffer: HalBuffer,
+    /// Where the range starts.
+    pub offset: i64,
+    /// Its length (or [`WHOLE_BUFFER`]).
+    pub length: i64,
 }
 
-/// A `!hal.file` over host memory (`hal.ex.file.from_memory`).
-#[derive(Debug)]
-pub struct HalFile {
-    /// The bytes.
-    pub buffer: Arc<VmBuffer>,
-    /// Where the file starts in `buffer`.
-    pub offset: u64,
-    /// Its length.
-    pub length: u64,
-}
-
-impl RefObject for HalFile {
-    fn type_name(&self) -> &str {
-        "hal.file"
+impl Binding {
+    /// All of `buffer`.
+    pub fn whole(buffer: HalBuffer) -> Binding {
+        Binding {
+            buffer,
+            offset: 0,
+            length: WHOLE_BUFFER,
+        }
     }
 }

@@ -1,11 +1,11 @@
-//! Who runs the workgroups of a native dispatch: the caller's thread alone (IREE's
+//! Who runs the workgroups of an ELF dispatch: the caller's thread alone (IREE's
 //! `local-sync`: deterministic, nothing shared) or a pool of worker threads (IREE's
 //! `local-task`). Pools are shared: one process-wide pool sized to the machine serves every
 //! device that does not ask for its own, so no call ever spawns threads.
 
 use std::sync::{Arc, OnceLock};
 
-use crate::vm::{NativeError, StatusCode};
+use crate::status::{StatusCode, StatusError};
 
 /// Where dispatches run.
 #[derive(Clone)]
@@ -50,9 +50,9 @@ impl Workers {
     }
 
     /// A pool of its own with `threads` threads (1 to 255).
-    pub fn with_threads(threads: usize) -> Result<Workers, NativeError> {
+    pub fn with_threads(threads: usize) -> Result<Workers, StatusError> {
         if !(1..=255).contains(&threads) {
-            return Err(NativeError::new(
+            return Err(StatusError::new(
                 StatusCode::InvalidArgument,
                 format!("{threads} worker threads: expected 1 to 255"),
             ));
@@ -77,13 +77,13 @@ impl Workers {
     }
 }
 
-fn build_pool(threads: usize) -> Result<rayon::ThreadPool, NativeError> {
+fn build_pool(threads: usize) -> Result<rayon::ThreadPool, StatusError> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|k| format!("pactum-hal-{k}"))
         .build()
         .map_err(|e| {
-            NativeError::new(
+            StatusError::new(
                 StatusCode::ResourceExhausted,
                 format!("could not start {threads} worker threads: {e}"),
             )

@@ -1,0 +1,283 @@
+//! The local CPU device: IREE's `local-task` (workgroups of ELF dispatches spread over a worker
+//! pool) and `local-sync` (everything on the calling thread), by its [`Workers`].
+//!
+//! Queue operations run when they are submitted and finish before they return, on either kind:
+//! each waits for its wait fence, does its work, then signals its signal fence (or fails it
+//! with the error it returns). Buffers come from a [`HostAllocator`]; executables are
+//! [`LocalExecutable`]s, loaded by the vmvx and ELF loaders.
+
+mod executable;
+pub(crate) mod workers;
+
+use std::sync::Arc;
+
+pub use executable::{LocalExecutable, MAX_WORKGROUPS, is_local_format};
+pub use workers::Workers;
+
+use super::allocator::{Allocator, BufferParams, HostAllocator};
+use super::buffer::{Binding, HalBuffer};
+use super::command::{Command, HalCommandBuffer};
+use super::device::{Device, Submission, id_matches};
+use super::executable::Executable;
+use super::file::HalFile;
+use super::semaphore::Timeout;
+use crate::memory_budget::MemoryBudget;
+use crate::status::StatusError;
+use crate::vm::Limits;
+
+/// The local CPU device.
+#[derive(Debug)]
+pub struct LocalDevice {
+    workers: Workers,
+    allocator: Arc<HostAllocator>,
+    vmvx_limits: Limits,
+}
+
+impl LocalDevice {
+    /// A device whose ELF dispatches run on `workers` ([`Workers::shared`]: `local-task`;
+    /// [`Workers::CallerThread`]: `local-sync`), with no memory budget and the default
+    /// [`Limits`] for vmvx dispatches.
+    pub fn new(workers: Workers) -> LocalDevice {
+        LocalDevice {
+            workers,
+            allocator: Arc::new(HostAllocator::new(None)),
+            vmvx_limits: Limits::default(),
+        }
+    }
+
+    /// IREE's `local-task`: ELF dispatches on the process-wide worker pool.
+    pub fn task() -> LocalDevice {
+        LocalDevice::new(Workers::shared())
+    }
+
+    /// IREE's `local-sync`: everything on the calling thread.
+    pub fn sync() -> LocalDevice {
+        LocalDevice::new(Workers::CallerThread)
+    }
+
+    /// The device with its buffers charged to `budget` (a VM context's, so that a module's
+    /// buffers count against its limits).
+    pub fn with_memory_budget(self, budget: Option<Arc<MemoryBudget>>) -> LocalDevice {
+        LocalDevice {
+            allocator: Arc::new(HostAllocator::new(budget)),
+            ..self
+        }
+    }
+
+    /// The device with `limits` for the VM contexts running vmvx dispatches.
+    pub fn with_vmvx_limits(self, limits: Limits) -> LocalDevice {
+        LocalDevice {
+            vmvx_limits: limits,
+            ..self
+        }
+    }
+
+    /// Who runs ELF dispatches.
+    pub fn workers(&self) -> &Workers {
+        &self.workers
+    }
+
+    /// The device's allocator, as its own type.
+    pub fn host_allocator(&self) -> &HostAllocator {
+        &self.allocator
+    }
+
+    /// Loads an executable, as its own type (what [`Device::create_executable`] returns
+    /// behind `dyn`).
+    pub fn load_executable(
+        &self,
+        format: &str,
+        data: Vec<u8>,
+        constants: &[u32],
+    ) -> Result<LocalExecutable, StatusError> {
+        LocalExecutable::load(format, data, constants, self.vmvx_limits.clone())
+    }
+
+    /// Runs `command_buffer`'s commands now.
+    fn run_commands(
+        &self,
+        command_buffer: &HalCommandBuffer,
+        table: &[Binding],
+    ) -> Result<(), StatusError> {
+        for command in command_buffer.commands().iter() {
+            match command {
+                Command::Fill {
+                    target,
+                    offset,
+                    length,
+                    pattern,
+                    pattern_length,
+                } => target
+                    .resolve(table)?
+                    .fill(*offset, *length, *pattern, *pattern_length)?,
+                Command::Copy {
+                    source,
+                    source_offset,
+                    target,
+                    target_offset,
+                    length,
+                } => HalBuffer::copy(
+                    &source.resolve(table)?,
+                    *source_offset,
+                    &target.resolve(table)?,
+                    *target_offset,
+                    *length,
+                )?,
+                Command::Dispatch {
+                    executable,
+                    ordinal,
+                    count,
+                    constants,
+                    bindings,
+                } => {
+                    let bindings = bindings
+                        .iter()
+                        .map(|(r, offset, length)| {
+                            Ok(Binding {
+                                buffer: r.resolve(table)?,
+                                offset: *offset,
+                                length: *length,
+                            })
+                        })
+                        .collect::<Result<Vec<_>, StatusError>>()?;
+                    let executable = executable
+                        .as_any()
+                        .downcast_ref::<LocalExecutable>()
+                        .ok_or_else(|| {
+                            StatusError::invalid_argument(format!(
+                                "the local device cannot run an executable another device \
+                                 made ({executable:?})"
+                            ))
+                        })?;
+                    executable.dispatch(*ordinal, *count, constants, &bindings, &self.workers)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs `work` as a queue operation that completes before it returns: after the wait fence
+/// is reached, then signalling the signal fence, or failing it with the error (a failed wait
+/// fence is the operation's error too, so failures flow down a chain of operations).
+fn submit<T>(
+    submit: Submission<'_>,
+    work: impl FnOnce() -> Result<T, StatusError>,
+) -> Result<T, StatusError> {
+    match submit.wait.wait(Timeout::Infinite).and_then(|()| work()) {
+        Ok(value) => {
+            submit.signal.signal()?;
+            Ok(value)
+        }
+        Err(error) => {
+            submit.signal.fail(&error);
+            Err(error)
+        }
+    }
+}
+
+impl Device for LocalDevice {
+    fn id(&self) -> &str {
+        self.workers.device_name()
+    }
+
+    fn query_i64(&self, category: &str, key: &str) -> Option<i64> {
+        match category {
+            "hal.device.id" => Some(i64::from(id_matches(key, self.id()))),
+            "hal.executable.format" => Some(i64::from(self.supports_executable_format(key))),
+            "hal.device" | "hal.dispatch" if key == "concurrency" => {
+                Some(self.workers.concurrency() as i64)
+            }
+            _ => None,
+        }
+    }
+
+    fn allocator(&self) -> Arc<dyn Allocator> {
+        self.allocator.clone()
+    }
+
+    fn supports_executable_format(&self, format: &str) -> bool {
+        is_local_format(format)
+    }
+
+    fn create_executable(
+        &self,
+        format: &str,
+        data: Vec<u8>,
+        constants: &[u32],
+    ) -> Result<Arc<dyn Executable>, StatusError> {
+        Ok(Arc::new(self.load_executable(format, data, constants)?))
+    }
+
+    fn queue_alloca(
+        &self,
+        submission: Submission<'_>,
+        params: BufferParams,
+        size: i64,
+    ) -> Result<HalBuffer, StatusError> {
+        submit(submission, || self.allocator.allocate(params, size))
+    }
+
+    fn queue_dealloca(
+        &self,
+        submission: Submission<'_>,
+        _buffer: &HalBuffer,
+    ) -> Result<(), StatusError> {
+        submit(submission, || Ok(()))
+    }
+
+    fn queue_fill(
+        &self,
+        submission: Submission<'_>,
+        target: &HalBuffer,
+        offset: i64,
+        length: i64,
+        pattern: u64,
+        pattern_length: i64,
+    ) -> Result<(), StatusError> {
+        submit(submission, || {
+            target.fill(offset, length, pattern, pattern_length)
+        })
+    }
+
+    fn queue_copy(
+        &self,
+        submission: Submission<'_>,
+        source: &HalBuffer,
+        source_offset: i64,
+        target: &HalBuffer,
+        target_offset: i64,
+        length: i64,
+    ) -> Result<(), StatusError> {
+        submit(submission, || {
+            HalBuffer::copy(source, source_offset, target, target_offset, length)
+        })
+    }
+
+    fn queue_read(
+        &self,
+        submission: Submission<'_>,
+        source: &HalFile,
+        source_offset: i64,
+        target: &HalBuffer,
+        target_offset: i64,
+        length: i64,
+    ) -> Result<(), StatusError> {
+        submit(submission, || {
+            let bytes = source.read(source_offset, length)?;
+            target.write(target_offset, &bytes)
+        })
+    }
+
+    fn queue_execute(
+        &self,
+        submission: Submission<'_>,
+        command_buffer: Option<&HalCommandBuffer>,
+        binding_table: &[Binding],
+    ) -> Result<(), StatusError> {
+        submit(submission, || match command_buffer {
+            Some(commands) => self.run_commands(commands, binding_table),
+            None => Ok(()),
+        })
+    }
+}

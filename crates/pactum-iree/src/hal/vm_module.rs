@@ -1,0 +1,892 @@
+//! [`HalModule`]: IREE's `hal` VM module, binding the functions compiled programs import to a
+//! [`Device`].
+//!
+//! Each function is a typed closure over the module's state, registered with the calling
+//! convention `iree-compile` 3.13 imports it with; the two are checked against each other
+//! when the module is registered in a context. The functions take the device, allocator,
+//! buffers, fences and executables they work on from their arguments, as IREE's do, so they
+//! work for any [`Device`]. Everything the VM needs to see HAL objects (the [`RefObject`]
+//! impls, `!vm.buffer` files) lives here, not in the device layer.
+
+use std::sync::Arc;
+
+use super::allocator::{Allocator, BufferParams};
+use super::buffer::{Binding, HalBuffer, HalBufferView, shape_text};
+use super::command::{BufferRef, Command, HalCommandBuffer};
+use super::device::{Device, Submission};
+use super::element::HalElementType;
+use super::executable::Executable;
+use super::file::{FileContents, HalFile};
+use super::semaphore::{HalFence, HalSemaphore, Timeout};
+use crate::status::{StatusCode, StatusError};
+use crate::vm::{
+    BuiltNativeModule, NativeError, NativeFunction, NativeModule, NativeModuleBuilder, Ref,
+    RefObject, RefObjectType, SignatureMismatch, Span, Text, Value, VmBuffer,
+};
+
+/// The reference types the module registers (without `!`).
+pub const REF_TYPES: &[&str] = &[
+    "hal.allocator",
+    "hal.buffer",
+    "hal.buffer_view",
+    "hal.channel",
+    "hal.command_buffer",
+    "hal.device",
+    "hal.event",
+    "hal.executable",
+    "hal.executable_cache",
+    "hal.fence",
+    "hal.file",
+    "hal.semaphore",
+];
+
+/// The module's version, compared with the minimum version importers require.
+pub const HAL_MODULE_VERSION: u32 = 7;
+
+macro_rules! ref_object_types {
+    ($($ty:ty => $name:literal,)*) => {$(
+        impl RefObject for $ty {
+            fn type_name(&self) -> &str {
+                $name
+            }
+        }
+
+        impl RefObjectType for $ty {
+            const TYPE_NAME: &'static str = $name;
+        }
+    )*};
+}
+
+ref_object_types! {
+    Arc<dyn Allocator> => "hal.allocator",
+    HalBuffer => "hal.buffer",
+    HalBufferView => "hal.buffer_view",
+    HalCommandBuffer => "hal.command_buffer",
+    Arc<dyn Device> => "hal.device",
+    Arc<dyn Executable> => "hal.executable",
+    HalFence => "hal.fence",
+    HalFile => "hal.file",
+    HalSemaphore => "hal.semaphore",
+}
+
+/// A `!vm.buffer` as the contents of a file (`hal.ex.file.from_memory`).
+impl FileContents for VmBuffer {
+    fn len(&self) -> u64 {
+        VmBuffer::len(self) as u64
+    }
+
+    fn read(&self, offset: u64, out: &mut [u8]) -> Result<(), StatusError> {
+        VmBuffer::read(self, offset, out).map_err(|e| StatusError::out_of_range(e.to_string()))
+    }
+}
+
+fn invalid(message: impl Into<String>) -> NativeError {
+    StatusError::invalid_argument(message)
+}
+
+fn out_of_range(message: impl Into<String>) -> NativeError {
+    StatusError::out_of_range(message)
+}
+
+/// What the functions share: the device `hal.devices.get` hands out, and references to it and
+/// to its allocator made once, so that every call sees the same objects.
+struct State {
+    device: Arc<dyn Device>,
+    device_ref: Ref,
+    allocator_ref: Ref,
+}
+
+/// The `hal` module over one device (IREE's `hal` module with a single device).
+pub struct HalModule {
+    module: BuiltNativeModule<State>,
+}
+
+impl std::fmt::Debug for HalModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HalModule")
+            .field("device", &self.module.state().device)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A buffer operand of a recorded command: the buffer, or (null) a binding-table slot.
+fn buffer_operand(buffer: Option<&HalBuffer>, slot: i32) -> Result<BufferRef, NativeError> {
+    match buffer {
+        Some(buffer) => Ok(BufferRef::Direct(buffer.clone())),
+        None => u32::try_from(slot)
+            .map(BufferRef::Slot)
+            .map_err(|_| invalid(format!("binding slot {slot} is negative"))),
+    }
+}
+
+/// A shape given as a span of dimensions.
+fn dims(span: Span<'_, i64>) -> Result<Vec<u64>, NativeError> {
+    span.iter()
+        .enumerate()
+        .map(|(k, d)| {
+            let d = d?;
+            u64::try_from(d).map_err(|_| invalid(format!("shape dimension {k} is negative ({d})")))
+        })
+        .collect()
+}
+
+/// The fence a queue operation's (nullable) fence argument names: null is the empty fence.
+fn fence_or_empty<'a>(fence: Option<&'a HalFence>, empty: &'a HalFence) -> &'a HalFence {
+    fence.unwrap_or(empty)
+}
+
+fn submission<'a>(
+    affinity: i64,
+    wait: Option<&'a HalFence>,
+    signal: Option<&'a HalFence>,
+    empty: &'a HalFence,
+) -> Submission<'a> {
+    Submission {
+        affinity: affinity as u64,
+        wait: fence_or_empty(wait, empty),
+        signal: fence_or_empty(signal, empty),
+    }
+}
+
+fn same_device(a: &Arc<dyn Device>, b: &Arc<dyn Device>) -> bool {
+    std::ptr::eq(Arc::as_ptr(a).cast::<()>(), Arc::as_ptr(b).cast::<()>())
+}
+
+fn buffer_view_assert(
+    view: Option<&HalBufferView>,
+    message: Text<'_>,
+    element_type: i32,
+    encoding: i32,
+    shape: Span<'_, i64>,
+) -> Result<(), NativeError> {
+    // The message and the shapes are only read and formatted for an error: the check runs
+    // on every tensor argument of every call.
+    let message = || message.to_string_lossy();
+    let Some(view) = view else {
+        return Err(invalid(format!(
+            "{} is not a buffer view (null)",
+            message()
+        )));
+    };
+    let element_type = HalElementType(element_type as u32);
+    let encoding = encoding as u32;
+    let expected = dims(shape)?;
+    if view.element_type != element_type {
+        return Err(invalid(format!(
+            "{} element type mismatch; expected {} but have {}",
+            message(),
+            element_type.describe(),
+            view.element_type.describe()
+        )));
+    }
+    if view.encoding_type != encoding {
+        return Err(invalid(format!(
+            "{} encoding mismatch; expected {encoding:#010x} but have {:#010x}",
+            message(),
+            view.encoding_type
+        )));
+    }
+    let shapes = || {
+        format!(
+            "expected shape `{}`, actual shape `{}`",
+            shape_text(&expected),
+            shape_text(&view.shape)
+        )
+    };
+    if view.shape.len() != expected.len() {
+        return Err(invalid(format!(
+            "{} shape rank mismatch; expected {} but have {}; {}",
+            message(),
+            expected.len(),
+            view.shape.len(),
+            shapes()
+        )));
+    }
+    if let Some(k) = (0..expected.len()).find(|&k| expected[k] != view.shape[k]) {
+        return Err(invalid(format!(
+            "{} shape dimension {k} mismatch; expected {} but have {}; {}",
+            message(),
+            expected[k],
+            view.shape[k],
+            shapes()
+        )));
+    }
+    Ok(())
+}
+
+fn allocator_import(
+    allocator: &Arc<dyn Allocator>,
+    is_try: i32,
+    params: BufferParams,
+    source: &Arc<VmBuffer>,
+    offset: i64,
+    length: i64,
+) -> Result<Option<HalBuffer>, NativeError> {
+    let available = source.len() as i64;
+    let length = if length == -1 { available } else { length };
+    if length < 0
+        || offset < 0
+        || offset > available
+        || offset.checked_add(length).is_none_or(|end| end > available)
+    {
+        return Err(invalid(format!(
+            "byte range out of bounds (requested {offset}-{} of available {available})",
+            offset.saturating_add(length) - 1
+        )));
+    }
+    if source.is_mutable() {
+        // IREE aliases a mutable source; pactum's buffers own their bytes, so it cannot. A
+        // `try` import returns null and the module allocates and copies.
+        if is_try != 0 {
+            return Ok(None);
+        }
+        return Err(StatusError::new(
+            StatusCode::Unimplemented,
+            "importing a mutable !vm.buffer without copying is not supported",
+        ));
+    }
+    // A read-only source (rodata) is imported for constant use: a copy behaves the same.
+    let mut bytes = vec![0; length as usize];
+    source
+        .read(offset as u64, &mut bytes)
+        .map_err(|e| invalid(format!("argument 5: {e}")))?;
+    allocator.import_copy(params, &bytes).map(Some)
+}
+
+/// The functions: name, calling convention (what `iree-compile` 3.13 imports) and the typed
+/// closure implementing it, in `call` index order.
+fn functions() -> NativeModuleBuilder<State> {
+    NativeModuleBuilder::new("hal", HAL_MODULE_VERSION)
+        .ref_types(REF_TYPES.iter().copied())
+        .function(
+            "ex.file.from_memory",
+            "0rIirIIi_r",
+            |_: &State,
+             _device: Option<&Ref>,
+             _affinity: i64,
+             _access: i32,
+             buffer: &Arc<VmBuffer>,
+             offset: i64,
+             length: i64,
+             _flags: i32| { HalFile::from_memory(buffer.clone(), offset, length) },
+        )
+        .function(
+            "allocator.allocate",
+            "0rIiiI_r",
+            |_: &State,
+             allocator: &Arc<dyn Allocator>,
+             _affinity: i64,
+             memory_type: i32,
+             usage: i32,
+             size: i64| {
+                let params = BufferParams {
+                    memory_type: memory_type as u32,
+                    usage: usage as u32,
+                };
+                allocator.allocate(params, size)
+            },
+        )
+        .function(
+            "allocator.import",
+            "0riIiirII_r",
+            |_: &State,
+             allocator: &Arc<dyn Allocator>,
+             is_try: i32,
+             _affinity: i64,
+             memory_type: i32,
+             usage: i32,
+             source: &Arc<VmBuffer>,
+             offset: i64,
+             length: i64| {
+                let params = BufferParams {
+                    memory_type: memory_type as u32,
+                    usage: usage as u32,
+                };
+                allocator_import(allocator, is_try, params, source, offset, length)
+            },
+        )
+        .function(
+            "buffer.assert",
+            "0rrrIii_v",
+            |_: &State,
+             buffer: Option<&HalBuffer>,
+             message: Text<'_>,
+             _allocator: Option<&Ref>,
+             minimum: i64,
+             _memory_type: i32,
+             _usage: i32| {
+                let Some(buffer) = buffer else {
+                    return Err(invalid(format!(
+                        "{} buffer is null",
+                        message.to_string_lossy()
+                    )));
+                };
+                if (buffer.len() as i128) < i128::from(minimum) {
+                    return Err(out_of_range(format!(
+                        "{} buffer byte length {} less than expected minimum {minimum}",
+                        message.to_string_lossy(),
+                        buffer.len()
+                    )));
+                }
+                Ok(())
+            },
+        )
+        .function(
+            "buffer.load",
+            "0rIi_i",
+            |_: &State, buffer: &HalBuffer, offset: i64, length: i32| {
+                if !matches!(length, 1 | 2 | 4) {
+                    return Err(invalid(format!(
+                        "buffer.load of {length} bytes (1, 2 or 4)"
+                    )));
+                }
+                let mut bytes = [0u8; 4];
+                buffer.read(offset, &mut bytes[..length as usize])?;
+                Ok(i32::from_le_bytes(bytes))
+            },
+        )
+        .function(
+            "buffer_view.create",
+            "0rIIiiCID_r",
+            |_: &State,
+             buffer: &HalBuffer,
+             offset: i64,
+             length: i64,
+             element_type: i32,
+             encoding: i32,
+             shape: Span<'_, i64>| {
+                let buffer = buffer.subspan(offset, length)?;
+                let element_type = HalElementType(element_type as u32);
+                HalBufferView::new(buffer, dims(shape)?, element_type, encoding as u32)
+            },
+        )
+        .function(
+            "buffer_view.assert",
+            "0rriiCID_v",
+            |_: &State,
+             view: Option<&HalBufferView>,
+             message: Text<'_>,
+             element_type: i32,
+             encoding: i32,
+             shape: Span<'_, i64>| {
+                buffer_view_assert(view, message, element_type, encoding, shape)
+            },
+        )
+        .function(
+            "buffer_view.buffer",
+            "0r_r",
+            |_: &State, view: &HalBufferView| Ok(view.buffer.clone()),
+        )
+        .function(
+            "buffer_view.dim",
+            "0ri_I",
+            |_: &State, view: &HalBufferView, k: i32| {
+                let dim = usize::try_from(k)
+                    .ok()
+                    .and_then(|k| view.shape.get(k))
+                    .ok_or_else(|| {
+                        out_of_range(format!(
+                            "dimension {k} of a buffer view of rank {}",
+                            view.shape.len()
+                        ))
+                    })?;
+                Ok(*dim as i64)
+            },
+        )
+        .function(
+            "command_buffer.create",
+            "0riiIi_r",
+            |_: &State,
+             device: &Arc<dyn Device>,
+             _modes: i32,
+             _categories: i32,
+             _affinity: i64,
+             binding_capacity: i32| {
+                let capacity = u32::try_from(binding_capacity)
+                    .map_err(|_| invalid("negative binding capacity"))?;
+                device.create_command_buffer(capacity)
+            },
+        )
+        .function(
+            "command_buffer.finalize",
+            "0r_v",
+            |_: &State, command_buffer: &HalCommandBuffer| command_buffer.finalize(),
+        )
+        .function(
+            "command_buffer.execution_barrier",
+            "0riiI_v",
+            |_: &State,
+             _command_buffer: &HalCommandBuffer,
+             _source_stage: i32,
+             _target_stage: i32,
+             _flags: i64| Ok(()),
+        )
+        .function(
+            "command_buffer.fill_buffer",
+            "0rrIIiIiI_v",
+            |_: &State,
+             command_buffer: &HalCommandBuffer,
+             target: Option<&HalBuffer>,
+             offset: i64,
+             length: i64,
+             target_slot: i32,
+             pattern: i64,
+             pattern_length: i32,
+             _flags: i64| {
+                command_buffer.record(Command::Fill {
+                    target: buffer_operand(target, target_slot)?,
+                    offset,
+                    length,
+                    pattern: pattern as u64,
+                    pattern_length: i64::from(pattern_length),
+                })
+            },
+        )
+        .function(
+            "command_buffer.copy_buffer",
+            "0riirIrIII_v",
+            |_: &State,
+             command_buffer: &HalCommandBuffer,
+             source_slot: i32,
+             target_slot: i32,
+             source: Option<&HalBuffer>,
+             source_offset: i64,
+             target: Option<&HalBuffer>,
+             target_offset: i64,
+             length: i64,
+             _flags: i64| {
+                command_buffer.record(Command::Copy {
+                    source: buffer_operand(source, source_slot)?,
+                    source_offset,
+                    target: buffer_operand(target, target_slot)?,
+                    target_offset,
+                    length,
+                })
+            },
+        )
+        .function(
+            "command_buffer.dispatch",
+            "0rrIiiiICiDCiirIID_v",
+            |_: &State,
+             command_buffer: &HalCommandBuffer,
+             executable: &Arc<dyn Executable>,
+             ordinal: i64,
+             x: i32,
+             y: i32,
+             z: i32,
+             _flags: i64,
+             constants: Span<'_, i32>,
+             bindings: Span<'_, (i32, i32, Option<&HalBuffer>, i64, i64)>| {
+                let constants = constants.iter().collect::<Result<Vec<i32>, _>>()?;
+                let bindings = bindings
+                    .iter()
+                    .map(|binding| {
+                        let (_, slot, buffer, offset, length) = binding?;
+                        Ok((buffer_operand(buffer, slot)?, offset, length))
+                    })
+                    .collect::<Result<Vec<_>, NativeError>>()?;
+                command_buffer.record(Command::Dispatch {
+                    executable: executable.clone(),
+                    ordinal,
+                    count: [x as u32, y as u32, z as u32],
+                    constants,
+                    bindings,
+                })
+            },
+        )
+        .function(
+            "device.allocator",
+            "0r_r",
+            |state: &State, device: &Arc<dyn Device>| {
+                Ok(if same_device(device, &state.device) {
+                    state.allocator_ref.clone()
+                } else {
+                    Ref::Object(Arc::new(device.allocator()))
+                })
+            },
+        )
+        .function(
+            "device.query.i64",
+            "0rrr_iI",
+            |_: &State, device: &Arc<dyn Device>, category: Text<'_>, key: Text<'_>| {
+                let answer = device.query_i64(&category.to_string_lossy(), &key.to_string_lossy());
+                Ok(match answer {
+                    Some(value) => (1, value),
+                    None => (0, 0),
+                })
+            },
+        )
+        .function(
+            "device.queue.alloca",
+            "0rIrrIiiII_r",
+            |_: &State,
+             device: &Arc<dyn Device>,
+             affinity: i64,
+             wait: Option<&HalFence>,
+             signal: Option<&HalFence>,
+             _pool: i64,
+             memory_type: i32,
+             usage: i32,
+             size: i64,
+             _flags: i64| {
+                let empty = HalFence::empty();
+                let params = BufferParams {
+                    memory_type: memory_type as u32,
+                    usage: usage as u32,
+                };
+                device.queue_alloca(submission(affinity, wait, signal, &empty), params, size)
+            },
+        )
+        .function(
+            "device.queue.dealloca",
+            "0rIrrrI_v",
+            |_: &State,
+             device: &Arc<dyn Device>,
+             affinity: i64,
+             wait: Option<&HalFence>,
+             signal: Option<&HalFence>,
+             buffer: &HalBuffer,
+             _flags: i64| {
+                let empty = HalFence::empty();
+                device.queue_dealloca(submission(affinity, wait, signal, &empty), buffer)
+            },
+        )
+        .function(
+            "device.queue.fill",
+            "0rIrrrIIIiI_v",
+            |_: &State,
+             device: &Arc<dyn Device>,
+             affinity: i64,
+             wait: Option<&HalFence>,
+             signal: Option<&HalFence>,
+             target: &HalBuffer,
+             offset: i64,
+             length: i64,
+             pattern: i64,
+             pattern_length: i32,
+             _flags: i64| {
+                let empty = HalFence::empty();
+                device.queue_fill(
+                    submission(affinity, wait, signal, &empty),
+                    target,
+                    offset,
+                    length,
+                    pattern as u64,
+                    i64::from(pattern_length),
+                )
+            },
+        )
+        .function(
+            "device.queue.copy",
+            "0rIrrrIrIII_v",
+            |_: &State,
+             device: &Arc<dyn Device>,
+             affinity: i64,
+             wait: Option<&HalFence>,
+             signal: Option<&HalFence>,
+             source: &HalBuffer,
+             source_offset: i64,
+             target: &HalBuffer,
+             target_offset: i64,
+             length: i64,
+             _flags: i64| {
+                let empty = HalFence::empty();
+                device.queue_copy(
+                    submission(affinity, wait, signal, &empty),
+                    source,
+                    source_offset,
+                    target,
+                    target_offset,
+                    length,
+                )
+            },
+        )
+        .function(
+            "device.queue.read",
+            "0rIrrrIrIII_v",
+            |_: &State,
+             device: &Arc<dyn Device>,
+             affinity: i64,
+             wait: Option<&HalFence>,
+             signal: Option<&HalFence>,
+             source: &HalFile,
+             source_offset: i64,
+             target: &HalBuffer,
+             target_offset: i64,
+             length: i64,
+             _flags: i64| {
+                let empty = HalFence::empty();
+                device.queue_read(
+                    submission(affinity, wait, signal, &empty),
+                    source,
+                    source_offset,
+                    target,
+                    target_offset,
+                    length,
+                )
+            },
+        )
+        .function(
+            "device.queue.execute",
+            "0rIrrrI_v",
+            |_: &State,
+             device: &Arc<dyn Device>,
+             affinity: i64,
+             wait: Option<&HalFence>,
+             signal: Option<&HalFence>,
+             command_buffer: &HalCommandBuffer,
+             _flags: i64| {
+                let empty = HalFence::empty();
+                device.queue_execute(
+                    submission(affinity, wait, signal, &empty),
+                    Some(command_buffer),
+                    &[],
+                )
+            },
+        )
+        .function(
+            "device.queue.execute.indirect",
+            "0rIrrrICrIID_v",
+            |_: &State,
+             device: &Arc<dyn Device>,
+             affinity: i64,
+             wait: Option<&HalFence>,
+             signal: Option<&HalFence>,
+             command_buffer: &HalCommandBuffer,
+             _flags: i64,
+             table: Span<'_, (&HalBuffer, i64, i64)>| {
+                let table = table
+                    .iter()
+                    .map(|entry| {
+                        let (buffer, offset, length) = entry?;
+                        Ok(Binding {
+                            buffer: buffer.clone(),
+                            offset,
+                            length,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, NativeError>>()?;
+                let empty = HalFence::empty();
+                device.queue_execute(
+                    submission(affinity, wait, signal, &empty),
+                    Some(command_buffer),
+                    &table,
+                )
+            },
+        )
+        .function("devices.count", "0v_i", |_: &State| Ok(1i32))
+        .function("devices.get", "0i_r", |state: &State, index: i32| {
+            if index != 0 {
+                return Err(out_of_range(format!("device {index} of 1")));
+            }
+            Ok(state.device_ref.clone())
+        })
+        .function(
+            "executable.create",
+            "0rIrrr_r",
+            |_: &State,
+             device: &Arc<dyn Device>,
+             _affinity: i64,
+             format: Text<'_>,
+             data: &Arc<VmBuffer>,
+             constants: Option<&Arc<VmBuffer>>| {
+                let format = format.to_string_lossy();
+                let data = data.to_vec();
+                let constants = match constants {
+                    Some(buffer) => buffer
+                        .to_vec()
+                        .chunks(4)
+                        .map(|c| {
+                            c.try_into().map(u32::from_le_bytes).map_err(|_| {
+                                invalid("argument 4: executable constants are not 4-byte values")
+                            })
+                        })
+                        .collect::<Result<Vec<u32>, NativeError>>()?,
+                    None => Vec::new(),
+                };
+                device.create_executable(&format, data, &constants)
+            },
+        )
+        .function(
+            "executable.lookup.function",
+            "0rr_I",
+            |_: &State, executable: &Arc<dyn Executable>, name: Text<'_>| {
+                let name = name.to_string_lossy();
+                let ordinal = executable.lookup(&name).ok_or_else(|| {
+                    StatusError::new(
+                        StatusCode::NotFound,
+                        format!("executable has no function `{name}`"),
+                    )
+                })?;
+                Ok(ordinal as i64)
+            },
+        )
+        .function(
+            "fence.create",
+            "0rI_r",
+            |_: &State, device: &Arc<dyn Device>, _flags: i64| {
+                Ok(HalFence::at(device.create_semaphore(0)?, 1))
+            },
+        )
+        .function(
+            "fence.join",
+            "0ICrD_r",
+            |_: &State, _flags: i64, fences: Span<'_, Option<&HalFence>>| {
+                let mut joined = HalFence::empty();
+                for fence in fences.iter() {
+                    for (semaphore, value) in fence?.iter().flat_map(|f| f.points()) {
+                        joined.insert(semaphore.clone(), value);
+                    }
+                }
+                Ok(joined)
+            },
+        )
+        .function(
+            "fence.await",
+            "0iICrD_i",
+            |_: &State, timeout: i32, _flags: i64, fences: Span<'_, Option<&HalFence>>| {
+                // Every argument is checked before any wait.
+                for fence in fences.iter() {
+                    fence?;
+                }
+                let fences = fences.iter().filter_map(|fence| fence.ok().flatten());
+                match HalFence::wait_all(fences, Timeout::from_millis(timeout as u32)) {
+                    Ok(()) => Ok(0i32),
+                    // A timeout is an answer the program handles; a failure fails the call.
+                    Err(e) if e.status == StatusCode::DeadlineExceeded => {
+                        Ok(e.status.code() as i32)
+                    }
+                    Err(e) => Err(e),
+                }
+            },
+        )
+        .function("buffer.length", "0r_I", |_: &State, buffer: &HalBuffer| {
+            Ok(buffer.len() as i64)
+        })
+        .function(
+            "buffer.subspan",
+            "0rII_r",
+            |_: &State, buffer: &HalBuffer, offset: i64, length: i64| {
+                buffer.subspan(offset, length)
+            },
+        )
+        .function(
+            "buffer.store",
+            "0irIi_v",
+            |_: &State, value: i32, buffer: &HalBuffer, offset: i64, length: i32| {
+                if !matches!(length, 1 | 2 | 4) {
+                    return Err(invalid(format!(
+                        "buffer.store of {length} bytes (1, 2 or 4)"
+                    )));
+                }
+                buffer.write(offset, &value.to_le_bytes()[..length as usize])
+            },
+        )
+        .function(
+            "buffer_view.rank",
+            "0r_i",
+            |_: &State, view: &HalBufferView| Ok(view.shape.len() as i32),
+        )
+        .function(
+            "buffer_view.element_type",
+            "0r_i",
+            |_: &State, view: &HalBufferView| Ok(view.element_type.0 as i32),
+        )
+        .function(
+            "buffer_view.encoding_type",
+            "0r_i",
+            |_: &State, view: &HalBufferView| Ok(view.encoding_type as i32),
+        )
+        .function(
+            "command_buffer.begin_debug_group",
+            "0rr_v",
+            |_: &State, _command_buffer: &HalCommandBuffer, _label: Option<&Ref>| Ok(()),
+        )
+        .function(
+            "command_buffer.end_debug_group",
+            "0r_v",
+            |_: &State, _command_buffer: &HalCommandBuffer| Ok(()),
+        )
+        .function(
+            "device.queue.flush",
+            "0rI_v",
+            |_: &State, device: &Arc<dyn Device>, _affinity: i64| device.queue_flush(),
+        )
+        .function("fence.signal", "0r_v", |_: &State, fence: &HalFence| {
+            fence.signal()
+        })
+        .function("fence.query", "0r_i", |_: &State, fence: &HalFence| {
+            Ok(match fence.is_reached() {
+                Ok(true) => 0,
+                Ok(false) => StatusCode::Deferred.code() as i32,
+                Err(failure) => failure.status.code() as i32,
+            })
+        })
+        .function(
+            "fence.fail",
+            "0ri_v",
+            |_: &State, fence: &HalFence, status: i32| {
+                let status = StatusCode::from_code(status as u32);
+                fence.fail(&StatusError::new(status, "failed by hal.fence.fail"));
+                Ok(())
+            },
+        )
+}
+
+impl HalModule {
+    /// The module over `device`: `hal.devices.get(0)` returns it, and every function works
+    /// on the objects its arguments name.
+    pub fn new(device: Arc<dyn Device>) -> HalModule {
+        let allocator_ref = Ref::Object(Arc::new(device.allocator()));
+        let device_ref = Ref::Object(Arc::new(device.clone()));
+        HalModule {
+            module: functions().build(State {
+                device,
+                device_ref,
+                allocator_ref,
+            }),
+        }
+    }
+
+    /// The device `hal.devices.get(0)` returns.
+    pub fn device(&self) -> &Arc<dyn Device> {
+        &self.module.state().device
+    }
+
+    /// The reference to the device that `hal.devices.get(0)` returns, for passing it to the
+    /// module's functions.
+    pub fn device_ref(&self) -> &Ref {
+        &self.module.state().device_ref
+    }
+}
+
+impl NativeModule for HalModule {
+    fn name(&self) -> &str {
+        self.module.name()
+    }
+
+    fn version(&self) -> u32 {
+        self.module.version()
+    }
+
+    fn functions(&self) -> &[NativeFunction] {
+        self.module.functions()
+    }
+
+    fn ref_types(&self) -> Vec<String> {
+        self.module.ref_types()
+    }
+
+    fn check_signatures(&self) -> Result<(), SignatureMismatch> {
+        self.module.check_signatures()
+    }
+
+    fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
+        self.module.call(index, args)
+    }
+}
+
+/// A reference to a new HAL object, for passing to the module's functions.
+pub fn hal_ref<T: RefObjectType>(object: T) -> Value {
+    Value::Ref(Some(Ref::Object(Arc::new(object))))
+}
