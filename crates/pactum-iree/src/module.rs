@@ -187,8 +187,8 @@ impl IreeModule {
         let mut context = Context::new(limits.clone());
         let device = LocalDevice::new(workers.clone())
             .with_memory_budget(context.memory_budget().cloned())
-            .with_vmvx_limits(limits);
-        let hal = HalModule::new(Arc::new(device));
+            .with_vmvx_limits(limits.clone());
+        let hal = HalModule::with_wait_limit(Arc::new(device), limits.max_wait);
         context.register_native(Arc::new(hal)).map_err(vm_error)?;
         let name = context.load_bytecode(file.clone()).map_err(vm_error)?;
         let exports = signatures

@@ -9,6 +9,7 @@
 //! impls, `!vm.buffer` files) lives here, not in the device layer.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::allocator::{Allocator, BufferParams};
 use super::buffer::{Binding, HalBuffer, HalBufferView, shape_text};
@@ -94,6 +95,36 @@ struct State {
     device: Arc<dyn Device>,
     device_ref: Ref,
     allocator_ref: Ref,
+    /// The longest one wait may block (`Limits::max_wait`); `None`: as long as it takes.
+    max_wait: Option<Duration>,
+}
+
+impl State {
+    /// Blocks until `fence` is reached or failed, for at most `max_wait`: past it, the call
+    /// fails with `DEADLINE_EXCEEDED` (a budget, not an answer the program handles). A
+    /// failed fence is not an error here: the queue operation that waits on it propagates
+    /// the failure to its own signal fence.
+    fn wait_within_budget(&self, fence: &HalFence) -> Result<(), NativeError> {
+        let Some(max_wait) = self.max_wait else {
+            return Ok(());
+        };
+        match fence.wait(Timeout::After(max_wait)) {
+            Err(e) if e.status == StatusCode::DeadlineExceeded => {
+                Err(wait_budget_exceeded(max_wait))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn wait_budget_exceeded(max_wait: Duration) -> NativeError {
+    StatusError::new(
+        StatusCode::DeadlineExceeded,
+        format!(
+            "a HAL fence was not reached within the wait limit of {max_wait:?} (Limits::max_wait): \
+             queue work is synchronous, so only another thread could still signal it"
+        ),
+    )
 }
 
 /// The `hal` module over one device (IREE's `hal` module with a single device).
@@ -135,17 +166,22 @@ fn fence_or_empty<'a>(fence: Option<&'a HalFence>, empty: &'a HalFence) -> &'a H
     fence.unwrap_or(empty)
 }
 
+/// A queue operation's submission, once its wait fence is reached (or failed) within the wait
+/// budget.
 fn submission<'a>(
+    state: &State,
     affinity: i64,
     wait: Option<&'a HalFence>,
     signal: Option<&'a HalFence>,
     empty: &'a HalFence,
-) -> Submission<'a> {
-    Submission {
+) -> Result<Submission<'a>, NativeError> {
+    let wait = fence_or_empty(wait, empty);
+    state.wait_within_budget(wait)?;
+    Ok(Submission {
         affinity: affinity as u64,
-        wait: fence_or_empty(wait, empty),
+        wait,
         signal: fence_or_empty(signal, empty),
-    }
+    })
 }
 
 fn same_device(a: &Arc<dyn Device>, b: &Arc<dyn Device>) -> bool {
@@ -519,7 +555,7 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "device.queue.alloca",
             "0rIrrIiiII_r",
-            |_: &State,
+            |state: &State,
              device: &Arc<dyn Device>,
              affinity: i64,
              wait: Option<&HalFence>,
@@ -534,13 +570,17 @@ fn functions() -> NativeModuleBuilder<State> {
                     memory_type: memory_type as u32,
                     usage: usage as u32,
                 };
-                device.queue_alloca(submission(affinity, wait, signal, &empty), params, size)
+                device.queue_alloca(
+                    submission(state, affinity, wait, signal, &empty)?,
+                    params,
+                    size,
+                )
             },
         )
         .function(
             "device.queue.dealloca",
             "0rIrrrI_v",
-            |_: &State,
+            |state: &State,
              device: &Arc<dyn Device>,
              affinity: i64,
              wait: Option<&HalFence>,
@@ -548,13 +588,13 @@ fn functions() -> NativeModuleBuilder<State> {
              buffer: &HalBuffer,
              _flags: i64| {
                 let empty = HalFence::empty();
-                device.queue_dealloca(submission(affinity, wait, signal, &empty), buffer)
+                device.queue_dealloca(submission(state, affinity, wait, signal, &empty)?, buffer)
             },
         )
         .function(
             "device.queue.fill",
             "0rIrrrIIIiI_v",
-            |_: &State,
+            |state: &State,
              device: &Arc<dyn Device>,
              affinity: i64,
              wait: Option<&HalFence>,
@@ -567,7 +607,7 @@ fn functions() -> NativeModuleBuilder<State> {
              _flags: i64| {
                 let empty = HalFence::empty();
                 device.queue_fill(
-                    submission(affinity, wait, signal, &empty),
+                    submission(state, affinity, wait, signal, &empty)?,
                     target,
                     offset,
                     length,
@@ -579,7 +619,7 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "device.queue.copy",
             "0rIrrrIrIII_v",
-            |_: &State,
+            |state: &State,
              device: &Arc<dyn Device>,
              affinity: i64,
              wait: Option<&HalFence>,
@@ -592,7 +632,7 @@ fn functions() -> NativeModuleBuilder<State> {
              _flags: i64| {
                 let empty = HalFence::empty();
                 device.queue_copy(
-                    submission(affinity, wait, signal, &empty),
+                    submission(state, affinity, wait, signal, &empty)?,
                     source,
                     source_offset,
                     target,
@@ -604,7 +644,7 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "device.queue.read",
             "0rIrrrIrIII_v",
-            |_: &State,
+            |state: &State,
              device: &Arc<dyn Device>,
              affinity: i64,
              wait: Option<&HalFence>,
@@ -617,7 +657,7 @@ fn functions() -> NativeModuleBuilder<State> {
              _flags: i64| {
                 let empty = HalFence::empty();
                 device.queue_read(
-                    submission(affinity, wait, signal, &empty),
+                    submission(state, affinity, wait, signal, &empty)?,
                     source,
                     source_offset,
                     target,
@@ -629,7 +669,7 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "device.queue.execute",
             "0rIrrrI_v",
-            |_: &State,
+            |state: &State,
              device: &Arc<dyn Device>,
              affinity: i64,
              wait: Option<&HalFence>,
@@ -638,7 +678,7 @@ fn functions() -> NativeModuleBuilder<State> {
              _flags: i64| {
                 let empty = HalFence::empty();
                 device.queue_execute(
-                    submission(affinity, wait, signal, &empty),
+                    submission(state, affinity, wait, signal, &empty)?,
                     Some(command_buffer),
                     &[],
                 )
@@ -647,7 +687,7 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "device.queue.execute.indirect",
             "0rIrrrICrIID_v",
-            |_: &State,
+            |state: &State,
              device: &Arc<dyn Device>,
              affinity: i64,
              wait: Option<&HalFence>,
@@ -668,7 +708,7 @@ fn functions() -> NativeModuleBuilder<State> {
                     .collect::<Result<Vec<_>, NativeError>>()?;
                 let empty = HalFence::empty();
                 device.queue_execute(
-                    submission(affinity, wait, signal, &empty),
+                    submission(state, affinity, wait, signal, &empty)?,
                     Some(command_buffer),
                     &table,
                 )
@@ -744,18 +784,27 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "fence.await",
             "0iICrD_i",
-            |_: &State, timeout: i32, _flags: i64, fences: Span<'_, Option<&HalFence>>| {
+            |state: &State, timeout: i32, _flags: i64, fences: Span<'_, Option<&HalFence>>| {
                 // Every argument is checked before any wait.
                 for fence in fences.iter() {
                     fence?;
                 }
                 let fences = fences.iter().filter_map(|fence| fence.ok().flatten());
-                match HalFence::wait_all(fences, Timeout::from_millis(timeout as u32)) {
+                // The program's own timeout, unless the wait budget ends first.
+                let asked = Timeout::from_millis(timeout as u32);
+                let budget_first = match (asked, state.max_wait) {
+                    (_, None) => None,
+                    (Timeout::Infinite, Some(max)) => Some(max),
+                    (Timeout::After(asked), Some(max)) => (max < asked).then_some(max),
+                };
+                let timeout = budget_first.map_or(asked, Timeout::After);
+                match HalFence::wait_all(fences, timeout) {
                     Ok(()) => Ok(0i32),
-                    // A timeout is an answer the program handles; a failure fails the call.
-                    Err(e) if e.status == StatusCode::DeadlineExceeded => {
-                        Ok(e.status.code() as i32)
-                    }
+                    Err(e) if e.status == StatusCode::DeadlineExceeded => match budget_first {
+                        Some(max) => Err(wait_budget_exceeded(max)),
+                        // A timeout is an answer the program handles; a failure fails the call.
+                        None => Ok(e.status.code() as i32),
+                    },
                     Err(e) => Err(e),
                 }
             },
@@ -835,8 +884,16 @@ fn functions() -> NativeModuleBuilder<State> {
 
 impl HalModule {
     /// The module over `device`: `hal.devices.get(0)` returns it, and every function works
-    /// on the objects its arguments name.
+    /// on the objects its arguments name. Waits on fences block as long as it takes, as in
+    /// IREE (see [`HalModule::with_wait_limit`]).
     pub fn new(device: Arc<dyn Device>) -> HalModule {
+        HalModule::with_wait_limit(device, None)
+    }
+
+    /// The module over `device`, whose waits on fences (`hal.fence.await`, a queue operation's
+    /// wait fence) fail with `DEADLINE_EXCEEDED` after `max_wait` (`Limits::max_wait`): a
+    /// module from an untrusted file cannot hang its caller on a fence nothing signals.
+    pub fn with_wait_limit(device: Arc<dyn Device>, max_wait: Option<Duration>) -> HalModule {
         let allocator_ref = Ref::Object(Arc::new(device.allocator()));
         let device_ref = Ref::Object(Arc::new(device.clone()));
         HalModule {
@@ -844,6 +901,7 @@ impl HalModule {
                 device,
                 device_ref,
                 allocator_ref,
+                max_wait,
             }),
         }
     }

@@ -20,10 +20,17 @@ pub struct Limits {
     /// DAZ + FTZ, Arm's FZ), as IREE's local devices do around every dispatch; on for the
     /// contexts of vmvx executables, off by default.
     pub flush_denormals: bool,
+    /// The longest one wait on a HAL fence may block inside an invocation (`hal.fence.await`,
+    /// a queue operation's wait fence) before it fails with `DEADLINE_EXCEEDED`; `None` for no
+    /// limit, as IREE waits. Queue work is synchronous here, so a fence the program waits on
+    /// that is not reached yet can only be reached from another thread: a module that waits
+    /// for a fence nothing signals would otherwise hang its caller.
+    pub max_wait: Option<std::time::Duration>,
 }
 
 impl Default for Limits {
-    /// 1024 frames, 8 MiB of registers, no instruction limit, 1 GiB of memory.
+    /// 1024 frames, 8 MiB of registers, no instruction limit, 1 GiB of memory, fence waits
+    /// of at most a minute.
     fn default() -> Limits {
         Limits {
             max_frames: 1024,
@@ -31,6 +38,7 @@ impl Default for Limits {
             fuel: None,
             memory: Some(1 << 30),
             flush_denormals: false,
+            max_wait: Some(std::time::Duration::from_secs(60)),
         }
     }
 }
