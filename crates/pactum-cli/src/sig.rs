@@ -1,10 +1,10 @@
 //! `pactum sig`: IREE function signatures on the command line: render, the implied calling
 //! convention, conversion between formats, and a readable explanation. The work is
-//! [`pactum_iree::signature::tools`]'s; this module names the formats for clap and prints.
+//! [`pactum_iree::sig`]'s; this module names the formats for clap and prints.
 
 use anyhow::Result;
 use clap::ValueEnum;
-use pactum_iree::signature::tools;
+use pactum_iree::sig;
 
 /// The signature formats `pactum sig` reads and writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -21,28 +21,28 @@ pub enum Format {
     Declaration,
 }
 
-impl From<Format> for tools::Format {
-    fn from(format: Format) -> tools::Format {
+impl From<Format> for sig::Format {
+    fn from(format: Format) -> sig::Format {
         match format {
-            Format::IreeAbi => tools::Format::IreeAbi,
-            Format::Raw => tools::Format::Raw,
-            Format::Sip => tools::Format::Sip,
-            Format::Cconv => tools::Format::Cconv,
-            Format::Declaration => tools::Format::Declaration,
+            Format::IreeAbi => sig::Format::IreeAbi,
+            Format::Raw => sig::Format::Raw,
+            Format::Sip => sig::Format::Sip,
+            Format::Cconv => sig::Format::Cconv,
+            Format::Declaration => sig::Format::Declaration,
         }
     }
 }
 
 /// `pactum sig render`: IREE's own rendering of a raw or SIP signature.
 pub fn render(text: &str, format: Option<Format>) -> Result<()> {
-    println!("{}", tools::render(text, format.map(Into::into))?);
+    println!("{}", sig::render(text, format.map(Into::into))?);
     Ok(())
 }
 
 /// `pactum sig cconv`: the calling convention a signature implies, optionally checked
 /// against one.
 pub fn cconv(text: &str, format: Option<Format>, check: Option<&str>) -> Result<()> {
-    println!("{}", tools::cconv(text, format.map(Into::into), check)?);
+    println!("{}", sig::cconv(text, format.map(Into::into), check)?);
     Ok(())
 }
 
@@ -50,7 +50,7 @@ pub fn cconv(text: &str, format: Option<Format>, check: Option<&str>) -> Result<
 pub fn convert(text: &str, from: Option<Format>, to: Format, name: &str) -> Result<()> {
     println!(
         "{}",
-        tools::convert(text, from.map(Into::into), to.into(), name)?
+        sig::convert(text, from.map(Into::into), to.into(), name)?
     );
     Ok(())
 }
@@ -58,9 +58,9 @@ pub fn convert(text: &str, from: Option<Format>, to: Format, name: &str) -> Resu
 /// `pactum sig explain`: what a signature says, in words (what its format says on its own is
 /// printed before an error saying why it describes no signature).
 pub fn explain(text: &str, format: Option<Format>) -> Result<()> {
-    match tools::explain(text, format.map(Into::into)) {
+    match sig::explain(text, format.map(Into::into)) {
         Ok(explanation) => println!("{explanation}"),
-        Err(tools::SigError::Partial { explained, error }) => {
+        Err(sig::SigError::Partial { explained, error }) => {
             println!("{explained}");
             return Err(error.into());
         }

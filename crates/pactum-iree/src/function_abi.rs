@@ -26,6 +26,9 @@
 //! # Ok::<(), pactum_iree::function_abi::AttributeError>(())
 //! ```
 
+// Safe Rust only.
+#![forbid(unsafe_code)]
+
 use std::fmt;
 
 use crate::signature::abi_json::IreeAbi;
@@ -127,6 +130,7 @@ impl fmt::Display for AttributeErrorKind {
 
 impl std::error::Error for AttributeError {}
 
+#[cfg(feature = "structured")]
 impl From<AttributeError> for pactum::Error {
     fn from(error: AttributeError) -> pactum::Error {
         pactum::Error::new(pactum::ErrorKind::VALUE_ERROR, error.to_string())

@@ -3,8 +3,10 @@
 
 use pactum::sys::dlpack::DLTensor;
 use pactum::{AnyView, DataType, Tensor, TensorView};
-use pactum_iree::buffer::{BufferType, Conversion, Prepared, Verdict, assess, convert, prepare};
 use pactum_iree::signature::{ScalarType, Signedness, Type};
+use pactum_iree::tensor_fit::{
+    BufferType, Conversion, Prepared, Verdict, assess, convert, prepare,
+};
 
 fn buffer(element: ScalarType, dims: &[Option<u64>]) -> BufferType {
     BufferType::from_type(&Type::ndarray(element, dims)).unwrap()
@@ -140,7 +142,7 @@ fn convert_to(tensor: &Tensor, target: ScalarType) -> Tensor {
     let any = AnyView::from(tensor);
     let view: TensorView = any.get().unwrap();
     let conversion = Conversion {
-        cast: Some((view.dtype(), pactum_iree::buffer::scalar_dtype(target))),
+        cast: Some((view.dtype(), pactum_iree::tensor_fit::scalar_dtype(target))),
         relayout: false,
     };
     convert(&view, &conversion).unwrap()

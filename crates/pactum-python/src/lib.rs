@@ -21,16 +21,16 @@
 //! - `pactum.tensor.bitcast(x: Tensor, dtype) -> Tensor` ([`pactum::Tensor::view_as`]), for
 //!   element types NumPy lacks (`bfloat16`);
 //! - `pactum.sig.{detect,render,cconv,matches,convert,explain,explain_json}`, for
-//!   `python/pactum/sig.py`: what `pactum sig` does ([`pactum_iree::signature::tools`]), each
+//!   `python/pactum/sig.py`: what `pactum sig` does ([`pactum_iree::sig`]), each
 //!   taking the signature text and its format (`None`: detected) and returning a string
-//!   (`explain_json`: the JSON of [`tools::Explanation::to_json`]; `matches`: a bool). Bad
+//!   (`explain_json`: the JSON of [`sig::Explanation::to_json`]; `matches`: a bool). Bad
 //!   input is a `ValueError` whose message names the byte offset.
 
 use core::ffi::c_int;
 
 use pactum::{Any, AnyView, Array, DataType, Error, ErrorKind, Function, Result, Tensor};
+use pactum_iree::sig::{self, Format, SigError};
 use pactum_iree::signature::cconv::CheckError;
-use pactum_iree::signature::tools::{self, Format, SigError};
 use pactum_iree::vmfb::VmfbFile;
 use pactum_mlir::{LayoutMismatch, MlirLibrary};
 
@@ -85,29 +85,29 @@ fn format(from: Option<String>) -> Result<Option<Format>> {
     Ok(from.map(|name| name.parse::<Format>()).transpose()?)
 }
 
-/// `pactum.sig.*` (python/pactum/sig.py): thin calls of [`pactum_iree::signature::tools`].
+/// `pactum.sig.*` (python/pactum/sig.py): thin calls of [`pactum_iree::sig`].
 fn register_sig() -> Result<()> {
     register("pactum.sig.detect", || {
         Function::from_typed(|text: String, from: Option<String>| -> Result<String> {
-            Ok(tools::detect(&text, format(from)?)?.key().to_owned())
+            Ok(sig::detect(&text, format(from)?)?.key().to_owned())
         })
     })?;
     register("pactum.sig.render", || {
         Function::from_typed(|text: String, from: Option<String>| -> Result<String> {
-            Ok(tools::render(&text, format(from)?)?)
+            Ok(sig::render(&text, format(from)?)?)
         })
     })?;
     register("pactum.sig.cconv", || {
         Function::from_typed(
             |text: String, from: Option<String>, check: Option<String>| -> Result<String> {
-                Ok(tools::cconv(&text, format(from)?, check.as_deref())?.to_string())
+                Ok(sig::cconv(&text, format(from)?, check.as_deref())?.to_string())
             },
         )
     })?;
     register("pactum.sig.matches", || {
         Function::from_typed(
             |text: String, from: Option<String>, cconv: String| -> Result<bool> {
-                match tools::cconv(&text, format(from)?, Some(&cconv)) {
+                match sig::cconv(&text, format(from)?, Some(&cconv)) {
                     Ok(_) => Ok(true),
                     Err(SigError::Check(CheckError::Mismatch(_))) => Ok(false),
                     Err(error) => Err(error.into()),
@@ -118,7 +118,7 @@ fn register_sig() -> Result<()> {
     register("pactum.sig.convert", || {
         Function::from_typed(
             |text: String, from: Option<String>, to: String, name: String| -> Result<String> {
-                Ok(tools::convert(
+                Ok(sig::convert(
                     &text,
                     format(from)?,
                     to.parse::<Format>()?,
@@ -129,12 +129,12 @@ fn register_sig() -> Result<()> {
     })?;
     register("pactum.sig.explain", || {
         Function::from_typed(|text: String, from: Option<String>| -> Result<String> {
-            Ok(tools::explain(&text, format(from)?)?.to_string())
+            Ok(sig::explain(&text, format(from)?)?.to_string())
         })
     })?;
     register("pactum.sig.explain_json", || {
         Function::from_typed(|text: String, from: Option<String>| -> Result<String> {
-            Ok(tools::explain(&text, format(from)?)?.to_json().to_string())
+            Ok(sig::explain(&text, format(from)?)?.to_json().to_string())
         })
     })
 }

@@ -176,7 +176,9 @@ impl HalBuffer {
         ))
     }
 
-    /// The address and length of `offset..offset+length`, for compiled (ELF) dispatch code.
+    /// The address and length of `offset..offset+length`, for compiled (ELF) dispatch code and
+    /// bulk copies between tensors and buffers.
+    #[cfg(any(feature = "llvm-cpu", feature = "module"))]
     pub(crate) fn raw_range(
         &self,
         offset: i64,
@@ -193,6 +195,7 @@ impl HalBuffer {
     /// The address of this buffer's first byte when nothing else holds its allocation (no
     /// other buffer, subspan or `!vm.buffer` view): its bytes can then be handed over for as
     /// long as this buffer is kept, without anyone else reading or writing them.
+    #[cfg(feature = "module")]
     pub(crate) fn exclusive_ptr(&self) -> Option<*mut u8> {
         (Arc::strong_count(&self.allocation) == 1
             && Arc::weak_count(&self.allocation) == 0

@@ -99,10 +99,11 @@ pub use command::{BufferRef, Command, HalCommandBuffer, MAX_COMMANDS};
 pub use device::{ANY_QUEUE, Device, Submission, id_matches};
 pub use element::{HalElementType, c_format_g, format_tensor};
 pub use executable::{
-    DISPATCH_CCONV, ElfError, ElfExecutable, ElfSummary, EmbeddedExecutable, Executable,
-    VMVX_FORMAT, VmvxExecutable, check_elf_executable, embedded_elf_format, executables_in_vmfb,
-    is_elf_format, system_elf_format, vm_view,
+    DISPATCH_CCONV, EmbeddedExecutable, Executable, VMVX_FORMAT, VmvxExecutable,
+    embedded_elf_format, executables_in_vmfb, is_elf_format, system_elf_format, vm_view,
 };
+#[cfg(feature = "llvm-cpu")]
+pub use executable::{ElfError, ElfExecutable, ElfSummary, check_elf_executable};
 pub use file::{FileContents, HalFile};
 pub use local::{LocalDevice, LocalExecutable, MAX_WORKGROUPS, Workers, is_local_format};
 pub use semaphore::{HalFence, HalSemaphore, Timeout};

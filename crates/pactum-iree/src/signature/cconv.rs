@@ -460,6 +460,7 @@ impl fmt::Display for CheckError {
 
 impl std::error::Error for CheckError {}
 
+#[cfg(feature = "structured")]
 impl From<CheckError> for pactum::Error {
     fn from(error: CheckError) -> pactum::Error {
         pactum::Error::new(pactum::ErrorKind::VALUE_ERROR, error.to_string())

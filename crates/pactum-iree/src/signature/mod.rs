@@ -12,9 +12,6 @@
 //! | [`cconv`] | VM calling convention of the function | `0rf_rI` |
 //! | [`declaration`] | `iree.abi.declaration` text | `sync func @f(%x: tensor<4xf32>) -> (%y: i32)` |
 //!
-//! [`tools`] is what `pactum sig` does (render, calling convention, convert, explain), as
-//! functions returning values.
-//!
 //! [`lexer`] splits the legacy formats into their tagged components. Every parser reports
 //! malformed input as a [`ParseError`] with the byte offset and what was expected there.
 //!
@@ -26,6 +23,9 @@
 //! assert_eq!(Type::ndarray_of_rank(ScalarType::F32, 2).to_string(), "ndarray<f32, 2>");
 //! ```
 
+// Parsers of untrusted text: safe Rust only.
+#![forbid(unsafe_code)]
+
 use std::fmt;
 
 pub mod abi_json;
@@ -34,7 +34,6 @@ pub mod declaration;
 pub mod lexer;
 pub mod raw;
 pub mod sip;
-pub mod tools;
 
 /// Whether an integer type says how its bits are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -587,6 +586,7 @@ impl fmt::Display for ConvertErrorKind {
 
 impl std::error::Error for ConvertError {}
 
+#[cfg(feature = "structured")]
 impl From<ConvertError> for pactum::Error {
     fn from(error: ConvertError) -> pactum::Error {
         pactum::Error::new(pactum::ErrorKind::VALUE_ERROR, error.to_string())

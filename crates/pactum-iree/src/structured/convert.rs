@@ -7,8 +7,8 @@ use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 use super::path::{Path, error_at};
 use super::plan::{Node, Slot};
 use super::values::{Mapping, describe, key_mismatch, mismatch, missing_key, sequence, string_of};
-use crate::buffer::{self, Verdict, describe_tensor};
 use crate::signature::{ScalarType, Signedness};
+use crate::tensor_fit::{self, Verdict, describe_tensor};
 use pactum::any::{Any, AnyView};
 use pactum::containers::{Array, Map, same_key};
 use pactum::error::{Error, ErrorKind, Result};
@@ -73,10 +73,10 @@ pub(super) fn pack(
                 return Err(mismatch(path, &slot.expected, value));
             }
             let view: TensorView = value.get()?;
-            if buffer::fits_as_is(*dtype, dims.as_deref(), &view) {
+            if tensor_fit::fits_as_is(*dtype, dims.as_deref(), &view) {
                 return value.to_any();
             }
-            match buffer::assess_parts(*element, dims.as_deref(), &view) {
+            match tensor_fit::assess_parts(*element, dims.as_deref(), &view) {
                 Verdict::AsIs => value.to_any(),
                 Verdict::Convert(conversion) => {
                     if let (Some((from, to)), false) = (conversion.cast, options.allow_casts) {
@@ -90,7 +90,7 @@ pub(super) fn pack(
                             ),
                         ));
                     }
-                    buffer::convert(&view, &conversion)
+                    tensor_fit::convert(&view, &conversion)
                         .map(Any::from)
                         .map_err(|e| error_at(ErrorKind::custom(&e.kind()), path, e.message()))
                 }
@@ -337,10 +337,10 @@ pub(super) fn unpack(slot: &Slot, value: Any, path: &Path<'_>) -> Result<Any> {
                 return Err(mismatch(path, &slot.expected, value.as_view()));
             }
             let view: TensorView = value.as_view().get()?;
-            if buffer::fits_as_is(*dtype, dims.as_deref(), &view) {
+            if tensor_fit::fits_as_is(*dtype, dims.as_deref(), &view) {
                 return Ok(value);
             }
-            match buffer::assess_parts(*element, dims.as_deref(), &view) {
+            match tensor_fit::assess_parts(*element, dims.as_deref(), &view) {
                 Verdict::AsIs => {}
                 Verdict::Convert(conversion) if conversion.cast.is_none() => {}
                 _ => {

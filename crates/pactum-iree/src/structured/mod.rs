@@ -22,7 +22,7 @@
 //! The extended V1 conventions hold in every mode: strings travel as lists of `i8` values,
 //! arrays of references as `[values, dims]` (values in row-major order), typed lists as
 //! arrays. Tensors are checked against their `ndarray` records by the
-//! [buffer oracle](crate::buffer): a strided tensor is copied to a contiguous one, a
+//! [buffer oracle](crate::tensor_fit): a strided tensor is copied to a contiguous one, a
 //! different element type is cast only with [`StructuredFunction::allow_casts`].
 //!
 //! Flat functions return their results packed the usual way: none as `None`, one as itself,
@@ -57,6 +57,9 @@
 //! ```
 //!
 //! [`Array`]: pactum::containers::Array
+
+// Safe Rust only: calls go through pactum's safe API.
+#![forbid(unsafe_code)]
 
 use std::fmt;
 

@@ -3,10 +3,10 @@
 //! values, the expected type's text for messages); an [`AbiPlan`] follows `iree.abi`, a
 //! [`LeafPlan`] the leaves of a SIP or raw signature.
 
-use crate::buffer::scalar_dtype;
 use crate::signature::raw::RawSignature;
 use crate::signature::sip::{SipKey, SipNode, SipSignature, SipStructure};
 use crate::signature::{ScalarType, Signature, Type};
+use crate::tensor_fit::scalar_dtype;
 use pactum::any::Any;
 use pactum::error::{Error, ErrorKind, Result};
 

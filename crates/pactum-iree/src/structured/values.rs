@@ -6,7 +6,7 @@ use std::fmt;
 use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use super::path::{Path, error_at};
-use crate::buffer::describe_tensor;
+use crate::tensor_fit::describe_tensor;
 use pactum::any::{Any, AnyView};
 use pactum::containers::{Array, Dict, List, Map};
 use pactum::error::{Error, ErrorKind, Result};

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::budget::{Limits, MemoryBudget};
+use super::bytecode::LoadedModule;
 use super::code::Kind;
 use super::error::{LinkError, VmError};
 use super::interp::{self, Entry, Globals, ImportTarget, Instance, Stack};
-use super::module::LoadedModule;
 use super::native::NativeModule;
 use super::value::Value;
 use super::verify::{Sig, kind_of};
@@ -330,7 +330,7 @@ impl Context {
         &self,
         module: &str,
         function: &str,
-        import: &super::module::ImportDecl,
+        import: &super::bytecode::ImportDecl,
         link: &dyn Fn(LinkError) -> VmError,
     ) -> Result<Option<ImportTarget>, VmError> {
         let Some(registered) = self.modules.iter().find(|m| m.name() == module) else {

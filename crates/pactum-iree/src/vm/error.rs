@@ -553,6 +553,7 @@ impl From<VmfbError> for VmError {
     }
 }
 
+#[cfg(feature = "structured")]
 impl From<VmError> for pactum::Error {
     fn from(error: VmError) -> pactum::Error {
         let kind = match &error {

@@ -31,6 +31,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+// The VM is safe Rust: the compiler holds it to that (the verifier establishes what the
+// interpreter relies on, and every access the interpreter makes is checked).
+#![forbid(unsafe_code)]
+
 mod budget;
 mod buffer;
 mod code;
@@ -39,7 +43,7 @@ mod error;
 mod interp;
 mod isa;
 
-mod module;
+mod bytecode;
 mod native;
 mod ops;
 mod value;

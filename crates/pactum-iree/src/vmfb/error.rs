@@ -65,6 +65,7 @@ impl fmt::Display for VmfbError {
 /// [`source`](std::error::Error::source) to print again.
 impl std::error::Error for VmfbError {}
 
+#[cfg(feature = "structured")]
 impl From<VmfbError> for pactum::Error {
     fn from(error: VmfbError) -> pactum::Error {
         pactum::Error::new(pactum::ErrorKind::VALUE_ERROR, error.to_string())

@@ -25,9 +25,10 @@ use pactum_sys::iree_hal::{
 use rayon::prelude::*;
 
 use super::elf::{ElfImage, HOST_ARCH};
+use super::fpu::FlushDenormals;
 use super::mapping::CodeMapping;
 use crate::hal::buffer::Binding;
-use crate::hal::local::workers::{FlushDenormals, Workers};
+use crate::hal::local::workers::Workers;
 use crate::host_memory::HostMemory;
 use crate::status::{StatusCode, StatusError};
 

@@ -14,19 +14,26 @@
 //!
 //! [`executables_in_vmfb`] finds the executables a `.vmfb` carries in its read-only data.
 //!
-//! Layers: `elf` ← `mapping` ← `library`; `vmvx` and `in_vmfb` beside them; this module on top.
+//! Layers: `elf` ← `mapping` ← `library` (with `fpu`); `vmvx` and `in_vmfb` beside them; this module on top.
 
+#[cfg(feature = "llvm-cpu")]
 mod elf;
+#[cfg(feature = "llvm-cpu")]
+mod fpu;
 mod in_vmfb;
+#[cfg(feature = "llvm-cpu")]
 mod library;
+#[cfg(feature = "llvm-cpu")]
 mod mapping;
 mod vmvx;
 
 use std::any::Any;
 use std::fmt;
 
+#[cfg(feature = "llvm-cpu")]
 pub use elf::ElfError;
 pub use in_vmfb::{EmbeddedExecutable, executables_in_vmfb};
+#[cfg(feature = "llvm-cpu")]
 pub use library::ElfExecutable;
 pub use vmvx::{DISPATCH_CCONV, VmvxExecutable, vm_view};
 
@@ -53,9 +60,13 @@ pub trait Executable: Send + Sync + fmt::Debug + Any {
 /// The format of vmvx executables.
 pub const VMVX_FORMAT: &str = "vmvx-bytecode-fb";
 
-/// The format of `llvm-cpu` executables for this host (`embedded-elf-<arch>`).
+/// The format of `llvm-cpu` executables for this host (`embedded-elf-<arch>`); `None` where
+/// they are not loaded (another architecture, or a build without the `llvm-cpu` feature).
 pub fn embedded_elf_format() -> Option<String> {
-    elf::HOST_ARCH.map(|arch| format!("embedded-elf-{}", arch.name))
+    #[cfg(feature = "llvm-cpu")]
+    return elf::HOST_ARCH.map(|arch| format!("embedded-elf-{}", arch.name));
+    #[cfg(not(feature = "llvm-cpu"))]
+    None
 }
 
 /// The format of `llvm-cpu` executables built with `--iree-llvmcpu-link-embedded=false`
@@ -63,7 +74,10 @@ pub fn embedded_elf_format() -> Option<String> {
 /// when it is self-contained as IREE emits it (no needed libraries, relative relocations
 /// only) rather than through the system's dynamic loader.
 pub fn system_elf_format() -> Option<String> {
-    elf::HOST_ARCH.map(|arch| format!("system-elf-{}", arch.name))
+    #[cfg(feature = "llvm-cpu")]
+    return elf::HOST_ARCH.map(|arch| format!("system-elf-{}", arch.name));
+    #[cfg(not(feature = "llvm-cpu"))]
+    None
 }
 
 /// Whether `format` names an ELF executable for this host (embedded or system).
@@ -73,6 +87,7 @@ pub fn is_elf_format(format: &str) -> bool {
 }
 
 /// What the loader's checks found in an executable's ELF ([`check_elf_executable`]).
+#[cfg(feature = "llvm-cpu")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ElfSummary {
     /// The loadable segments: their addresses (relative to the image base) and protections
@@ -91,6 +106,7 @@ pub struct ElfSummary {
 /// [`ElfExecutable::load`] would map the file and call its query function; `Err` says why it
 /// refuses it, with the byte offset in the ELF of what was wrong. Safe on any bytes (for tests
 /// and fuzzing).
+#[cfg(feature = "llvm-cpu")]
 pub fn check_elf_executable(data: &[u8]) -> Result<ElfSummary, ElfError> {
     let arch = elf::HOST_ARCH.ok_or_else(|| ElfError {
         offset: None,

@@ -5,9 +5,10 @@ use std::any::Any;
 
 use super::workers::Workers;
 use crate::hal::buffer::Binding;
+#[cfg(feature = "llvm-cpu")]
+use crate::hal::executable::ElfExecutable;
 use crate::hal::executable::{
-    ElfExecutable, Executable, VMVX_FORMAT, VmvxExecutable, embedded_elf_format, is_elf_format,
-    system_elf_format,
+    Executable, VMVX_FORMAT, VmvxExecutable, embedded_elf_format, is_elf_format, system_elf_format,
 };
 use crate::status::{StatusCode, StatusError};
 use crate::vm::Limits;
@@ -20,6 +21,36 @@ pub fn is_local_format(format: &str) -> bool {
     format == VMVX_FORMAT || is_elf_format(format)
 }
 
+/// The error for an executable format the local device does not run.
+fn unsupported_format(format: &str) -> StatusError {
+    StatusError::new(
+        StatusCode::Unimplemented,
+        format!(
+            "executable format `{format}` is not supported (pactum's local device runs \
+             `{VMVX_FORMAT}`{})",
+            embedded_elf_format()
+                .zip(system_elf_format())
+                .map(|(e, s)| format!(", `{e}` and `{s}`"))
+                .unwrap_or_default()
+        ),
+    )
+}
+
+/// An ELF executable, when `format` is one the `llvm-cpu` loader takes.
+#[cfg(feature = "llvm-cpu")]
+fn load_elf(format: &str, data: &[u8], constants: &[u32]) -> Result<Kind, StatusError> {
+    if !is_elf_format(format) {
+        return Err(unsupported_format(format));
+    }
+    Ok(Kind::Elf(ElfExecutable::load(data, constants)?))
+}
+
+/// Without the `llvm-cpu` loader, vmvx is the only format the local device runs.
+#[cfg(not(feature = "llvm-cpu"))]
+fn load_elf(format: &str, _data: &[u8], _constants: &[u32]) -> Result<Kind, StatusError> {
+    Err(unsupported_format(format))
+}
+
 /// An executable of the local CPU device.
 #[derive(Debug)]
 pub struct LocalExecutable {
@@ -30,6 +61,7 @@ pub struct LocalExecutable {
 #[derive(Debug)]
 enum Kind {
     Vmvx(VmvxExecutable),
+    #[cfg(feature = "llvm-cpu")]
     Elf(ElfExecutable),
 }
 
@@ -45,20 +77,8 @@ impl LocalExecutable {
     ) -> Result<LocalExecutable, StatusError> {
         let kind = if format == VMVX_FORMAT {
             Kind::Vmvx(VmvxExecutable::load(data, vmvx_limits)?)
-        } else if is_elf_format(format) {
-            Kind::Elf(ElfExecutable::load(&data, constants)?)
         } else {
-            return Err(StatusError::new(
-                StatusCode::Unimplemented,
-                format!(
-                    "executable format `{format}` is not supported (pactum's local device runs \
-                     `{VMVX_FORMAT}`{})",
-                    embedded_elf_format()
-                        .zip(system_elf_format())
-                        .map(|(e, s)| format!(", `{e}` and `{s}`"))
-                        .unwrap_or_default()
-                ),
-            ));
+            load_elf(format, &data, constants)?
         };
         Ok(LocalExecutable {
             format: format.to_owned(),
@@ -68,6 +88,7 @@ impl LocalExecutable {
 
     /// Runs export `ordinal` for every workgroup of `count`: vmvx dispatches on the caller's
     /// thread, ELF ones on `workers`.
+    #[cfg_attr(not(feature = "llvm-cpu"), allow(unused_variables))]
     pub fn dispatch(
         &self,
         ordinal: i64,
@@ -94,6 +115,7 @@ impl LocalExecutable {
         }
         match &self.kind {
             Kind::Vmvx(e) => e.dispatch(ordinal, count, constants, bindings),
+            #[cfg(feature = "llvm-cpu")]
             Kind::Elf(e) => e.dispatch(ordinal, count, constants, bindings, workers),
         }
     }
@@ -107,6 +129,7 @@ impl Executable for LocalExecutable {
     fn export_count(&self) -> usize {
         match &self.kind {
             Kind::Vmvx(e) => e.export_names().len(),
+            #[cfg(feature = "llvm-cpu")]
             Kind::Elf(e) => e.export_names().len(),
         }
     }
@@ -114,6 +137,7 @@ impl Executable for LocalExecutable {
     fn export_name(&self, ordinal: usize) -> Option<&str> {
         match &self.kind {
             Kind::Vmvx(e) => e.export_name(ordinal),
+            #[cfg(feature = "llvm-cpu")]
             Kind::Elf(e) => e.export_name(ordinal),
         }
     }

@@ -6,33 +6,36 @@
 //! Every text these functions return has no trailing newline: the command prints it with one.
 //!
 //! ```
-//! use pactum_iree::signature::tools::{self, Format};
+//! use pactum_iree::sig::{self, Format};
 //!
 //! let raw = "I15!B11!d10d128d64R15!B11!t6d32d8d64";
-//! assert_eq!(tools::render(raw, None)?, "(Buffer<float32[10x128x64]>) -> (Buffer<sint32[32x8x64]>)");
-//! assert_eq!(tools::cconv(raw, None, None)?.to_string(), "0r_r");
+//! assert_eq!(sig::render(raw, None)?, "(Buffer<float32[10x128x64]>) -> (Buffer<sint32[32x8x64]>)");
+//! assert_eq!(sig::cconv(raw, None, None)?.to_string(), "0r_r");
 //! assert_eq!(
-//!     tools::convert(raw, None, Format::IreeAbi, "main")?,
+//!     sig::convert(raw, None, Format::IreeAbi, "main")?,
 //!     r#"{"a":[["ndarray","f32",3,10,128,64]],"r":[["ndarray","i32",3,32,8,64]],"v":1}"#
 //! );
-//! let explanation = tools::explain(raw, Some(Format::Raw))?;
+//! let explanation = sig::explain(raw, Some(Format::Raw))?;
 //! assert_eq!(explanation.to_json()["calling_convention"], "0r_r");
-//! let error = tools::render("I9!B6!t99R1!", None).unwrap_err();
+//! let error = sig::render("I9!B6!t99R1!", None).unwrap_err();
 //! assert!(error.to_string().contains("at byte "));
-//! # Ok::<(), tools::SigError>(())
+//! # Ok::<(), sig::SigError>(())
 //! ```
+
+// Safe Rust only.
+#![forbid(unsafe_code)]
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde_json::{Value, json};
 
-use super::abi_json::IreeAbi;
-use super::cconv::{self, CallingConvention, CconvItem, CheckError};
-use super::declaration::{Declaration, InvocationModel};
-use super::raw::RawSignature;
-use super::sip::{SipKey, SipMangler, SipSignature};
-use super::{ConvertError, ParseError, ScalarType, Signature, Signedness, Type};
+use crate::signature::abi_json::IreeAbi;
+use crate::signature::cconv::{self, CallingConvention, CconvItem, CheckError};
+use crate::signature::declaration::{Declaration, InvocationModel};
+use crate::signature::raw::RawSignature;
+use crate::signature::sip::{SipKey, SipMangler, SipSignature};
+use crate::signature::{ConvertError, ParseError, ScalarType, Signature, Signedness, Type};
 
 /// The signature formats `pactum sig` reads and writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -194,6 +197,7 @@ impl From<std::num::TryFromIntError> for SigError {
 }
 
 /// A `ValueError` with the message.
+#[cfg(feature = "structured")]
 impl From<SigError> for pactum::Error {
     fn from(error: SigError) -> pactum::Error {
         pactum::Error::new(pactum::ErrorKind::VALUE_ERROR, error.to_string())

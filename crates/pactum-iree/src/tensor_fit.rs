@@ -9,7 +9,7 @@
 //! non-numeric mismatch is incompatible.
 //!
 //! ```
-//! use pactum_iree::buffer::{BufferType, Verdict, assess};
+//! use pactum_iree::tensor_fit::{BufferType, Verdict, assess};
 //! use pactum_iree::signature::{ScalarType, Type};
 //! use pactum::{AnyView, Tensor, TensorView};
 //!
