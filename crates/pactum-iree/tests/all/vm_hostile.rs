@@ -2,14 +2,13 @@
 //! file once) mutated, loaded, verified and run under a fuel budget. A refusal or a trap is
 //! fine; a panic, a hang or an unbounded allocation is not.
 
-#[path = "vm/asm.rs"]
-mod asm;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use pactum_iree::vm::{Context, Limits, Value};
 use pactum_iree::vmfb::VmfbFile;
+
+use crate::asm;
 
 fn try_module(bytes: Vec<u8>) -> (bool, usize) {
     let limits = Limits {
