@@ -1,14 +1,13 @@
-//! pactum-iree's integration tests, in one binary (a test binary costs a link of the crate and
-//! all its dependencies): one module per area. None needs a process of its own.
+//! pactum-iree's integration tests but the hostile-input ones, in one binary (a test binary costs
+//! a link of the crate and all its dependencies): one module per area. The hostile-input tests
+//! assert wall-clock limits and are the `hostile` binary (`tests/README.md` says why).
 
 #[path = "../vm/asm.rs"]
 mod asm;
 mod buffer;
-mod elf_hostile;
 mod function_abi;
 mod hal;
 mod hal_manifest;
-mod hostile;
 mod iree_abi_vectors;
 mod iree_legacy_vectors;
 mod iree_runs;
@@ -17,7 +16,6 @@ mod module;
 mod structured;
 mod structured_vs_iree;
 mod vm;
-mod vm_hostile;
 mod vm_manifest;
 mod vm_reference;
 mod vmfb;
