@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetches the official test suite of the pinned apache-tvm-ffi release (its PyPI sdist, checked
-# against a pinned SHA-256) into .peer/tvm-ffi-tests, for crates/pactum-capi/tests/python_upstream.rs,
+# against a pinned SHA-256) into .peer/tvm-ffi-tests, for crates/pactum-capi/tests/all/python_upstream.rs,
 # which runs it on the official libtvm_ffi.so and on pactum's. Nothing fetched is committed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

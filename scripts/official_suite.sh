@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the official-package suite (crates/pactum-capi/tests/python_official) on one library,
-# for quick iteration; `cargo test -p pactum-capi --test python_official` runs it on both.
+# for quick iteration; `cargo test -p pactum-capi --test all python_official::` runs it on both.
 #   scripts/official_suite.sh [official|pactum] [pytest args...]
 # Builds pactum's libtvm_ffi.so (debug) into $CARGO_TARGET_DIR (default: target/).
 set -euo pipefail

@@ -89,7 +89,8 @@ count_tests() { # log -> "passed failed"
        if ($(i+1) ~ /^failed;/) f += $i } } END { printf "%d %d\n", p, f }' "$1"
 }
 
-# name=executable for each test target in a `cargo test --no-run --message-format=json` log.
+# package/target=executable for each test target in a `cargo test --no-run --message-format=json`
+# log (every crate's integration tests are one target named `all`, so the package tells them apart).
 test_executables() { # json log
   python3 -c '
 import json, sys
@@ -97,9 +98,13 @@ for line in open(sys.argv[1]):
     try: m = json.loads(line)
     except ValueError: continue
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
-        print(m["target"]["name"] + "=" + m["executable"])' "$1"
+        # Package ID spec: <source>#<name>@<version>, or <source>#<version> when the name is
+        # the last path segment of the source.
+        source, _, fragment = m["package_id"].partition("#")
+        package = fragment.split("@")[0] if "@" in fragment else source.rstrip("/").split("/")[-1]
+        print(package + "/" + m["target"]["name"] + "=" + m["executable"])' "$1"
 }
-find_bin() { # test target name, name=executable... -> executable
+find_bin() { # package/target, package/target=executable... -> executable
   local name="$1" b
   shift
   for b in "$@"; do [ "${b%%=*}" = "$name" ] && { echo "${b#*=}"; return; }; done
@@ -202,7 +207,7 @@ run_asan() {
     "pactum (unit, integration, MLIR)|RUST_MIN_STACK=8388608 LD_PRELOAD=$(g++ -print-file-name=libstdc++.so.6)|-p pactum --lib --tests"
     "pactum-capi (C/C++ suite, 2 libs)||-p pactum-capi --lib --tests"
     # python_host is the valgrind part's: CPython cannot load an ASan-instrumented library.
-    "kernels (C host 2 libs, Rust host)|LSAN_OPTIONS=suppressions=$WORK/lsan-kernels.supp:print_suppressions=1|-p pactum-example-kernels --lib --test c_host --test rust_host"
+    "kernels (C host 2 libs, Rust host)|LSAN_OPTIONS=suppressions=$WORK/lsan-kernels.supp:print_suppressions=1|-p pactum-example-kernels --lib --test all -- --skip python_host::"
     "pactum-cli||-p pactum-cli --lib --bins --tests"
   )
   local entry name extra selection dir log t0 rc counts
@@ -287,7 +292,7 @@ run_tsan() {
   local json="$WORK/logs/tsan-build.json" start=$SECONDS
   if ! env RUSTC_BOOTSTRAP=1 CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only \
     RUSTFLAGS="$flags" cargo test --no-run -Zbuild-std --target "$HOST_TRIPLE" \
-    --target-dir target/tsan -p pactum --test all --test mlir_calls \
+    --target-dir target/tsan -p pactum -p pactum-mlir --test all \
     --message-format=json >"$json" 2>"$WORK/logs/tsan-build.log"; then
     tail -n 40 "$WORK/logs/tsan-build.log"
     record tsan build FAIL - - - - $((SECONDS - start))
@@ -298,14 +303,14 @@ run_tsan() {
   mapfile -t bins < <(test_executables "$json")
   # test binary | filter | suite name
   local runs=(
-    "all|stress::|tests/all stress.rs (5 tests)"
-    "mlir_calls|calls_from_eight_threads --exact|mlir_calls calls_from_eight_threads"
+    "pactum/all|stress::|tests/all stress.rs (5 tests)"
+    "pactum-mlir/all|mlir_calls::calls_from_eight_threads --exact|mlir_calls calls_from_eight_threads"
   )
   local entry bin filter name dir log t0 rc fatal warnings suppressed passed failed f
   for entry in "${runs[@]}"; do
     IFS='|' read -r bin filter name <<<"$entry"
-    dir="$WORK/reports/tsan-$bin"
-    log="$WORK/logs/tsan-$bin.log"
+    dir="$WORK/reports/tsan-${bin%%/*}"
+    log="$WORK/logs/tsan-${bin%%/*}.log"
     rm -rf "$dir"; mkdir -p "$dir"
     say "tsan: $name"
     t0=$SECONDS
@@ -331,19 +336,19 @@ run_tsan() {
 
 # ------------------------------------------------------------------- plain build for valgrind
 VG_BINS=()
-build_plain() { # test targets...
+build_plain() { # packages... (their `all` test binaries)
   local log="$WORK/logs/valgrind-build.log" json="$WORK/logs/valgrind-build.json"
-  local sel=() t
-  for t in "$@"; do sel+=(--test "$t"); done
+  local sel=() p
+  for p in "$@"; do sel+=(-p "$p"); done
   if ! CARGO_INCREMENTAL=0 CARGO_PROFILE_DEV_DEBUG=line-tables-only cargo test --no-run \
-    --target-dir target/valgrind -p pactum -p pactum-example-kernels "${sel[@]}" \
+    --target-dir target/valgrind "${sel[@]}" --test all \
     --message-format=json >"$json" 2>"$log"; then
     tail -n 40 "$log"
     return 1
   fi
   mapfile -t VG_BINS < <(test_executables "$json")
 }
-vg_bin() { # test target name -> executable
+vg_bin() { # package/target -> executable
   find_bin "$1" "${VG_BINS[@]}"
 }
 
@@ -485,20 +490,20 @@ EOF
 run_helgrind() {
   say "helgrind: data races in the 8-thread object test (target/valgrind)"
   local start=$SECONDS
-  if ! build_plain all mlir_calls python_host; then
+  if ! build_plain pactum pactum-mlir pactum-example-kernels; then
     record helgrind build FAIL - - - - $((SECONDS - start))
     return
   fi
-  # test binary | filter | suite name
+  # package/test binary | filter | suite name
   local runs=(
-    "all|stress::eight_threads_share_objects_and_functions --exact|stress.rs objects (8 threads)"
-    "mlir_calls|calls_from_eight_threads --exact|mlir_calls calls_from_eight_threads"
+    "pactum/all|stress::eight_threads_share_objects_and_functions --exact|stress.rs objects (8 threads)"
+    "pactum-mlir/all|mlir_calls::calls_from_eight_threads --exact|mlir_calls calls_from_eight_threads"
   )
   local entry bin filter name xml log t0 rc verdict races suppressed
   for entry in "${runs[@]}"; do
     IFS='|' read -r bin filter name <<<"$entry"
-    xml="$WORK/reports/helgrind-$bin.xml"
-    log="$WORK/logs/helgrind-$bin.log"
+    xml="$WORK/reports/helgrind-${bin%%/*}.xml"
+    log="$WORK/logs/helgrind-${bin%%/*}.log"
     say "helgrind: $name"
     t0=$SECONDS
     rc=0
@@ -521,7 +526,7 @@ run_helgrind() {
 
 # ------------------------------------------------------------------------- valgrind memcheck
 #
-# The Python host (examples/kernels/tests/python_host.rs, pytest on the official runtime) runs
+# The Python host (examples/kernels/tests/all/python_host.rs, pytest on the official runtime) runs
 # CPython, which cannot load the ASan build of the kernels library. It runs here under memcheck
 # with PYTHONMALLOC=malloc (so every Python object is a malloc block memcheck tracks), through a
 # PACTUM_PYTHON wrapper. Only pactum-built code is judged: an error or leak counts when any frame
@@ -542,7 +547,7 @@ run_helgrind() {
 # the test harness's threads).
 #
 # The same memcheck judges, with no suppression at all, the Rust tests that call code ASan does
-# not instrument: tests/mlir_calls.rs (MLIR-compiled libraries reading and writing the buffers
+# not instrument: tests/all/mlir_calls.rs (MLIR-compiled libraries reading and writing the buffers
 # pactum describes to them) and tests/all (C test modules built by the tests).
 memcheck_classify() { # xml... -> prints the verdict, last line "errors leaks suppressed"
   python3 - "$ROOT" "$@" <<'EOF'
@@ -589,7 +594,7 @@ EOF
 run_valgrind() {
   say "valgrind memcheck (target/valgrind)"
   local start=$SECONDS
-  if ! build_plain all mlir_calls python_host; then
+  if ! build_plain pactum pactum-mlir pactum-example-kernels; then
     record valgrind build FAIL - - - - $((SECONDS - start))
     return
   fi
@@ -609,8 +614,8 @@ EOF
   chmod +x "$WORK/bin/python-memcheck"
   local log="$WORK/logs/valgrind-python_host.log" t0=$SECONDS rc=0
   say "valgrind: kernels Python host (pytest on the official runtime)"
-  PACTUM_SANITIZER=valgrind PYTHONMALLOC=malloc PACTUM_PYTHON="$WORK/bin/python-memcheck" "$(vg_bin python_host)" \
-    --nocapture >"$log" 2>&1 || rc=$?
+  PACTUM_SANITIZER=valgrind PYTHONMALLOC=malloc PACTUM_PYTHON="$WORK/bin/python-memcheck" \
+    "$(vg_bin pactum-example-kernels/all)" python_host:: --nocapture >"$log" 2>&1 || rc=$?
   local verdict errors leaks suppressed passed failed status
   verdict="$(memcheck_classify "$dir"/python.*.xml)"
   sed '$d' <<<"$verdict"
@@ -621,16 +626,18 @@ EOF
   record valgrind "kernels Python host (pytest)" "$status" "$passed" "$errors" "$leaks" "$suppressed" \
     $((SECONDS - t0)) "suppressed = reports outside pactum"
 
-  local bin name
+  local bin name binary filter
   for bin in mlir_calls all; do
+    # The test binary and the selection of its tests. pactum's `hostile` module is left to the
+    # ASan part: it runs no code that ASan does not instrument.
     case "$bin" in
-      mlir_calls) name="pactum mlir_calls (MLIR code)" ;;
-      all) name="pactum tests/all (C modules)" ;;
+      mlir_calls) name="pactum mlir_calls (MLIR code)" binary=pactum-mlir/all filter=(mlir_calls::) ;;
+      all) name="pactum tests/all (C modules)" binary=pactum/all filter=(--skip hostile::) ;;
     esac
     say "valgrind: $name"
     log="$WORK/logs/valgrind-$bin.log"; t0=$SECONDS; rc=0
-    PACTUM_SANITIZER=valgrind "${memcheck[@]}" --xml-file="$dir/$bin.xml" "$(vg_bin "$bin")" \
-      --test-threads=1 >"$log" 2>&1 || rc=$?
+    PACTUM_SANITIZER=valgrind "${memcheck[@]}" --xml-file="$dir/$bin.xml" "$(vg_bin "$binary")" \
+      "${filter[@]}" --test-threads=1 >"$log" 2>&1 || rc=$?
     verdict="$(python3 - "$dir/$bin.xml" <<'EOF'
 import sys, xml.etree.ElementTree as ET
 errors = leaks = possible = 0

@@ -1,5 +1,5 @@
 """Every structured call compared with iree.runtime (iree-base-runtime 3.13.0) on the same
-module and inputs, refusals included (the cases of crates/pactum-iree/tests/structured_vs_iree.rs,
+module and inputs, refusals included (the cases of crates/pactum-iree/tests/all/structured_vs_iree.rs,
 now through pactum.iree's Python-side conversions, which accept what IREE accepts)."""
 
 from __future__ import annotations

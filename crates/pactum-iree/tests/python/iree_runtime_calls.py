@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Calls exports of .vmfb modules with IREE's Python runtime (`iree.runtime`), the peer
-that crates/pactum-iree/tests/structured_vs_iree.rs compares pactum's structured calls with.
+that crates/pactum-iree/tests/all/structured_vs_iree.rs compares pactum's structured calls with.
 
 Reads a JSON list of cases on stdin:
 

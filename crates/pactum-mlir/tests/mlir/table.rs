@@ -1,6 +1,6 @@
 //! The call table `calls.json`: one call of every test function with its expected results,
-//! shared by the Rust driver (`tests/mlir_calls.rs`) and the CLI driver
-//! (`crates/pactum-cli/tests/mlir_call.rs`); the Python driver reads the same file.
+//! shared by the Rust driver (`tests/all/mlir_calls.rs`) and the CLI driver
+//! (`crates/pactum-cli/tests/all/mlir_call.rs`); the Python driver reads the same file.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

@@ -32,7 +32,7 @@ use pactum::{Any, AnyView, Array, Dict, Function, Map};
 
 const RUN_HINT: &str = "run `scripts/test.sh` from the workspace root (it creates .venv with \
      the pinned official wheel, scripts/requirements-peer.txt), or after that \
-     `cargo test -p pactum --test map_vs_official`; or point PACTUM_OFFICIAL_LIBDIR at the \
+     `cargo test -p pactum --test official_host`; or point PACTUM_OFFICIAL_LIBDIR at the \
      directory holding the official libtvm_ffi.so (PACTUM_SKIP_PEER=1 skips this test)";
 
 fn official_libdir() -> Result<PathBuf, String> {

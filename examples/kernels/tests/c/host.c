@@ -4,7 +4,7 @@
  *   host /path/to/libpactum_example_kernels.so
  *
  * Built from the official wheel's headers and linked against a libtvm_ffi.so: the official
- * one, or pactum's drop-in (tests/c_host.rs builds both and compares their output). The
+ * one, or pactum's drop-in (tests/all/c_host.rs builds both and compares their output). The
  * kernels library carries its own copy of pactum, which binds to whichever libtvm_ffi.so this
  * program loaded, so the errors it raises must arrive in this program's error slot
  * (TVMFFIErrorMoveFromRaised).

@@ -5,7 +5,7 @@
 `import tvm_ffi` loaded, so every error it raises lands in the slot the official runtime reads.
 
 The library path comes from PACTUM_KERNELS_LIB. Run through `cargo test -p
-pactum-example-kernels` (tests/python_host.rs), which sets it to the freshly built library.
+pactum-example-kernels` (tests/all/python_host.rs), which sets it to the freshly built library.
 """
 
 import gc

@@ -4,7 +4,7 @@
  * inside a TVMFFIAny, malformed DLPack tensors, bytes that are not UTF-8, wrong argument
  * counts and types for global functions, and a truncated library.
  *
- * Run against pactum's library only (tests/hostile_c.rs): the official library crashes or
+ * Run against pactum's library only (tests/all/hostile_c.rs): the official library crashes or
  * aborts on most of these (c/NOTES.md), where pactum raises an error and returns -1.
  *
  * Like the conformance programs, it prints deterministic lines only. Each check prints

@@ -6,7 +6,7 @@
  * Prints one line per call (`add <i64>`, `mul_add <f64>`, `twice_i64 <i64>`,
  * `add_vec <shape> <f32>...`, `scale_dyn <f32>... <i64>`), then `inputs_deleted <n>` (the
  * DLPack deleters run once the tensors are released) and `nope absent`. Floats are printed
- * with %.17g so the Rust driver (tests/vmfb_c.rs) compares them exactly with the same calls
+ * with %.17g so the Rust driver (tests/all/vmfb_c.rs) compares them exactly with the same calls
  * made in-process; exits 1 on any failure, with the error on stderr. */
 #include "vmfb_host.h"
 

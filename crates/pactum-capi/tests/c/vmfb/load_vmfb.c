@@ -4,7 +4,7 @@
  *
  * Usage: load_vmfb vm_direct.vmfb
  * Prints one line per fact (`kind vmfb`, `mix <f64> <i64> <f64>`, `frob_or_double <i64>`,
- * `nope absent`), floats with %.17g so the Rust driver (tests/vmfb_c.rs) compares them exactly
+ * `nope absent`), floats with %.17g so the Rust driver (tests/all/vmfb_c.rs) compares them exactly
  * with the same calls made in-process; exits 1 on any failure, with the error on stderr. */
 #include "vmfb_host.h"
 

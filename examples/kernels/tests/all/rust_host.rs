@@ -7,13 +7,13 @@
 //!
 //! The test does not link the kernels crate itself: every call goes through the loaded library.
 
-mod support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use pactum::runtime::RuntimeKind;
 use pactum::{Any, Array, DataType, Error, Function, Map, Module, Result, Tensor};
+
+use crate::support;
 
 fn module() -> &'static Module {
     static MODULE: OnceLock<Module> = OnceLock::new();

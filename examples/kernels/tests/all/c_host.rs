@@ -6,10 +6,10 @@
 //! that the one kernels library behaves the same under either runtime, with its errors
 //! landing in the C program's error slot.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::support;
 
 /// Compiles `host.c` into `out`, linked against (and with an rpath to) `libdir`.
 fn compile(include: &Path, libdir: &Path, out: &Path) {

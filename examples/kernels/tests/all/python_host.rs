@@ -3,10 +3,10 @@
 //! Runs the pytest suite `tests/python/` with the pinned peer Python (`.venv`, made by
 //! `scripts/test.sh`, or `$PACTUM_PYTHON`), pointing it at the library cargo just built.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
+
+use crate::support;
 
 #[test]
 fn python_suite_passes_on_the_official_runtime() {

@@ -8,10 +8,10 @@
 //! pactum's library, tests marked `pactum_xfail` must fail (strict xfail) and those marked
 //! `pactum_crash` are skipped: the printed summary is the list of what still differs.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::support;
 
 fn python_of(config: &Path) -> PathBuf {
     config.parent().expect("venv bin").join("python")

@@ -1,9 +1,6 @@
 //! The VM interpreter: the vm_direct fixture against iree-run-module, hand-assembled
 //! programs for numeric semantics, traps, budgets and verifier refusals, and a mutation corpus.
 
-#[path = "vm/asm.rs"]
-mod asm;
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -13,6 +10,8 @@ use pactum_iree::vm::{
     NativeModuleBuilder, Span, StatusCode, TrapKind, Value, VerifyRule, VmError,
 };
 use pactum_iree::vmfb::VmfbFile;
+
+use crate::asm;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

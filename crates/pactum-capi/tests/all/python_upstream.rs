@@ -8,10 +8,10 @@
 //! requires every test that passes on the official library to pass on pactum's, except those in
 //! `tests/python_upstream/known_differences.txt`, each with its reason.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
+
+use crate::support;
 
 #[test]
 fn official_test_suite_passes_on_pactum_library() {

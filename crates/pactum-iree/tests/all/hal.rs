@@ -1280,3 +1280,102 @@ mod device {
         assert_eq!(await_(0, &[done]).unwrap(), [Value::I32(0)]);
     }
 }
+
+/// A module cannot hang its caller on a fence nothing signals: with a wait limit, an unbounded
+/// `fence.await` and a queue operation waiting on such a fence fail with DEADLINE_EXCEEDED
+/// after the limit, naming it; a shorter timeout of the program's own is still the answer it
+/// handles (the status code, not an error); and without a limit (IREE's behaviour) a wait for
+/// a fence another thread signals returns once it does.
+#[test]
+fn waits_on_fences_are_bounded_by_the_wait_limit() {
+    use std::time::{Duration, Instant};
+
+    let limit = Duration::from_millis(200);
+    let hal = HalModule::with_wait_limit(Arc::new(LocalDevice::sync()), Some(limit));
+    let limited = |name: &str, args: &[Value]| call(&hal, name, args);
+    let device = Value::Ref(Some(hal.device_ref().clone()));
+    let never = limited("fence.create", &[device.clone(), Value::I64(0)])
+        .unwrap()
+        .remove(0);
+    let await_ = |timeout: i32| {
+        limited(
+            "fence.await",
+            &[
+                Value::I32(timeout),
+                Value::I64(0),
+                Value::I32(1),
+                never.clone(),
+            ],
+        )
+    };
+
+    let start = Instant::now();
+    let error = await_(-1).unwrap_err();
+    let waited = start.elapsed();
+    assert_eq!(error.status, StatusCode::DeadlineExceeded, "{error}");
+    assert!(error.message.contains("Limits::max_wait"), "{error}");
+    assert!(waited >= limit && waited < limit * 20, "{waited:?}");
+
+    // The program's own, shorter timeout is an answer, not an error.
+    assert_eq!(
+        await_(10).unwrap(),
+        [Value::I32(StatusCode::DeadlineExceeded.code() as i32)]
+    );
+    // A longer one than the limit is cut short by it.
+    assert_eq!(
+        await_(60_000).unwrap_err().status,
+        StatusCode::DeadlineExceeded
+    );
+
+    // A queue operation waiting on the fence fails the same way, and does nothing.
+    let target = HalBuffer::allocate(4, None).unwrap();
+    let signal = limited("fence.create", &[device.clone(), Value::I64(0)])
+        .unwrap()
+        .remove(0);
+    let error = limited(
+        "device.queue.fill",
+        &[
+            device.clone(),
+            Value::I64(-1),
+            never.clone(),
+            signal.clone(),
+            obj(target.clone()),
+            Value::I64(0),
+            Value::I64(4),
+            Value::I64(0x7f),
+            Value::I32(1),
+            Value::I64(0),
+        ],
+    )
+    .unwrap_err();
+    assert_eq!(error.status, StatusCode::DeadlineExceeded, "{error}");
+    assert_eq!(target.to_vec(), [0; 4]);
+
+    // Without a limit, a wait for a fence another thread signals returns when it does.
+    let unbounded = HalModule::new(Arc::new(LocalDevice::sync()));
+    let device = Value::Ref(Some(unbounded.device_ref().clone()));
+    let later = call(&unbounded, "fence.create", &[device, Value::I64(0)])
+        .unwrap()
+        .remove(0);
+    let Value::Ref(Some(fence_ref)) = &later else {
+        panic!("{later:?}")
+    };
+    let fence = fence_ref
+        .downcast_ref::<pactum_iree::hal::HalFence>()
+        .unwrap()
+        .clone();
+    let signaller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        fence.signal().unwrap();
+    });
+    assert_eq!(
+        call(
+            &unbounded,
+            "fence.await",
+            &[Value::I32(-1), Value::I64(0), Value::I32(1), later.clone()],
+        )
+        .unwrap(),
+        [Value::I32(0)]
+    );
+    signaller.join().unwrap();
+}

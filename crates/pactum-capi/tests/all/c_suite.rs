@@ -2,10 +2,10 @@
 //! `libtvm_ffi.so` and against pactum's: every program must pass under both and print the
 //! same output.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
+
+use crate::support;
 
 fn run_suite(libdir: &Path, outdir: &Path, config: &Path) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/run_c_suite.sh");

@@ -7,10 +7,10 @@
 //! pactum raises an error. The program checks each error itself and exits with status 1 on a
 //! mismatch; the headers are the official wheel's, as in the suite.
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
+
+use crate::support;
 
 #[test]
 fn hostile_c_program_gets_errors_not_crashes() {

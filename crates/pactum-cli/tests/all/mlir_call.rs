@@ -201,7 +201,7 @@ fn inspect_lists_mlir_functions() {
     assert!(names.iter().any(|n| n == "scale_strided"), "{names:?}");
 }
 
-#[path = "../../pactum-mlir/tests/mlir/table.rs"]
+#[path = "../../../pactum-mlir/tests/mlir/table.rs"]
 mod table;
 
 /// Splits `[a, b, c]` (or a single value) as `pactum call` prints results.

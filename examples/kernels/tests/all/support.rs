@@ -1,7 +1,4 @@
 //! Shared by the host tests: where the freshly built libraries are, and the official peer.
-//!
-//! Every test binary compiles this module but uses only part of it.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

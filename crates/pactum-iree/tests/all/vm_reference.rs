@@ -2,15 +2,14 @@
 //! assembler) run in IREE's `iree-run-module` and in pactum's VM, with identical results.
 //! Expected values are never typed by hand: the reference runtime computes them.
 
-#[path = "vm/asm.rs"]
-mod asm;
-
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use asm::{Func, MV, R};
 use pactum_iree::vm::{Context, Limits, Value};
+
+use crate::asm;
 
 /// A tool of the pinned iree-base-runtime; missing is a failure (the peer is part of the setup).
 fn iree_tool(name: &str) -> PathBuf {

@@ -6,13 +6,13 @@
 //! are checked against the same calls made in this process through
 //! `pactum_iree::module::IreeModule`.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use pactum::{Array, Tensor};
 use pactum_iree::module::IreeModule;
+
+use crate::support;
 
 /// Compiles `tests/c/vmfb/<program>.c` against pactum's `libtvm_ffi.so`, runs it on fixture
 /// `vmfb` and returns its stdout; `None` when there is no tvm-ffi-config (no headers).

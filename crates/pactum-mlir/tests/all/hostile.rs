@@ -18,11 +18,10 @@ use pactum::{AnyView, DataType, Device, Tensor};
 use pactum_mlir::{FunctionType, MlirLibrary};
 use pactum_testing::hostile::*;
 
+use crate::table;
+
 // ---------------------------------------------------------------------------------------------
 // MLIR memref calls.
-
-#[path = "mlir/table.rs"]
-mod table;
 
 /// The MLIR test libraries (`tests/mlir/build.sh`), or `None` when skipping.
 fn mlir_built() -> Option<&'static Path> {

@@ -9,6 +9,8 @@ use pactum::sys::dlpack::DLTensor;
 use pactum::{Any, AnyView, Array, DataType, Device, Function, Tensor};
 use pactum_mlir::{CallPath, Entry, LayoutMismatch, MlirFunction, MlirLibrary};
 
+use crate::table;
+
 /// The directory holding the built libraries, or `None` when skipping.
 fn built() -> Option<&'static Path> {
     table::built()
@@ -814,9 +816,6 @@ fn libc_free(address: usize) {
     // SAFETY: `address` came from malloc in the MLIR code and is freed once.
     unsafe { free(core::ptr::with_exposed_provenance_mut(address)) }
 }
-
-#[path = "mlir/table.rs"]
-mod table;
 
 #[test]
 fn the_call_table_covers_every_function_and_passes() {

@@ -1,0 +1,8 @@
+//! pactum-cli's integration tests, in one binary (a test binary costs a link of the crate and
+//! all its dependencies): one module per area. None needs a process of its own: they run the
+//! `pactum` command in child processes.
+
+mod cli;
+mod hostile_cli;
+mod mlir_call;
+mod vmfb_inspect;

@@ -1,0 +1,24 @@
+//! pactum-iree's integration tests, in one binary (a test binary costs a link of the crate and
+//! all its dependencies): one module per area.
+
+#[path = "../vm/asm.rs"]
+mod asm;
+mod buffer;
+mod elf_hostile;
+mod function_abi;
+mod hal;
+mod hal_manifest;
+mod hostile;
+mod iree_abi_vectors;
+mod iree_legacy_vectors;
+mod iree_runs;
+mod llvm_cpu;
+mod module;
+mod structured;
+mod structured_vs_iree;
+mod vm;
+mod vm_hostile;
+mod vm_manifest;
+mod vm_reference;
+mod vmfb;
+mod vmfb_loader;
