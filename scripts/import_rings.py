@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Finds import rings among the files of a Rust crate.
 
-    scripts/import_rings.py crates/pactum/src [--allow any.rs:object/mod.rs] [--graph]
+    scripts/import_rings.py crates/pactum-core/src [--allow any.rs:object/mod.rs] [--graph]
 
 Every `crate::`, `super::` and `self::` path a file names (in `use` items, grouped or not, and
 inline in code) is resolved to the file that *defines* the item it names, following `pub use`

@@ -20,7 +20,7 @@ Every text is the command's output without its last newline: ``pactum sig render
 ``render(X) + "\\n"``, and so on. Bad input raises ``ValueError`` with the command's one-line
 message, which names the byte offset of a malformed text (``... at byte 2: ...``).
 
-The work is done by pactum's Rust code (``pactum_iree::signature::tools``), the same the
+The work is done by pactum's Rust code (``pactum_iree::sig``), the same the
 ``pactum`` command runs.
 """
 
