@@ -2,7 +2,7 @@
 # Writes seed inputs for the fuzz targets into fuzz/corpus/<target>/ (not committed): the
 # signature targets' from the shared test vectors, which are read in place (see
 # ../shared/vectors/README.md; skipped with a note when they are absent), vmfb_module's,
-# native_elf's and mlir_signature's from the test fixtures, npy_reader's written by NumPy
+# elf_executable's and mlir_signature's from the test fixtures, npy_reader's written by NumPy
 # (.venv's, else python3's; skipped with a note when there is none), and call_arguments' and
 # capi_sequence's generated here.
 #
@@ -35,7 +35,7 @@ else:
 seeds = {target: set() for target in (
     "iree_abi_json", "raw_signature", "sip_signature", "calling_convention", "declaration",
     "lexer", "structured_call", "vmfb_module", "mlir_signature", "call_arguments",
-    "capi_sequence", "vm_load", "vm_run", "native_elf",
+    "capi_sequence", "vm_load", "vm_run", "elf_executable",
 )}
 
 def cases(document, section):
@@ -98,7 +98,7 @@ for path in sorted((repo / "crates/pactum-iree/tests/fixtures/vmfb").glob("*.vmf
         args = bytes(range(1, 65))
         seeds["vm_run"].add(len(args).to_bytes(2, "little") + path.read_bytes() + args)
 
-# native_elf: the ELFs inside the llvm-cpu test modules (embedded and system), from the magic
+# elf_executable: the ELFs inside the llvm-cpu test modules (embedded and system), from the magic
 # to the end of the section header table.
 for path in sorted((repo / "crates/pactum-iree/tests/fixtures/vmfb").glob("*llvm_cpu*.vmfb")):
     data = path.read_bytes()
@@ -111,7 +111,7 @@ for path in sorted((repo / "crates/pactum-iree/tests/fixtures/vmfb").glob("*llvm
             shnum = int.from_bytes(elf[0x3c:0x3e], "little")
             end = shoff + shentsize * shnum
             if 64 <= end <= len(elf):
-                seeds["native_elf"].add(elf[:end])
+                seeds["elf_executable"].add(elf[:end])
         start = data.find(b"\x7fELF", start + 4)
 
 # mlir_signature: the func.func headers of the MLIR test modules.

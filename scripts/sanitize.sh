@@ -188,8 +188,8 @@ run_asan() {
     RUSTFLAGS="$flags" RUSTDOCFLAGS="$flags")
   local common=(--target "$HOST_TRIPLE" --target-dir target/asan)
   local start=$SECONDS
-  if ! "${cargo_env[@]}" cargo test --no-run "${common[@]}" -p pactum -p pactum-capi \
-    -p pactum-example-kernels -p pactum-cli --lib --bins --tests >"$WORK/logs/asan-build.log" 2>&1; then
+  if ! "${cargo_env[@]}" cargo test --no-run "${common[@]}" -p pactum -p pactum-core -p pactum-runtime \
+    -p pactum-capi -p pactum-example-kernels -p pactum-cli --lib --bins --tests >"$WORK/logs/asan-build.log" 2>&1; then
     tail -n 40 "$WORK/logs/asan-build.log"
     record asan build FAIL - - - - $((SECONDS - start))
     return
@@ -205,6 +205,8 @@ run_asan() {
     # static ASan runtime resolves its __cxa_throw interceptor at start-up, and without libstdc++
     # loaded by then the first C++ exception aborts ("CHECK failed ... real___cxa_throw").
     "pactum (unit, integration, MLIR)|RUST_MIN_STACK=8388608 LD_PRELOAD=$(g++ -print-file-name=libstdc++.so.6)|-p pactum --lib --tests"
+    # The core's and the runtime's unit tests (maps, JSON, structural walks, recursive globals).
+    "pactum-core, pactum-runtime (unit)||-p pactum-core -p pactum-runtime --lib"
     "pactum-capi (C/C++ suite, 2 libs)||-p pactum-capi --lib --tests"
     # python_host is the valgrind part's: CPython cannot load an ASan-instrumented library.
     "kernels (C host 2 libs, Rust host)|LSAN_OPTIONS=suppressions=$WORK/lsan-kernels.supp:print_suppressions=1|-p pactum-example-kernels --lib --test all -- --skip python_host::"

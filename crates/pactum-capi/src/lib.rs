@@ -62,22 +62,18 @@ mod vmfb_loader {
     /// here. A failure is reported on stderr and leaves the rest of the library working; a panic
     /// cannot unwind into the loader.
     pub extern "C" fn register_vmfb_loader_at_load() {
-        let outcome = std::panic::catch_unwind(|| {
+        let what = "libtvm_ffi.so registering the .vmfb loader";
+        pactum_core::internal::boundary::initializer(what, || {
             // The loader's order of this constructor and the runtime's own registration is the
             // linker's: register first (a no-op when already done).
             pactum_runtime::register();
             if !this_object_is_the_loaded_runtime() {
-                return Ok(());
+                return;
             }
-            pactum_iree::module::register_vmfb_loader()
+            if let Err(error) = pactum_iree::module::register_vmfb_loader() {
+                eprintln!("libtvm_ffi.so (pactum): cannot register the .vmfb loader: {error}");
+            }
         });
-        match outcome {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => {
-                eprintln!("libtvm_ffi.so (pactum): cannot register the .vmfb loader: {error}")
-            }
-            Err(_) => eprintln!("libtvm_ffi.so (pactum): registering the .vmfb loader panicked"),
-        }
     }
 
     #[used]

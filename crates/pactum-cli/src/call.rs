@@ -38,7 +38,7 @@ impl Device {
 
 /// Runs a call and prints its result; tensors go to `out` when given. With `mlir`, the
 /// function is an MLIR-compiled one called through the memref convention with that signature.
-/// `device` (`.vmfb` modules only) picks who runs native dispatches.
+/// `device` (`.vmfb` modules only) picks who runs compiled (llvm-cpu) dispatches.
 pub fn run(
     library_path: &Path,
     function: &str,
@@ -87,7 +87,7 @@ pub fn run(
 }
 
 /// Export `function` of an IREE bytecode module, run by pactum's VM (plain numbers convert to
-/// the declared parameter types, as iree-run-module does), native dispatches on `device`.
+/// the declared parameter types, as iree-run-module does), compiled (llvm-cpu) dispatches on `device`.
 fn vmfb_function(path: &Path, function: &str, device: Device) -> Result<Function> {
     let limits = pactum_iree::vm::Limits::default();
     let module = pactum_iree::module::IreeModule::load_with(path, limits, device.workers())

@@ -59,7 +59,7 @@ enum Command {
         /// `func.func` declaration or a function type such as `(memref<?xf32>, f32) -> f32`.
         #[arg(long, value_name = "DECLARATION")]
         mlir: Option<String>,
-        /// For a .vmfb: the device running its native (llvm-cpu) dispatches, as
+        /// For a .vmfb: the device running its compiled (llvm-cpu) dispatches, as
         /// iree-run-module's --device: local-task (a pool of worker threads, the default) or
         /// local-sync (the calling thread only).
         #[arg(long, value_enum)]

@@ -43,8 +43,9 @@ use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use crate::hal::{
     DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, LocalDevice,
-    Workers, hal_ref,
+    Timeout, Workers, hal_ref,
 };
+use crate::status::StatusCode;
 
 use crate::signature::Signature;
 use crate::structured::StructuredFunction;
@@ -335,18 +336,31 @@ impl IreeModule {
             })
             .collect::<Result<Vec<_>>>()?;
         let mut values = values;
-        if cconv.fences {
-            // The call starts at once (an empty wait fence) and the module signals the signal
-            // fence; the local device finishes every queue operation before it returns (a
-            // pool's workgroups included), so it is reached when the call returns.
+        // The call starts at once (an empty wait fence) and the module signals the signal
+        // fence; the local device finishes every queue operation before it returns (a pool's
+        // workgroups included), so it is reached when the call returns, unless the program
+        // failed it or never signalled it: both are errors of the call, as iree-run-module
+        // reports a failed fence.
+        let signal = cconv.fences.then(HalFence::pending);
+        if let Some(signal) = &signal {
             values.push(hal_ref(HalFence::empty()));
-            values.push(hal_ref(HalFence::pending()));
+            values.push(hal_ref(signal.clone()));
         }
         let results = self
             .inner
             .context
             .invoke(function, &values)
             .map_err(vm_error)?;
+        if let Some(signal) = signal {
+            signal.wait(Timeout::IMMEDIATE).map_err(|e| {
+                let what = if e.status == StatusCode::DeadlineExceeded {
+                    "returned without signalling its signal fence".to_owned()
+                } else {
+                    format!("failed its signal fence: {e}")
+                };
+                Error::new(ErrorKind::RUNTIME_ERROR, format!("{display} {what}"))
+            })?;
+        }
         let mut results = results
             .into_iter()
             .map(from_value)

@@ -4,7 +4,8 @@
 // The official runtime's modules are C++ objects (tvm::ffi::ModuleObj subclasses, dispatched
 // through their vtable), so a module served by Rust code needs a C++ class to stand in for it.
 // This file defines that class and registers `pactum.Module.from_functions` with the contract
-// of pactum's own provider (crates/pactum/src/module.rs, MODULE_FROM_FUNCTIONS):
+// of pactum's own runtime (crates/pactum-core/src/module.rs, MODULE_FROM_FUNCTIONS; served by
+// crates/pactum-runtime/src/modules.rs):
 //
 //   (kind: str, get_function: Function, get_text: Function) -> Module
 //   get_function(name: str) -> Optional[Function]

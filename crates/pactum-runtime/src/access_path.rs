@@ -122,8 +122,8 @@ fn step_equal(lhs: &ObjectRef, rhs: &ObjectRef) -> Result<bool> {
     Ok(
         read_named(lhs, "kind")?.get::<i64>()? == read_named(rhs, "kind")?.get::<i64>()?
             && any_equal(
-                read_named(lhs, "key")?.as_raw(),
-                read_named(rhs, "key")?.as_raw(),
+                read_named(lhs, "key")?.as_view(),
+                read_named(rhs, "key")?.as_view(),
             ),
     )
 }

@@ -68,9 +68,9 @@ pub(crate) fn stringify(value: &AnyView<'_>, indent: i32) -> Result<Any> {
         active_lists: Vec::new(),
     };
     writer.value(value)?;
-    Ok(pactum_core::internal::heap_value(
+    Ok(pactum_core::internal::heap_byte_string(
         &writer.out,
-        TVMFFITypeIndex::STR,
+        pactum_core::internal::ByteString::Str,
     ))
 }
 
@@ -302,9 +302,9 @@ impl Parser<'_> {
                 0..=0x1f => return Err(self.error(INVALID_CONTROL)),
                 b'"' => {
                     self.pos += 1;
-                    return Ok(pactum_core::internal::heap_value(
+                    return Ok(pactum_core::internal::heap_byte_string(
                         &out,
-                        TVMFFITypeIndex::STR,
+                        pactum_core::internal::ByteString::Str,
                     ));
                 }
                 b'\\' => {

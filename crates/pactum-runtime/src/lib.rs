@@ -14,9 +14,9 @@
 //! use pactum_core::runtime::{self, RuntimeKind};
 //! use pactum_core::Function;
 //!
-//! // Linking this crate registered it when the program started (the call is a no-op here).
-//! pactum_runtime::register();
-//! // A plain Rust program: nothing loaded a libtvm_ffi.so, so this runtime serves it.
+//! // A plain Rust program: nothing loaded a libtvm_ffi.so, and linking this crate registered it
+//! // when the program started, so this runtime serves it.
+//! # extern crate pactum_runtime;
 //! assert_eq!(runtime::kind(), RuntimeKind::Builtin);
 //! Function::from_typed(|a: i64, b: i64| a + b).register_global("example.sum", false)?;
 //! let sum = Function::get_global("example.sum").expect("registered");
@@ -129,15 +129,18 @@ pub fn register() {
     unsafe { pactum_core::runtime::register_builtin(&C_API) };
 }
 
+// The registration entry is an ELF `.init_array` constructor, as pactum's forwarding
+// `libtvm_ffi.so` (memfd_create, dlopen by SONAME) is Linux's.
+#[cfg(not(target_os = "linux"))]
+compile_error!("pactum-runtime registers itself through .init_array: Linux only");
+
 extern "C" fn register_at_start() {
-    // Nothing here can panic (two atomic stores); a panic would abort rather than unwind into
-    // the loader.
-    register();
+    pactum_core::internal::boundary::initializer("registering pactum's runtime", register);
 }
 
 #[used]
 // SAFETY: `.init_array` holds pointers to `extern "C" fn()` constructors that the C runtime
 // calls once when the program (or the shared library holding this crate) is loaded; the entry
-// is exactly such a function, and it only stores two pointers.
+// is exactly such a function, and no panic leaves it (`initializer`).
 #[unsafe(link_section = ".init_array")]
 static REGISTER_AT_START: extern "C" fn() = register_at_start;

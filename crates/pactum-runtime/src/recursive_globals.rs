@@ -1018,9 +1018,9 @@ mod tests {
         assert_eq!(hash(Any::from("abc")).ok(), Some(2660953131));
         let long = "hello world, longer than small";
         assert_eq!(
-            hash(pactum_core::internal::heap_value(
+            hash(pactum_core::internal::heap_byte_string(
                 long.as_bytes(),
-                TVMFFITypeIndex::STR
+                pactum_core::internal::ByteString::Str
             ))
             .ok(),
             Some(4741198001)
@@ -1083,9 +1083,9 @@ mod tests {
 
     #[test]
     fn deep_copy_rebuilds_containers_and_shares_immutable_values() {
-        let text = pactum_core::internal::heap_value(
+        let text = pactum_core::internal::heap_byte_string(
             b"a string stored as an object",
-            TVMFFITypeIndex::STR,
+            pactum_core::internal::ByteString::Str,
         );
         let inner = List::from_values([Any::from(1i64)]);
         let original = array([text.clone(), Any::from(inner.clone()), Any::from(inner)]);

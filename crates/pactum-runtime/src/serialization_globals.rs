@@ -295,9 +295,9 @@ fn enum_instance(type_index: i32, index: Any) -> Result<Any> {
 
 /// A data type's name, as the official runtime stores it (a heap String).
 fn dtype_text(dtype: DataType) -> Result<Any> {
-    Ok(pactum_core::internal::heap_value(
+    Ok(pactum_core::internal::heap_byte_string(
         dtype.to_runtime_string()?.as_bytes(),
-        TVMFFITypeIndex::STR,
+        pactum_core::internal::ByteString::Str,
     ))
 }
 

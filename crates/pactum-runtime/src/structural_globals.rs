@@ -321,12 +321,13 @@ fn object_value(object: &ObjectRef) -> Any {
 
 /// The hash of a value whose hash needs no walk: plain values, strings, bytes and BigInts
 /// (NaNs not yet merged); `None` for any other object.
-fn leaf_hash(raw: &TVMFFIAny) -> Option<u64> {
+fn leaf_hash(value: &AnyView<'_>) -> Option<u64> {
+    let raw = value.as_raw();
     let index = raw.type_index;
     match TVMFFITypeIndex(index) {
         // Strings hash as Map keys do: inline ones as the heap string with the same bytes.
         TVMFFITypeIndex::SMALL_STR | TVMFFITypeIndex::STR | TVMFFITypeIndex::BYTES => {
-            Some(any_hash(raw))
+            Some(any_hash(value))
         }
         TVMFFITypeIndex::BIG_INT => {
             // SAFETY: a live BigInt value.
@@ -419,7 +420,7 @@ impl Hasher {
         if raw.type_index == TVMFFITypeIndex::FLOAT.0 && raw.float64().is_nan() {
             return Ok(hash_combine(raw.type_index as u64, f64::NAN.to_bits()));
         }
-        if let Some(hash) = leaf_hash(raw) {
+        if let Some(hash) = leaf_hash(value.as_view()) {
             return Ok(hash);
         }
         let index = raw.type_index;
@@ -455,7 +456,7 @@ impl Hasher {
     /// A key's hash that does not depend on where the walk is: a leaf's, or that of an object
     /// already hashed; `None` otherwise.
     fn order_independent_hash(&self, key: &Any) -> Option<u64> {
-        leaf_hash(key.as_raw()).or_else(|| {
+        leaf_hash(key.as_view()).or_else(|| {
             let object = key.as_object_ref()?;
             lock(&self.memo)
                 .get(&address(object))

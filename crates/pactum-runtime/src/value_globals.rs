@@ -126,7 +126,7 @@ pub(crate) fn container_globals() -> Vec<BuiltinGlobal> {
             let array = a.get::<Array>(0)?;
             let needle = a.owned(1)?;
             Ok(Any::from(array.iter().any(|v| {
-                pactum_core::internal::any_equal(v.as_raw(), needle.as_raw())
+                pactum_core::internal::any_equal(v.as_view(), needle.as_view())
             })))
         }),
         packed("ffi.List", |args| {
@@ -157,7 +157,7 @@ pub(crate) fn container_globals() -> Vec<BuiltinGlobal> {
             let list = a.get::<List>(0)?;
             let needle = a.owned(1)?;
             Ok(Any::from(list.to_vec().iter().any(|v| {
-                pactum_core::internal::any_equal(v.as_raw(), needle.as_raw())
+                pactum_core::internal::any_equal(v.as_view(), needle.as_view())
             })))
         }),
         typed("ffi.ListAppend", &[LIST_OF_ANY, ANY], NONE, |a| {

@@ -13,8 +13,8 @@ use super::args::{arg_bytes, arg_ref, out_ptr};
 use pactum_core::dtype::DataType;
 use pactum_core::error::{Error, ErrorKind};
 use pactum_core::internal::boundary::{self, EntryKind::CApi};
+use pactum_core::internal::{ByteString, byte_string_value, heap_byte_string};
 use pactum_core::internal::{alloc_raw_object, free_raw_object};
-use pactum_core::internal::{heap_value, new_value};
 
 #[allow(non_snake_case)]
 /// `TVMFFIStringFromByteArray`: SmallStr up to 7 bytes, else a String object.
@@ -30,9 +30,7 @@ pub unsafe extern "C" fn TVMFFIStringFromByteArray(
         let bytes = arg_bytes(input, "input")?;
         let out = out_ptr(out, "out")?;
         // SAFETY: checked out pointer; the caller receives the owned value.
-        unsafe {
-            *out = new_value(bytes, TVMFFITypeIndex::SMALL_STR, TVMFFITypeIndex::STR).into_raw()
-        };
+        unsafe { *out = byte_string_value(bytes, ByteString::Str).into_raw() };
         Ok(())
     })
 }
@@ -51,9 +49,7 @@ pub unsafe extern "C" fn TVMFFIBytesFromByteArray(
         let bytes = arg_bytes(input, "input")?;
         let out = out_ptr(out, "out")?;
         // SAFETY: checked out pointer; the caller receives the owned value.
-        unsafe {
-            *out = new_value(bytes, TVMFFITypeIndex::SMALL_BYTES, TVMFFITypeIndex::BYTES).into_raw()
-        };
+        unsafe { *out = byte_string_value(bytes, ByteString::Bytes).into_raw() };
         Ok(())
     })
 }
@@ -285,7 +281,7 @@ pub unsafe extern "C" fn TVMFFIDataTypeToString(
         let out = out_ptr(out, "out")?;
         let text = dtype.to_runtime_string()?;
         // SAFETY: checked out pointer; the caller receives the owned value.
-        unsafe { *out = heap_value(text.as_bytes(), TVMFFITypeIndex::STR).into_raw() };
+        unsafe { *out = heap_byte_string(text.as_bytes(), ByteString::Str).into_raw() };
         Ok(())
     })
 }

@@ -10,32 +10,58 @@ pub mod hostile {
     //! [`LIMIT`] of the calling thread's CPU time, and its message is printed
     //! (`HOSTILE <what>: <error>`) so that `--nocapture` shows exactly what a user reads.
     //!
-    //! The limit counts the thread's own CPU time ([`ThreadCpuTime`]), not wall-clock time: a
+    //! The limit counts the thread's own CPU time ([`Stopwatch`]), not wall-clock time: a
     //! refusal is work done on the calling thread, and what it must not do is work through a
-    //! hostile claim, however busy the machine is with other tests.
+    //! hostile claim, however busy the machine is with other tests. A wall-clock ceiling of
+    //! [`WALL_LIMIT`] catches what CPU time cannot see: a refusal that blocks, or that hands
+    //! its work to other threads.
 
     use std::fs;
     use std::path::{Path, PathBuf};
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIAnyValue, TVMFFITypeIndex};
 
     /// How much of the thread's CPU time a refusal may take. Generous: debug build.
     pub const LIMIT: Duration = Duration::from_secs(2);
 
-    /// The CPU time the calling thread has used since [`ThreadCpuTime::start`]
-    /// (`CLOCK_THREAD_CPUTIME_ID`): what a piece of work cost, whatever else the machine runs.
-    pub struct ThreadCpuTime(Duration);
+    /// The wall-clock time a refusal may take, however busy the machine: generous, it only
+    /// tells a refusal that blocks or works on other threads from one that does not.
+    pub const WALL_LIMIT: Duration = Duration::from_secs(60);
 
-    impl ThreadCpuTime {
-        /// Starts counting now.
-        pub fn start() -> ThreadCpuTime {
-            ThreadCpuTime(thread_cpu_time())
+    /// Times a piece of work by the CPU time the calling thread spends on it
+    /// (`CLOCK_THREAD_CPUTIME_ID`), whatever else the machine runs, and by the wall clock.
+    pub struct Stopwatch {
+        cpu: Duration,
+        wall: Instant,
+    }
+
+    impl Stopwatch {
+        /// Starts both clocks now.
+        pub fn start() -> Stopwatch {
+            Stopwatch {
+                cpu: thread_cpu_time(),
+                wall: Instant::now(),
+            }
         }
 
         /// The thread's CPU time since the start.
-        pub fn elapsed(&self) -> Duration {
-            thread_cpu_time().saturating_sub(self.0)
+        pub fn cpu(&self) -> Duration {
+            thread_cpu_time().saturating_sub(self.cpu)
+        }
+
+        /// Asserts that `what` took less than `limit` of the thread's CPU time and less than
+        /// [`WALL_LIMIT`] of wall-clock time.
+        pub fn assert_within(&self, what: &str, limit: Duration) {
+            let (cpu, wall) = (self.cpu(), self.wall.elapsed());
+            assert!(
+                cpu < limit,
+                "{what} took {cpu:?} of CPU time (limit {limit:?})"
+            );
+            assert!(
+                wall < WALL_LIMIT,
+                "{what} took {wall:?} of wall-clock time (limit {WALL_LIMIT:?})"
+            );
         }
     }
 
@@ -63,13 +89,9 @@ pub mod hostile {
         } else {
             LIMIT
         };
-        let start = ThreadCpuTime::start();
+        let stopwatch = Stopwatch::start();
         let value = f();
-        let elapsed = start.elapsed();
-        assert!(
-            elapsed < limit,
-            "{what} took {elapsed:?} of CPU time (limit {limit:?})"
-        );
+        stopwatch.assert_within(what, limit);
         value
     }
 

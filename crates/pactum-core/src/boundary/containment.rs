@@ -63,6 +63,19 @@ pub(crate) fn callback(body: impl FnOnce(), on_panic: impl FnOnce(Payload)) {
     }
 }
 
+/// A load-time constructor (an `.init_array` entry, run by the C runtime before `main` or when
+/// a library is loaded): nobody can be told of a failure but stderr, and a panic must not
+/// unwind into the dynamic loader. `what` names the constructor in the message.
+pub fn initializer(what: &str, body: impl FnOnce()) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(body)) {
+        contain(move || {
+            drop(payload);
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "pactum: {what} panicked (contained)");
+        });
+    }
+}
+
 /// A deleter that has no error slot to report through (a DLPack deleter, a buffer's
 /// `data_deleter`): a panic is reported on stderr and the process carries on.
 #[inline(always)]

@@ -36,7 +36,7 @@ pub use containment::EntryKind;
 #[cfg(feature = "fault-injection")]
 pub use containment::fault_injection;
 pub(crate) use containment::{Payload, callback, contain};
-pub use containment::{deleter, enter, object_deleter};
+pub use containment::{deleter, enter, initializer, object_deleter};
 
 /// Raises `error` in the calling thread's error slot and returns `fallback` (returning it
 /// from here lets the entry point return the call's result directly).

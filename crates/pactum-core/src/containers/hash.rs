@@ -109,7 +109,7 @@ fn call_hook(hook: TVMFFIAny, args: &[TVMFFIAny]) -> Option<i64> {
 }
 
 /// `AnyHash`.
-pub fn any_hash(value: &TVMFFIAny) -> u64 {
+pub(crate) fn any_hash(value: &TVMFFIAny) -> u64 {
     let type_index = value.type_index;
     // SAFETY (union reads): each arm reads the field the type index stores.
     match TVMFFITypeIndex(type_index) {
@@ -160,7 +160,7 @@ pub(crate) fn any_equal_fast(lhs: &TVMFFIAny, rhs: &TVMFFIAny) -> bool {
 }
 
 /// `AnyEqual`: the key equality of Map and Dict.
-pub fn any_equal(lhs: &TVMFFIAny, rhs: &TVMFFIAny) -> bool {
+pub(crate) fn any_equal(lhs: &TVMFFIAny, rhs: &TVMFFIAny) -> bool {
     if raw_words(lhs) == raw_words(rhs) {
         return true;
     }

@@ -70,13 +70,19 @@ pub(crate) unsafe extern "C" fn box_deleter<C>(obj: *mut c_void, flags: c_int) {
 }
 
 /// Allocates `layout` for a variable-size object and writes its header; the caller fills the
-/// rest. Aborts on allocation failure like `Box`.
+/// rest. Aborts on allocation failure like `Box`; panics on a layout that cannot hold a header
+/// (smaller than 24 bytes or aligned to less than 8).
 pub fn alloc_raw_object(
     layout: Layout,
     type_index: i32,
     deleter: TVMFFIObjectDeleter,
 ) -> NonNull<TVMFFIObject> {
-    debug_assert!(layout.size() >= core::mem::size_of::<TVMFFIObject>() && layout.align() >= 8);
+    // A real check: this is callable from safe code (through `internal`), and a smaller
+    // layout would make the header write below overflow the allocation.
+    assert!(
+        layout.size() >= core::mem::size_of::<TVMFFIObject>() && layout.align() >= 8,
+        "an object layout must hold its header: {layout:?}"
+    );
     // SAFETY: the layout is non-zero sized (it holds at least a header).
     let ptr = unsafe { std::alloc::alloc(layout) }.cast::<TVMFFIObject>();
     let Some(ptr) = NonNull::new(ptr) else {

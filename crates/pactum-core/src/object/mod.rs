@@ -2,14 +2,13 @@
 //! [`ObjectRefType`] trait implemented by every typed reference, and user-defined object types
 //! ([`ObjectType`], [`Obj`]).
 
-mod alloc;
+pub(crate) mod alloc;
 mod custom;
 pub(crate) mod header;
 pub(crate) mod release;
 pub(crate) mod types;
 
-#[doc(hidden)]
-pub use alloc::{ObjectBox, alloc_raw_object, free_raw_object, fresh_header, new_object_box};
+pub(crate) use alloc::{ObjectBox, alloc_raw_object, free_raw_object, new_object_box};
 #[doc(hidden)]
 pub use custom::register_object_type;
 pub use custom::{Obj, ObjectType};

@@ -145,3 +145,16 @@ fn library_path(address: *const core::ffi::c_void) -> Option<std::string::String
             .into_owned(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    /// This crate's unit tests run in a process without a runtime: no `libtvm_ffi.so` is
+    /// loaded, and `pactum-runtime` (linked through the dev-dependency on `pactum`, for the doc
+    /// examples) registers with the copy of `pactum-core` it was built against, not with this
+    /// test build of it. So the first call that needs a runtime says what is missing.
+    #[test]
+    #[should_panic(expected = "no TVM FFI runtime serves this process")]
+    fn a_process_without_a_runtime_says_so() {
+        let _ = super::api();
+    }
+}

@@ -15,13 +15,17 @@ use crate::error::{Error, ErrorKind, Result};
 pub use storage::SMALL_STRING_MAX_LEN;
 
 /// Builds an owned value of `small_index` (inline) or `heap_index` (object) holding `bytes`.
-pub fn new_value(bytes: &[u8], small_index: TVMFFITypeIndex, heap_index: TVMFFITypeIndex) -> Any {
+pub(crate) fn new_value(
+    bytes: &[u8],
+    small_index: TVMFFITypeIndex,
+    heap_index: TVMFFITypeIndex,
+) -> Any {
     // SAFETY: a fresh value whose ownership the Any takes.
     unsafe { Any::from_raw(storage::new_raw(bytes, small_index, heap_index)) }
 }
 
 /// Builds a heap String or Bytes object of `heap_index` holding `bytes`, whatever its length.
-pub fn heap_value(bytes: &[u8], heap_index: TVMFFITypeIndex) -> Any {
+pub(crate) fn heap_value(bytes: &[u8], heap_index: TVMFFITypeIndex) -> Any {
     // SAFETY: a fresh object whose single strong reference the Any takes.
     unsafe { Any::from_raw(storage::heap_raw(bytes, heap_index)) }
 }

@@ -1,4 +1,4 @@
-//! Allocators: where a device's buffers come from. [`Allocator`] is what every device offers;
+//! Allocators: where a device's buffers come from. [`HalAllocator`] is what every device offers;
 //! [`HostAllocator`] is the local CPU device's, over host memory.
 
 use std::fmt;
@@ -21,7 +21,7 @@ pub struct BufferParams {
 }
 
 /// A device's allocator.
-pub trait Allocator: Send + Sync + fmt::Debug {
+pub trait HalAllocator: Send + Sync + fmt::Debug {
     /// A buffer of `size` bytes for `params`. Its contents are unspecified, as IREE's
     /// allocations are uninitialised (the host allocator's are zero or what a freed buffer of
     /// the same size held).
@@ -70,7 +70,7 @@ impl HostAllocator {
     }
 }
 
-impl Allocator for HostAllocator {
+impl HalAllocator for HostAllocator {
     fn allocate(&self, _params: BufferParams, size: i64) -> Result<HalBuffer, StatusError> {
         HalBuffer::allocate_in(size, self.budget.as_ref(), Some(&self.blocks))
     }

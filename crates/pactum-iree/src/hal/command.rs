@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::buffer::{Binding, HalBuffer};
-use super::executable::Executable;
+use super::executable::HalExecutable;
 use crate::status::{StatusCode, StatusError};
 
 fn invalid(message: impl Into<String>) -> StatusError {
@@ -58,7 +58,7 @@ pub enum Command {
     /// Run a dispatch.
     Dispatch {
         /// The executable.
-        executable: Arc<dyn Executable>,
+        executable: Arc<dyn HalExecutable>,
         /// The export ordinal.
         ordinal: i64,
         /// The workgroup count.
@@ -118,14 +118,15 @@ impl HalCommandBuffer {
                 format!("command buffer holds more than {MAX_COMMANDS} commands"),
             ));
         }
-        let slots: Vec<u32> = match &command {
+        let slots: Vec<Option<u32>> = match &command {
             Command::Fill { target, .. } => vec![slot_of(target)],
             Command::Copy { source, target, .. } => vec![slot_of(source), slot_of(target)],
             Command::Dispatch { bindings, .. } => bindings.iter().map(|b| slot_of(&b.0)).collect(),
         };
         if let Some(slot) = slots
             .into_iter()
-            .find(|&s| s != u32::MAX && s >= self.binding_capacity)
+            .flatten()
+            .find(|&s| s >= self.binding_capacity)
         {
             return Err(invalid(format!(
                 "binding slot {slot} is outside the command buffer's binding capacity {}",
@@ -141,7 +142,7 @@ impl HalCommandBuffer {
     /// order).
     pub fn dispatch(
         &self,
-        executable: &Arc<dyn Executable>,
+        executable: &Arc<dyn HalExecutable>,
         ordinal: usize,
         count: [u32; 3],
         constants: &[i32],
@@ -203,9 +204,10 @@ impl BufferRef {
     }
 }
 
-fn slot_of(r: &BufferRef) -> u32 {
+/// The binding-table slot a buffer operand names (`None` for a buffer bound directly).
+fn slot_of(r: &BufferRef) -> Option<u32> {
     match r {
-        BufferRef::Direct(_) => u32::MAX,
-        BufferRef::Slot(s) => *s,
+        BufferRef::Direct(_) => None,
+        BufferRef::Slot(s) => Some(*s),
     }
 }

@@ -1,19 +1,20 @@
-//! [`Device`]: what every HAL device offers, modelled on IREE's `iree_hal_device_t`: identity
+//! [`HalDevice`]: what every HAL device offers, modelled on IREE's `iree_hal_device_t`: identity
 //! and queries, an allocator, executables, semaphores, command buffers and queue operations
 //! ordered by fences.
 //!
-//! The `hal` VM module ([`HalModule`](super::HalModule)) works over `Arc<dyn Device>` only,
+//! The `hal` VM module ([`HalModule`](super::HalModule)) works over `Arc<dyn HalDevice>` only,
 //! so a new kind of device (a GPU driver) implements this trait, with executable and buffer
 //! types of its own where it needs them, and runs compiled programs without any change to the
 //! VM or to the module's functions.
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
-use super::allocator::{Allocator, BufferParams};
+use super::allocator::{BufferParams, HalAllocator};
 use super::buffer::{Binding, HalBuffer};
 use super::command::HalCommandBuffer;
-use super::executable::Executable;
+use super::executable::HalExecutable;
 use super::file::HalFile;
 use super::semaphore::{HalFence, HalSemaphore};
 use crate::status::StatusError;
@@ -31,15 +32,21 @@ pub struct Submission<'a> {
     pub wait: &'a HalFence,
     /// Signalled when it is done.
     pub signal: &'a HalFence,
+    /// How long a device that completes operations before it returns may block on `wait`
+    /// (`None`: as long as it takes, as IREE waits); past it the operation fails with
+    /// `DEADLINE_EXCEEDED` ([`wait_limit_exceeded`](super::semaphore::wait_limit_exceeded)).
+    /// A device that queues work without blocking has nothing to bound.
+    pub wait_limit: Option<Duration>,
 }
 
 impl<'a> Submission<'a> {
-    /// On any queue, after `wait`, signalling `signal`.
+    /// On any queue, after `wait` (however long it takes), signalling `signal`.
     pub fn new(wait: &'a HalFence, signal: &'a HalFence) -> Submission<'a> {
         Submission {
             affinity: ANY_QUEUE,
             wait,
             signal,
+            wait_limit: None,
         }
     }
 }
@@ -49,7 +56,7 @@ impl<'a> Submission<'a> {
 /// Queue operations are asynchronous in general: a device may return before the work is done
 /// and signal the submission's fence later, so callers wait on fences, never on returns. (The
 /// local CPU device finishes each operation before it returns.)
-pub trait Device: Send + Sync + fmt::Debug {
+pub trait HalDevice: Send + Sync + fmt::Debug {
     /// IREE's identifier for the device (`local-task`, `local-sync`): what the
     /// `hal.device.id` query matches patterns against.
     fn id(&self) -> &str;
@@ -61,7 +68,7 @@ pub trait Device: Send + Sync + fmt::Debug {
     fn query_i64(&self, category: &str, key: &str) -> Option<i64>;
 
     /// The allocator of the device's buffers.
-    fn allocator(&self) -> Arc<dyn Allocator>;
+    fn allocator(&self) -> Arc<dyn HalAllocator>;
 
     /// Whether the device runs executables of `format`.
     fn supports_executable_format(&self, format: &str) -> bool;
@@ -72,7 +79,7 @@ pub trait Device: Send + Sync + fmt::Debug {
         format: &str,
         data: Vec<u8>,
         constants: &[u32],
-    ) -> Result<Arc<dyn Executable>, StatusError>;
+    ) -> Result<Arc<dyn HalExecutable>, StatusError>;
 
     /// A semaphore at `initial`.
     fn create_semaphore(&self, initial: u64) -> Result<HalSemaphore, StatusError> {

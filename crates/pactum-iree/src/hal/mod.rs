@@ -3,13 +3,13 @@
 //! programs. The split follows IREE's runtime (HAL devices / drivers / executable loaders /
 //! module bindings):
 //!
-//! - **The device layer.** [`Device`] (identity and queries, an [`Allocator`], executables,
+//! - **The device layer.** [`HalDevice`] (identity and queries, a [`HalAllocator`], executables,
 //!   semaphores, command buffers, queue operations ordered by fences), with the objects it
 //!   works on: [`HalBuffer`] and [`HalBufferView`] (64-byte aligned host memory, shared
 //!   without copies with compiled code and the VM), [`HalSemaphore`] (a timeline semaphore:
 //!   value, wait with a timeout, signal, fail with a status) and [`HalFence`] (a set of
 //!   semaphore points), [`HalCommandBuffer`] (recorded fills, copies and dispatches, replayed
-//!   by a queue, with an optional binding table), [`HalFile`] and [`Executable`]. Errors are
+//!   by a queue, with an optional binding table), [`HalFile`] and [`HalExecutable`]. Errors are
 //!   [`StatusError`]s: an IREE status and a message.
 //! - **The local CPU device** ([`LocalDevice`], `local/`): IREE's `local-task` (workgroups of
 //!   ELF dispatches on a shared worker pool, [`Workers::shared`]) or `local-sync` (everything
@@ -22,8 +22,8 @@
 //!   the executables a `.vmfb` carries.
 //! - **The VM binding** ([`HalModule`], `vm_module.rs`): the `hal` native module, whose 43
 //!   functions have exactly the calling conventions `iree-compile` 3.13 modules import, as
-//!   typed closures over any `Arc<dyn Device>`. A second device kind (a GPU driver)
-//!   implements [`Device`] and runs compiled programs without changes to the VM or to this
+//!   typed closures over any `Arc<dyn HalDevice>`. A second device kind (a GPU driver)
+//!   implements [`HalDevice`] and runs compiled programs without changes to the VM or to this
 //!   binding.
 //!
 //! **Trust.** ELF executables are machine code that runs with the process's rights: pactum
@@ -39,7 +39,7 @@
 //! use std::time::Duration;
 //!
 //! use pactum_iree::hal::{
-//!     Binding, BufferParams, Device, HalFence, LocalDevice, Submission, Timeout,
+//!     Binding, BufferParams, HalDevice, HalFence, LocalDevice, Submission, Timeout,
 //!     executables_in_vmfb,
 //! };
 //! use pactum_iree::vmfb::VmfbFile;
@@ -49,7 +49,7 @@
 //! assert_eq!(found.len(), 1);
 //! assert_eq!(found[0].format, "vmvx-bytecode-fb");
 //!
-//! let device: Arc<dyn Device> = Arc::new(LocalDevice::sync());
+//! let device: Arc<dyn HalDevice> = Arc::new(LocalDevice::sync());
 //! let executable = device.create_executable(&found[0].format, found[0].data.clone(), &[])?;
 //! let add = executable.lookup("add_vec_dispatch_0_elementwise_4_f32").unwrap();
 //!
@@ -75,7 +75,7 @@
 //! ```
 //!
 //! Layers (no file imports a later one): `element` ← `buffer` ← `allocator`, `semaphore`,
-//! `file`, `local/workers` ← `executable/` ← `command` ← `device` ← `local/` ← `vm_module`.
+//! `file`, `workers` ← `executable/` ← `command` ← `device` ← `local/` ← `vm_module`.
 //! The VM does not depend on this module; the vmvx loader and the binding depend on the VM.
 //!
 //! [`StatusError`]: crate::status::StatusError
@@ -90,21 +90,23 @@ mod file;
 mod local;
 mod semaphore;
 mod vm_module;
+mod workers;
 
-pub use allocator::{Allocator, BufferParams, FREE_BLOCK_CACHE_BYTES, HostAllocator};
+pub use allocator::{BufferParams, FREE_BLOCK_CACHE_BYTES, HalAllocator, HostAllocator};
 pub use buffer::{
     Binding, DENSE_ROW_MAJOR, HalBuffer, HalBufferView, MAX_RANK, WHOLE_BUFFER, shape_text,
 };
 pub use command::{BufferRef, Command, HalCommandBuffer, MAX_COMMANDS};
-pub use device::{ANY_QUEUE, Device, Submission, id_matches};
+pub use device::{ANY_QUEUE, HalDevice, Submission, id_matches};
 pub use element::{HalElementType, c_format_g, format_tensor};
 pub use executable::{
-    DISPATCH_CCONV, EmbeddedExecutable, Executable, VMVX_FORMAT, VmvxExecutable,
+    DISPATCH_CCONV, EmbeddedExecutable, HalExecutable, VMVX_FORMAT, VmvxExecutable,
     embedded_elf_format, executables_in_vmfb, is_elf_format, system_elf_format, vm_view,
 };
 #[cfg(feature = "llvm-cpu")]
 pub use executable::{ElfError, ElfExecutable, ElfSummary, check_elf_executable};
 pub use file::{FileContents, HalFile};
-pub use local::{LocalDevice, LocalExecutable, MAX_WORKGROUPS, Workers, is_local_format};
-pub use semaphore::{HalFence, HalSemaphore, Timeout};
+pub use local::{LocalDevice, LocalExecutable, MAX_WORKGROUPS, is_local_format};
+pub use semaphore::{HalFence, HalSemaphore, Timeout, wait_limit_exceeded};
 pub use vm_module::{HAL_MODULE_VERSION, HalModule, REF_TYPES, hal_ref};
+pub use workers::Workers;

@@ -1,28 +1,28 @@
 //! [`HalModule`]: IREE's `hal` VM module, binding the functions compiled programs import to a
-//! [`Device`].
+//! [`HalDevice`].
 //!
 //! Each function is a typed closure over the module's state, registered with the calling
 //! convention `iree-compile` 3.13 imports it with; the two are checked against each other
 //! when the module is registered in a context. The functions take the device, allocator,
 //! buffers, fences and executables they work on from their arguments, as IREE's do, so they
-//! work for any [`Device`]. Everything the VM needs to see HAL objects (the [`RefObject`]
+//! work for any [`HalDevice`]. Everything the VM needs to see HAL objects (the [`RefObject`]
 //! impls, `!vm.buffer` files) lives here, not in the device layer.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::allocator::{Allocator, BufferParams};
+use super::allocator::{BufferParams, HalAllocator};
 use super::buffer::{Binding, HalBuffer, HalBufferView, shape_text};
 use super::command::{BufferRef, Command, HalCommandBuffer};
-use super::device::{Device, Submission};
+use super::device::{HalDevice, Submission};
 use super::element::HalElementType;
-use super::executable::Executable;
+use super::executable::HalExecutable;
 use super::file::{FileContents, HalFile};
-use super::semaphore::{HalFence, HalSemaphore, Timeout};
+use super::semaphore::{HalFence, HalSemaphore, Timeout, wait_limit_exceeded};
 use crate::status::{StatusCode, StatusError};
 use crate::vm::{
     BuiltNativeModule, NativeError, NativeFunction, NativeModule, NativeModuleBuilder, Ref,
-    RefObject, RefObjectType, SignatureMismatch, Span, Text, Value, VmBuffer,
+    RefObject, RefObjectType, SignatureMismatch, Text, Value, Variadic, VmBuffer,
 };
 
 /// The reference types the module registers (without `!`).
@@ -59,12 +59,12 @@ macro_rules! ref_object_types {
 }
 
 ref_object_types! {
-    Arc<dyn Allocator> => "hal.allocator",
+    Arc<dyn HalAllocator> => "hal.allocator",
     HalBuffer => "hal.buffer",
     HalBufferView => "hal.buffer_view",
     HalCommandBuffer => "hal.command_buffer",
-    Arc<dyn Device> => "hal.device",
-    Arc<dyn Executable> => "hal.executable",
+    Arc<dyn HalDevice> => "hal.device",
+    Arc<dyn HalExecutable> => "hal.executable",
     HalFence => "hal.fence",
     HalFile => "hal.file",
     HalSemaphore => "hal.semaphore",
@@ -92,39 +92,11 @@ fn out_of_range(message: impl Into<String>) -> NativeError {
 /// What the functions share: the device `hal.devices.get` hands out, and references to it and
 /// to its allocator made once, so that every call sees the same objects.
 struct State {
-    device: Arc<dyn Device>,
+    device: Arc<dyn HalDevice>,
     device_ref: Ref,
     allocator_ref: Ref,
     /// The longest one wait may block (`Limits::max_wait`); `None`: as long as it takes.
     max_wait: Option<Duration>,
-}
-
-impl State {
-    /// Blocks until `fence` is reached or failed, for at most `max_wait`: past it, the call
-    /// fails with `DEADLINE_EXCEEDED` (a budget, not an answer the program handles). A
-    /// failed fence is not an error here: the queue operation that waits on it propagates
-    /// the failure to its own signal fence.
-    fn wait_within_budget(&self, fence: &HalFence) -> Result<(), NativeError> {
-        let Some(max_wait) = self.max_wait else {
-            return Ok(());
-        };
-        match fence.wait(Timeout::After(max_wait)) {
-            Err(e) if e.status == StatusCode::DeadlineExceeded => {
-                Err(wait_budget_exceeded(max_wait))
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-fn wait_budget_exceeded(max_wait: Duration) -> NativeError {
-    StatusError::new(
-        StatusCode::DeadlineExceeded,
-        format!(
-            "a HAL fence was not reached within the wait limit of {max_wait:?} (Limits::max_wait): \
-             queue work is synchronous, so only another thread could still signal it"
-        ),
-    )
 }
 
 /// The `hal` module over one device (IREE's `hal` module with a single device).
@@ -151,7 +123,7 @@ fn buffer_operand(buffer: Option<&HalBuffer>, slot: i32) -> Result<BufferRef, Na
 }
 
 /// A shape given as a span of dimensions.
-fn dims(span: Span<'_, i64>) -> Result<Vec<u64>, NativeError> {
+fn dims(span: Variadic<'_, i64>) -> Result<Vec<u64>, NativeError> {
     span.iter()
         .enumerate()
         .map(|(k, d)| {
@@ -166,8 +138,8 @@ fn fence_or_empty<'a>(fence: Option<&'a HalFence>, empty: &'a HalFence) -> &'a H
     fence.unwrap_or(empty)
 }
 
-/// A queue operation's submission, once its wait fence is reached (or failed) within the wait
-/// budget.
+/// A queue operation's submission: null fences are the empty fence, and a device that blocks
+/// on the wait fence does so for at most the module's wait limit.
 fn submission<'a>(
     state: &State,
     affinity: i64,
@@ -175,16 +147,15 @@ fn submission<'a>(
     signal: Option<&'a HalFence>,
     empty: &'a HalFence,
 ) -> Result<Submission<'a>, NativeError> {
-    let wait = fence_or_empty(wait, empty);
-    state.wait_within_budget(wait)?;
     Ok(Submission {
         affinity: affinity as u64,
-        wait,
+        wait: fence_or_empty(wait, empty),
         signal: fence_or_empty(signal, empty),
+        wait_limit: state.max_wait,
     })
 }
 
-fn same_device(a: &Arc<dyn Device>, b: &Arc<dyn Device>) -> bool {
+fn same_device(a: &Arc<dyn HalDevice>, b: &Arc<dyn HalDevice>) -> bool {
     std::ptr::eq(Arc::as_ptr(a).cast::<()>(), Arc::as_ptr(b).cast::<()>())
 }
 
@@ -193,7 +164,7 @@ fn buffer_view_assert(
     message: Text<'_>,
     element_type: i32,
     encoding: i32,
-    shape: Span<'_, i64>,
+    shape: Variadic<'_, i64>,
 ) -> Result<(), NativeError> {
     // The message and the shapes are only read and formatted for an error: the check runs
     // on every tensor argument of every call.
@@ -251,7 +222,7 @@ fn buffer_view_assert(
 }
 
 fn allocator_import(
-    allocator: &Arc<dyn Allocator>,
+    allocator: &Arc<dyn HalAllocator>,
     is_try: i32,
     params: BufferParams,
     source: &Arc<VmBuffer>,
@@ -267,7 +238,7 @@ fn allocator_import(
     {
         return Err(invalid(format!(
             "byte range out of bounds (requested {offset}-{} of available {available})",
-            offset.saturating_add(length) - 1
+            offset.saturating_add(length).saturating_sub(1)
         )));
     }
     if source.is_mutable() {
@@ -310,7 +281,7 @@ fn functions() -> NativeModuleBuilder<State> {
             "allocator.allocate",
             "0rIiiI_r",
             |_: &State,
-             allocator: &Arc<dyn Allocator>,
+             allocator: &Arc<dyn HalAllocator>,
              _affinity: i64,
              memory_type: i32,
              usage: i32,
@@ -326,7 +297,7 @@ fn functions() -> NativeModuleBuilder<State> {
             "allocator.import",
             "0riIiirII_r",
             |_: &State,
-             allocator: &Arc<dyn Allocator>,
+             allocator: &Arc<dyn HalAllocator>,
              is_try: i32,
              _affinity: i64,
              memory_type: i32,
@@ -390,7 +361,7 @@ fn functions() -> NativeModuleBuilder<State> {
              length: i64,
              element_type: i32,
              encoding: i32,
-             shape: Span<'_, i64>| {
+             shape: Variadic<'_, i64>| {
                 let buffer = buffer.subspan(offset, length)?;
                 let element_type = HalElementType(element_type as u32);
                 HalBufferView::new(buffer, dims(shape)?, element_type, encoding as u32)
@@ -404,7 +375,7 @@ fn functions() -> NativeModuleBuilder<State> {
              message: Text<'_>,
              element_type: i32,
              encoding: i32,
-             shape: Span<'_, i64>| {
+             shape: Variadic<'_, i64>| {
                 buffer_view_assert(view, message, element_type, encoding, shape)
             },
         )
@@ -433,7 +404,7 @@ fn functions() -> NativeModuleBuilder<State> {
             "command_buffer.create",
             "0riiIi_r",
             |_: &State,
-             device: &Arc<dyn Device>,
+             device: &Arc<dyn HalDevice>,
              _modes: i32,
              _categories: i32,
              _affinity: i64,
@@ -505,14 +476,14 @@ fn functions() -> NativeModuleBuilder<State> {
             "0rrIiiiICiDCiirIID_v",
             |_: &State,
              command_buffer: &HalCommandBuffer,
-             executable: &Arc<dyn Executable>,
+             executable: &Arc<dyn HalExecutable>,
              ordinal: i64,
              x: i32,
              y: i32,
              z: i32,
              _flags: i64,
-             constants: Span<'_, i32>,
-             bindings: Span<'_, (i32, i32, Option<&HalBuffer>, i64, i64)>| {
+             constants: Variadic<'_, i32>,
+             bindings: Variadic<'_, (i32, i32, Option<&HalBuffer>, i64, i64)>| {
                 let constants = constants.iter().collect::<Result<Vec<i32>, _>>()?;
                 let bindings = bindings
                     .iter()
@@ -533,7 +504,7 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "device.allocator",
             "0r_r",
-            |state: &State, device: &Arc<dyn Device>| {
+            |state: &State, device: &Arc<dyn HalDevice>| {
                 Ok(if same_device(device, &state.device) {
                     state.allocator_ref.clone()
                 } else {
@@ -544,7 +515,7 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "device.query.i64",
             "0rrr_iI",
-            |_: &State, device: &Arc<dyn Device>, category: Text<'_>, key: Text<'_>| {
+            |_: &State, device: &Arc<dyn HalDevice>, category: Text<'_>, key: Text<'_>| {
                 let answer = device.query_i64(&category.to_string_lossy(), &key.to_string_lossy());
                 Ok(match answer {
                     Some(value) => (1, value),
@@ -556,7 +527,7 @@ fn functions() -> NativeModuleBuilder<State> {
             "device.queue.alloca",
             "0rIrrIiiII_r",
             |state: &State,
-             device: &Arc<dyn Device>,
+             device: &Arc<dyn HalDevice>,
              affinity: i64,
              wait: Option<&HalFence>,
              signal: Option<&HalFence>,
@@ -581,7 +552,7 @@ fn functions() -> NativeModuleBuilder<State> {
             "device.queue.dealloca",
             "0rIrrrI_v",
             |state: &State,
-             device: &Arc<dyn Device>,
+             device: &Arc<dyn HalDevice>,
              affinity: i64,
              wait: Option<&HalFence>,
              signal: Option<&HalFence>,
@@ -595,7 +566,7 @@ fn functions() -> NativeModuleBuilder<State> {
             "device.queue.fill",
             "0rIrrrIIIiI_v",
             |state: &State,
-             device: &Arc<dyn Device>,
+             device: &Arc<dyn HalDevice>,
              affinity: i64,
              wait: Option<&HalFence>,
              signal: Option<&HalFence>,
@@ -620,7 +591,7 @@ fn functions() -> NativeModuleBuilder<State> {
             "device.queue.copy",
             "0rIrrrIrIII_v",
             |state: &State,
-             device: &Arc<dyn Device>,
+             device: &Arc<dyn HalDevice>,
              affinity: i64,
              wait: Option<&HalFence>,
              signal: Option<&HalFence>,
@@ -645,7 +616,7 @@ fn functions() -> NativeModuleBuilder<State> {
             "device.queue.read",
             "0rIrrrIrIII_v",
             |state: &State,
-             device: &Arc<dyn Device>,
+             device: &Arc<dyn HalDevice>,
              affinity: i64,
              wait: Option<&HalFence>,
              signal: Option<&HalFence>,
@@ -670,7 +641,7 @@ fn functions() -> NativeModuleBuilder<State> {
             "device.queue.execute",
             "0rIrrrI_v",
             |state: &State,
-             device: &Arc<dyn Device>,
+             device: &Arc<dyn HalDevice>,
              affinity: i64,
              wait: Option<&HalFence>,
              signal: Option<&HalFence>,
@@ -688,13 +659,13 @@ fn functions() -> NativeModuleBuilder<State> {
             "device.queue.execute.indirect",
             "0rIrrrICrIID_v",
             |state: &State,
-             device: &Arc<dyn Device>,
+             device: &Arc<dyn HalDevice>,
              affinity: i64,
              wait: Option<&HalFence>,
              signal: Option<&HalFence>,
              command_buffer: &HalCommandBuffer,
              _flags: i64,
-             table: Span<'_, (&HalBuffer, i64, i64)>| {
+             table: Variadic<'_, (&HalBuffer, i64, i64)>| {
                 let table = table
                     .iter()
                     .map(|entry| {
@@ -725,7 +696,7 @@ fn functions() -> NativeModuleBuilder<State> {
             "executable.create",
             "0rIrrr_r",
             |_: &State,
-             device: &Arc<dyn Device>,
+             device: &Arc<dyn HalDevice>,
              _affinity: i64,
              format: Text<'_>,
              data: &Arc<VmBuffer>,
@@ -750,7 +721,7 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "executable.lookup.function",
             "0rr_I",
-            |_: &State, executable: &Arc<dyn Executable>, name: Text<'_>| {
+            |_: &State, executable: &Arc<dyn HalExecutable>, name: Text<'_>| {
                 let name = name.to_string_lossy();
                 let ordinal = executable.lookup(&name).ok_or_else(|| {
                     StatusError::new(
@@ -764,14 +735,14 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "fence.create",
             "0rI_r",
-            |_: &State, device: &Arc<dyn Device>, _flags: i64| {
+            |_: &State, device: &Arc<dyn HalDevice>, _flags: i64| {
                 Ok(HalFence::at(device.create_semaphore(0)?, 1))
             },
         )
         .function(
             "fence.join",
             "0ICrD_r",
-            |_: &State, _flags: i64, fences: Span<'_, Option<&HalFence>>| {
+            |_: &State, _flags: i64, fences: Variadic<'_, Option<&HalFence>>| {
                 let mut joined = HalFence::empty();
                 for fence in fences.iter() {
                     for (semaphore, value) in fence?.iter().flat_map(|f| f.points()) {
@@ -784,7 +755,7 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "fence.await",
             "0iICrD_i",
-            |state: &State, timeout: i32, _flags: i64, fences: Span<'_, Option<&HalFence>>| {
+            |state: &State, timeout: i32, _flags: i64, fences: Variadic<'_, Option<&HalFence>>| {
                 // Every argument is checked before any wait.
                 for fence in fences.iter() {
                     fence?;
@@ -801,7 +772,7 @@ fn functions() -> NativeModuleBuilder<State> {
                 match HalFence::wait_all(fences, timeout) {
                     Ok(()) => Ok(0i32),
                     Err(e) if e.status == StatusCode::DeadlineExceeded => match budget_first {
-                        Some(max) => Err(wait_budget_exceeded(max)),
+                        Some(max) => Err(wait_limit_exceeded(max)),
                         // A timeout is an answer the program handles; a failure fails the call.
                         None => Ok(e.status.code() as i32),
                     },
@@ -859,7 +830,7 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "device.queue.flush",
             "0rI_v",
-            |_: &State, device: &Arc<dyn Device>, _affinity: i64| device.queue_flush(),
+            |_: &State, device: &Arc<dyn HalDevice>, _affinity: i64| device.queue_flush(),
         )
         .function("fence.signal", "0r_v", |_: &State, fence: &HalFence| {
             fence.signal()
@@ -876,6 +847,9 @@ fn functions() -> NativeModuleBuilder<State> {
             "0ri_v",
             |_: &State, fence: &HalFence, status: i32| {
                 let status = StatusCode::from_code(status as u32);
+                if status == StatusCode::Ok {
+                    return Err(invalid("hal.fence.fail with status OK fails nothing"));
+                }
                 fence.fail(&StatusError::new(status, "failed by hal.fence.fail"));
                 Ok(())
             },
@@ -884,16 +858,17 @@ fn functions() -> NativeModuleBuilder<State> {
 
 impl HalModule {
     /// The module over `device`: `hal.devices.get(0)` returns it, and every function works
-    /// on the objects its arguments name. Waits on fences block as long as it takes, as in
-    /// IREE (see [`HalModule::with_wait_limit`]).
-    pub fn new(device: Arc<dyn Device>) -> HalModule {
-        HalModule::with_wait_limit(device, None)
+    /// on the objects its arguments name. Its waits on fences are bounded by the default
+    /// [`Limits::max_wait`](crate::vm::Limits::max_wait) (see [`HalModule::with_wait_limit`]).
+    pub fn new(device: Arc<dyn HalDevice>) -> HalModule {
+        HalModule::with_wait_limit(device, crate::vm::Limits::default().max_wait)
     }
 
     /// The module over `device`, whose waits on fences (`hal.fence.await`, a queue operation's
-    /// wait fence) fail with `DEADLINE_EXCEEDED` after `max_wait` (`Limits::max_wait`): a
-    /// module from an untrusted file cannot hang its caller on a fence nothing signals.
-    pub fn with_wait_limit(device: Arc<dyn Device>, max_wait: Option<Duration>) -> HalModule {
+    /// wait fence) fail with `DEADLINE_EXCEEDED` after `max_wait` (a context's
+    /// `Limits::max_wait`), so that a module from an untrusted file cannot hang its caller on a
+    /// fence nothing signals; `None` waits as long as it takes, as IREE does.
+    pub fn with_wait_limit(device: Arc<dyn HalDevice>, max_wait: Option<Duration>) -> HalModule {
         let allocator_ref = Ref::Object(Arc::new(device.allocator()));
         let device_ref = Ref::Object(Arc::new(device.clone()));
         HalModule {
@@ -907,7 +882,7 @@ impl HalModule {
     }
 
     /// The device `hal.devices.get(0)` returns.
-    pub fn device(&self) -> &Arc<dyn Device> {
+    pub fn device(&self) -> &Arc<dyn HalDevice> {
         &self.module.state().device
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::host_memory::HostMemory;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
-use super::budget::{Charge, MemoryBudget, OverBudget};
+use crate::memory_budget::{Charge, MemoryBudget, OverBudget};
 use crate::vmfb::VmfbFile;
 
 /// Something that owns bytes a read-only buffer can view.

@@ -5,14 +5,15 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::budget::{Limits, MemoryBudget};
 use super::bytecode::LoadedModule;
 use super::code::Kind;
 use super::error::{LinkError, VmError};
 use super::interp::{self, Entry, Globals, ImportTarget, Instance, Stack};
+use super::limits::Limits;
 use super::native::NativeModule;
 use super::value::Value;
 use super::verify::{Sig, kind_of};
+use crate::memory_budget::MemoryBudget;
 use crate::signature::cconv::CallingConvention;
 use crate::vmfb::VmfbFile;
 

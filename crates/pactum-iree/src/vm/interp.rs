@@ -28,10 +28,11 @@ mod select;
 
 use std::sync::Arc;
 
-use super::budget::{Limits, MemoryBudget};
 use super::code::*;
 use super::error::{BudgetKind, FunctionName, Location, TrapKind, VmError};
+use super::limits::Limits;
 use super::value::{Ref, Value};
+use crate::memory_budget::MemoryBudget;
 
 use control::NativeFailure;
 use fault::{Fault, trap};

@@ -35,13 +35,13 @@
 // interpreter relies on, and every access the interpreter makes is checked).
 #![forbid(unsafe_code)]
 
-mod budget;
 mod buffer;
 mod code;
 mod context;
 mod error;
 mod interp;
 mod isa;
+mod limits;
 
 mod bytecode;
 mod native;
@@ -49,18 +49,19 @@ mod ops;
 mod value;
 mod verify;
 
-pub use budget::{Charge, Limits, MemoryBudget, OverBudget};
+pub use crate::memory_budget::{Charge, MemoryBudget, OverBudget};
 pub use buffer::{BufferError, ByteSource, VmBuffer};
 pub use context::{Context, Function, ModuleSource};
 pub use error::{
     BudgetKind, FunctionName, LinkError, Location, StatusCode, TrapKind, VerifyRule, VmError,
 };
 pub use isa::{Field, OpInfo, OpSet, op_info};
+pub use limits::Limits;
 
 pub use native::{
     BuiltNativeModule, NativeError, NativeFn, NativeFunction, NativeModule, NativeModuleBuilder,
-    NativeParam, NativeResult, NativeResults, RefObjectType, SignatureMismatch, Span, SpanItem,
-    SpanIter, Text,
+    NativeParam, NativeResult, NativeResults, RefObjectType, SignatureMismatch, Text, Variadic,
+    VariadicItem, VariadicIter,
 };
 pub use value::{
     AsAny, ElementType, ListError, Ref, RefObject, RefType, Value, ValueType, VmList, VmType,

@@ -61,13 +61,12 @@ pub trait NativeModule: Send + Sync {
 
     /// Whether every function's declared calling convention is the one its Rust signature
     /// implies (modules built by [`NativeModuleBuilder`]); [`Context::register_native`]
-    /// refuses a module for which this fails. A module reading its arguments dynamically has
-    /// nothing to check.
+    /// refuses a module for which this fails. Required, so that a module wrapping a built one
+    /// cannot drop the check by forgetting to forward it; a module reading its arguments
+    /// dynamically has nothing to check and answers `Ok(())`.
     ///
     /// [`Context::register_native`]: super::Context::register_native
-    fn check_signatures(&self) -> Result<(), SignatureMismatch> {
-        Ok(())
-    }
+    fn check_signatures(&self) -> Result<(), SignatureMismatch>;
 
     /// Calls function `index` with `args`.
     fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError>;
@@ -159,8 +158,8 @@ pub trait NativeParam {
     fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<Self::Out<'a>, NativeError>;
 }
 
-/// A parameter type that can be an item of a [`Span`]: a fixed number of flat values.
-pub trait SpanItem: NativeParam {
+/// A parameter type that can be an item of a [`Variadic`]: a fixed number of flat values.
+pub trait VariadicItem: NativeParam {
     /// The flat values one item takes.
     const WIDTH: usize;
 }
@@ -182,7 +181,7 @@ macro_rules! scalar_param {
             }
         }
 
-        impl SpanItem for $ty {
+        impl VariadicItem for $ty {
             const WIDTH: usize = 1;
         }
 
@@ -218,7 +217,7 @@ impl<T: RefObjectType> NativeParam for &T {
     }
 }
 
-impl<T: RefObjectType> SpanItem for &T {
+impl<T: RefObjectType> VariadicItem for &T {
     const WIDTH: usize = 1;
 }
 
@@ -235,7 +234,7 @@ impl<T: RefObjectType> NativeParam for Option<&T> {
     }
 }
 
-impl<T: RefObjectType> SpanItem for Option<&T> {
+impl<T: RefObjectType> VariadicItem for Option<&T> {
     const WIDTH: usize = 1;
 }
 
@@ -323,31 +322,31 @@ impl NativeParam for Text<'_> {
 /// A variadic group (`C…D` in a calling convention): a count, then that many items of `T`,
 /// each item one or more flat values (`T` a scalar, a reference or a tuple of those). Items
 /// are read when asked for, with errors naming their flat argument index.
-pub struct Span<'a, T> {
+pub struct Variadic<'a, T> {
     args: &'a [Value],
     first: usize,
     len: usize,
     item: PhantomData<fn() -> T>,
 }
 
-impl<T> Clone for Span<'_, T> {
+impl<T> Clone for Variadic<'_, T> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<T> Copy for Span<'_, T> {}
+impl<T> Copy for Variadic<'_, T> {}
 
-impl<T> fmt::Debug for Span<'_, T> {
+impl<T> fmt::Debug for Variadic<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Span")
+        f.debug_struct("Variadic")
             .field("first", &self.first)
             .field("len", &self.len)
             .finish()
     }
 }
 
-impl<'a, T: SpanItem> Span<'a, T> {
+impl<'a, T: VariadicItem> Variadic<'a, T> {
     /// The number of items.
     pub fn len(&self) -> usize {
         self.len
@@ -371,21 +370,21 @@ impl<'a, T: SpanItem> Span<'a, T> {
     }
 
     /// Every item, in order.
-    pub fn iter(&self) -> SpanIter<'a, T> {
-        SpanIter {
+    pub fn iter(&self) -> VariadicIter<'a, T> {
+        VariadicIter {
             span: *self,
             next: 0,
         }
     }
 }
 
-/// The items of a [`Span`], in order.
-pub struct SpanIter<'a, T> {
-    span: Span<'a, T>,
+/// The items of a [`Variadic`], in order.
+pub struct VariadicIter<'a, T> {
+    span: Variadic<'a, T>,
     next: usize,
 }
 
-impl<'a, T: SpanItem> Iterator for SpanIter<'a, T> {
+impl<'a, T: VariadicItem> Iterator for VariadicIter<'a, T> {
     type Item = Result<T::Out<'a>, NativeError>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -402,16 +401,16 @@ impl<'a, T: SpanItem> Iterator for SpanIter<'a, T> {
     }
 }
 
-impl<T: SpanItem> ExactSizeIterator for SpanIter<'_, T> {}
+impl<T: VariadicItem> ExactSizeIterator for VariadicIter<'_, T> {}
 
-impl<T: SpanItem> NativeParam for Span<'_, T> {
-    type Out<'a> = Span<'a, T>;
+impl<T: VariadicItem> NativeParam for Variadic<'_, T> {
+    type Out<'a> = Variadic<'a, T>;
     fn cconv(out: &mut String) {
         out.push('C');
         T::cconv(out);
         out.push('D');
     }
-    fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<Span<'a, T>, NativeError> {
+    fn read<'a>(args: &'a [Value], at: &mut usize) -> Result<Variadic<'a, T>, NativeError> {
         let i = *at;
         let count = match arg(args, i)? {
             Value::I32(v) => *v,
@@ -425,7 +424,7 @@ impl<T: SpanItem> NativeParam for Span<'_, T> {
             .filter(|&end| end <= args.len())
             .ok_or_else(|| invalid(format!("argument {i}: variadic count {len} too large")))?;
         *at = end;
-        Ok(Span {
+        Ok(Variadic {
             args,
             first: i + 1,
             len,
@@ -436,8 +435,8 @@ impl<T: SpanItem> NativeParam for Span<'_, T> {
 
 macro_rules! tuple_param {
     ($($p:ident),+) => {
-        /// A tuple of items, read in order (the items of a [`Span`]).
-        impl<$($p: SpanItem),+> NativeParam for ($($p,)+) {
+        /// A tuple of items, read in order (the items of a [`Variadic`]).
+        impl<$($p: VariadicItem),+> NativeParam for ($($p,)+) {
             type Out<'a> = ($($p::Out<'a>,)+);
             fn cconv(out: &mut String) {
                 $($p::cconv(out);)+
@@ -447,7 +446,7 @@ macro_rules! tuple_param {
             }
         }
 
-        impl<$($p: SpanItem),+> SpanItem for ($($p,)+) {
+        impl<$($p: VariadicItem),+> VariadicItem for ($($p,)+) {
             const WIDTH: usize = 0 $(+ $p::WIDTH)+;
         }
     };
@@ -624,7 +623,7 @@ type Entry<S> = Box<dyn Fn(&S, &[Value]) -> Result<Vec<Value>, NativeError> + Se
 /// link against) and is a Rust closure or function whose parameter and result types imply
 /// one: `i32` is `i`, `i64` is `I`, `f32` is `f`, `f64` is `F`, a reference (`&T` for a
 /// [`RefObjectType`], `Option<&T>`, [`&Ref`](Ref), `&Arc<VmBuffer>`, [`Text`]) is `r`, and a
-/// [`Span`] of items is a variadic group `C…D`; results are `()` (`v`), one of those scalars,
+/// [`Variadic`] of items is a variadic group `C…D`; results are `()` (`v`), one of those scalars,
 /// a [`Ref`], an object (a [`RefObjectType`] value, moved into a new reference) or a tuple.
 /// The two are compared once, when the module is registered in a context
 /// ([`Context::register_native`](super::Context::register_native) refuses a module whose
@@ -634,13 +633,13 @@ type Entry<S> = Box<dyn Fn(&S, &[Value]) -> Result<Vec<Value>, NativeError> + Se
 ///
 /// ```
 /// use std::sync::Arc;
-/// use pactum_iree::vm::{Context, Limits, NativeError, NativeModuleBuilder, Span, Value};
+/// use pactum_iree::vm::{Context, Limits, NativeError, NativeModuleBuilder, Variadic, Value};
 ///
 /// let module = NativeModuleBuilder::new("math", 0)
 ///     .function("scale", "0iI_I", |factor: &i64, x: i32, y: i64| -> Result<i64, NativeError> {
 ///         Ok(factor * (i64::from(x) + y))
 ///     })
-///     .function("sum", "0CID_I", |_: &i64, values: Span<'_, i64>| {
+///     .function("sum", "0CID_I", |_: &i64, values: Variadic<'_, i64>| {
 ///         values.iter().sum::<Result<i64, NativeError>>()
 ///     })
 ///     .build(10);

@@ -10,8 +10,8 @@ use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::budget::{Charge, MemoryBudget, OverBudget};
 use super::buffer::VmBuffer;
+use crate::memory_budget::{Charge, MemoryBudget, OverBudget};
 
 /// One VM value: an argument, a result or a list element.
 #[derive(Clone, Debug)]

@@ -55,22 +55,6 @@ fn assert_view(v: Value, ty: HalElementType, shape: &[i64]) -> Result<Vec<Value>
 }
 
 #[test]
-fn functions_carry_the_calling_conventions_the_compiler_imports() {
-    let hal = hal();
-    let cconv = |name: &str| {
-        hal.functions()
-            .iter()
-            .find(|f| f.name == name)
-            .map(|f| f.cconv.to_string())
-            .unwrap()
-    };
-    assert_eq!(cconv("command_buffer.dispatch"), "0rrIiiiICiDCiirIID_v");
-    assert_eq!(cconv("device.queue.execute.indirect"), "0rIrrrICrIID_v");
-    assert_eq!(cconv("buffer_view.create"), "0rIIiiCID_r");
-    assert!(hal.ref_types().contains(&"hal.buffer_view".to_owned()));
-}
-
-#[test]
 fn buffer_view_assert_names_the_mismatch() {
     let f32_2x2 = || view(&[2, 2], HalElementType::F32);
     assert!(assert_view(f32_2x2(), HalElementType::F32, &[2, 2]).is_ok());
@@ -224,6 +208,41 @@ fn buffer_operations_check_their_ranges() {
             .status,
         StatusCode::OutOfRange
     );
+}
+
+#[test]
+fn imports_of_ranges_outside_their_source_are_errors() {
+    let hal = hal();
+    let device = Value::Ref(Some(hal.device_ref().clone()));
+    let allocator = call(&hal, "device.allocator", &[device]).unwrap().remove(0);
+    let source = Value::Ref(Some(Ref::Buffer(Arc::new(VmBuffer::from_bytes(&[7; 16])))));
+    let import = |offset: i64, length: i64| {
+        call(
+            &hal,
+            "allocator.import",
+            &[
+                allocator.clone(),
+                // `try`: a mutable source cannot be aliased, so an import in range is null.
+                Value::I32(1),
+                Value::I64(-1),
+                Value::I32(0),
+                Value::I32(0),
+                source.clone(),
+                Value::I64(offset),
+                Value::I64(length),
+            ],
+        )
+    };
+    assert_eq!(import(4, 8).unwrap(), [Value::Ref(None)]);
+    for (offset, length) in [(i64::MIN, 4), (4, i64::MAX), (0, 17), (-1, -1), (17, -1)] {
+        let e = import(offset, length).unwrap_err();
+        assert_eq!(
+            e.status,
+            StatusCode::InvalidArgument,
+            "{offset}+{length}: {e}"
+        );
+        assert!(e.message.contains("out of bounds"), "{e}");
+    }
 }
 
 #[test]
@@ -526,7 +545,7 @@ fn embedded_executable() -> Vec<u8> {
 
 #[test]
 fn dispatches_check_ordinals_counts_and_bindings() {
-    use pactum_iree::hal::{Binding, Executable, LocalExecutable, Workers};
+    use pactum_iree::hal::{Binding, HalExecutable, LocalExecutable, Workers};
     let executable = LocalExecutable::load(
         "vmvx-bytecode-fb",
         embedded_executable(),
@@ -565,6 +584,18 @@ fn dispatches_check_ordinals_counts_and_bindings() {
         )
         .unwrap_err();
     assert_eq!(e.status, StatusCode::ResourceExhausted);
+    // Counts whose product overflows 64 bits are past the limit too (not a wrap to zero
+    // workgroups, which would skip the dispatch).
+    let e = executable
+        .dispatch(
+            ordinal,
+            [u32::MAX, u32::MAX, u32::MAX],
+            &[],
+            &[binding(0)],
+            &workers,
+        )
+        .unwrap_err();
+    assert_eq!(e.status, StatusCode::ResourceExhausted, "{e}");
     // Missing bindings and constants trap in the VM with an error, never a panic.
     assert!(
         executable
@@ -615,9 +646,9 @@ mod device {
     use std::time::{Duration, Instant};
 
     use pactum_iree::hal::{
-        Allocator, Binding, BufferParams, BufferRef, Command, Device, Executable, HalBuffer,
-        HalCommandBuffer, HalFence, HalFile, HalModule, HalSemaphore, LocalDevice, Submission,
-        Timeout, WHOLE_BUFFER, executables_in_vmfb,
+        Binding, BufferParams, BufferRef, Command, HalAllocator, HalBuffer, HalCommandBuffer,
+        HalDevice, HalExecutable, HalFence, HalFile, HalModule, HalSemaphore, LocalDevice,
+        Submission, Timeout, WHOLE_BUFFER, executables_in_vmfb,
     };
     use pactum_iree::status::{StatusCode, StatusError};
     use pactum_iree::vm::{Context, Limits, MemoryBudget, NativeModule, Value};
@@ -635,7 +666,7 @@ mod device {
         values.iter().flat_map(|v| v.to_le_bytes()).collect()
     }
 
-    fn both_devices() -> [Arc<dyn Device>; 2] {
+    fn both_devices() -> [Arc<dyn HalDevice>; 2] {
         [Arc::new(LocalDevice::task()), Arc::new(LocalDevice::sync())]
     }
 
@@ -696,6 +727,7 @@ mod device {
             .map(|f| (&*f.name, &*f.cconv))
             .collect();
         assert_eq!(functions, CONVENTIONS);
+        assert!(hal.ref_types().contains(&"hal.buffer_view".to_owned()));
         assert_eq!(hal.check_signatures(), Ok(()));
         let mut context = Context::new(Limits::default());
         context.register_native(Arc::new(hal)).unwrap();
@@ -894,6 +926,19 @@ mod device {
                     length: 4,
                 })
                 .unwrap();
+            // Every slot is checked against the capacity, the largest included.
+            for slot in [2, u32::MAX] {
+                let e = commands
+                    .record(Command::Fill {
+                        target: BufferRef::Slot(slot),
+                        offset: 0,
+                        length: 4,
+                        pattern: 0,
+                        pattern_length: 1,
+                    })
+                    .unwrap_err();
+                assert_eq!(e.status, StatusCode::InvalidArgument, "{e}");
+            }
             commands.finalize().unwrap();
             let (a, b) = (
                 HalBuffer::allocate(4, None).unwrap(),
@@ -921,7 +966,7 @@ mod device {
 
     /// Runs `executable`'s add_vec dispatch on `device` without a VM context, once with the
     /// buffers bound directly and once through a binding table.
-    fn add_vectors(device: &Arc<dyn Device>, executable: &Arc<dyn Executable>) {
+    fn add_vectors(device: &Arc<dyn HalDevice>, executable: &Arc<dyn HalExecutable>) {
         let ordinal = (0..executable.export_count())
             .find(|&k| {
                 executable
@@ -1040,7 +1085,7 @@ mod device {
     #[derive(Debug)]
     struct Foreign;
 
-    impl Executable for Foreign {
+    impl HalExecutable for Foreign {
         fn format(&self) -> &str {
             "other-format"
         }
@@ -1058,7 +1103,7 @@ mod device {
     #[test]
     fn a_device_refuses_executables_it_did_not_make() {
         let device = LocalDevice::sync();
-        let foreign: Arc<dyn Executable> = Arc::new(Foreign);
+        let foreign: Arc<dyn HalExecutable> = Arc::new(Foreign);
         assert_eq!(foreign.lookup("main"), Some(0));
         let commands = HalCommandBuffer::new(0);
         commands.dispatch(&foreign, 0, [1, 1, 1], &[], &[]).unwrap();
@@ -1082,14 +1127,14 @@ mod device {
         executions: AtomicUsize,
     }
 
-    impl Device for Counting {
+    impl HalDevice for Counting {
         fn id(&self) -> &str {
             self.inner.id()
         }
         fn query_i64(&self, category: &str, key: &str) -> Option<i64> {
             self.inner.query_i64(category, key)
         }
-        fn allocator(&self) -> Arc<dyn Allocator> {
+        fn allocator(&self) -> Arc<dyn HalAllocator> {
             self.inner.allocator()
         }
         fn supports_executable_format(&self, format: &str) -> bool {
@@ -1100,7 +1145,7 @@ mod device {
             format: &str,
             data: Vec<u8>,
             constants: &[u32],
-        ) -> Result<Arc<dyn Executable>, StatusError> {
+        ) -> Result<Arc<dyn HalExecutable>, StatusError> {
             self.inner.create_executable(format, data, constants)
         }
         fn queue_alloca(
@@ -1248,6 +1293,9 @@ mod device {
         let failed = call("fence.create", &[device.clone(), Value::I64(0)])
             .unwrap()
             .remove(0);
+        // Failing with OK would fail nothing: refused.
+        let e = call("fence.fail", &[failed.clone(), Value::I32(0)]).unwrap_err();
+        assert_eq!(e.status, StatusCode::InvalidArgument, "{e}");
         call("fence.fail", &[failed.clone(), Value::I32(10)]).unwrap();
         assert_eq!(
             call("fence.query", std::slice::from_ref(&failed)).unwrap(),
@@ -1313,7 +1361,7 @@ fn waits_on_fences_are_bounded_by_the_wait_limit() {
     let error = await_(-1).unwrap_err();
     let waited = start.elapsed();
     assert_eq!(error.status, StatusCode::DeadlineExceeded, "{error}");
-    assert!(error.message.contains("Limits::max_wait"), "{error}");
+    assert!(error.message.contains("wait limit of 200ms"), "{error}");
     assert!(waited >= limit && waited < limit * 20, "{waited:?}");
 
     // The program's own, shorter timeout is an answer, not an error.
@@ -1350,9 +1398,14 @@ fn waits_on_fences_are_bounded_by_the_wait_limit() {
     .unwrap_err();
     assert_eq!(error.status, StatusCode::DeadlineExceeded, "{error}");
     assert_eq!(target.to_vec(), [0; 4]);
+    // ... and fails its signal fence, so what waits on that fails too.
+    assert_eq!(
+        limited("fence.query", std::slice::from_ref(&signal)).unwrap(),
+        [Value::I32(StatusCode::DeadlineExceeded.code() as i32)]
+    );
 
     // Without a limit, a wait for a fence another thread signals returns when it does.
-    let unbounded = HalModule::new(Arc::new(LocalDevice::sync()));
+    let unbounded = HalModule::with_wait_limit(Arc::new(LocalDevice::sync()), None);
     let device = Value::Ref(Some(unbounded.device_ref().clone()));
     let later = call(&unbounded, "fence.create", &[device, Value::I64(0)])
         .unwrap()

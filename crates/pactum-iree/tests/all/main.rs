@@ -3,7 +3,6 @@
 
 #[path = "../vm/asm.rs"]
 mod asm;
-mod buffer;
 mod elf_hostile;
 mod function_abi;
 mod hal;
@@ -13,9 +12,11 @@ mod iree_abi_vectors;
 mod iree_legacy_vectors;
 mod iree_runs;
 mod llvm_cpu;
+mod manifest_harness;
 mod module;
 mod structured;
 mod structured_vs_iree;
+mod tensor_fit;
 mod vm;
 mod vm_hostile;
 mod vm_manifest;

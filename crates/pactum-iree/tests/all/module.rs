@@ -191,3 +191,52 @@ fn async_exports_get_their_fences_from_pactum() {
         .unwrap_err();
     assert!(error.message().contains("argument"), "{error}");
 }
+
+/// An async (coarse-fences) export must signal the signal fence pactum hands it: a call that
+/// returns with the fence failed, or never signalled, is an error of the call, not a success.
+#[test]
+fn async_exports_that_fail_or_forget_their_signal_fence_are_errors() {
+    use crate::asm::{self, Func};
+    use pactum_iree::vmfb::AttrDef;
+
+    // f(wait, signal): calls hal.fence.<how>(signal[, status]) unless `how` is None.
+    let build = |how: Option<&str>| {
+        let mut f = Func::new("f", "0rr_v", 2, 2);
+        f.block();
+        match how {
+            Some("signal") => {
+                f.call(0x8000_0000, &[0x8001], &[]);
+            }
+            Some("fail") => {
+                f.const_i32(13, 0).call(0x8000_0000, &[0x8001, 0], &[]);
+            }
+            _ => {}
+        }
+        f.ret(&[]);
+        let mut def = asm::module("t", &[f]);
+        def.function_signatures[0].attrs = vec![AttrDef {
+            key: "iree.abi.model".into(),
+            value: "coarse-fences".into(),
+        }];
+        match how {
+            Some("signal") => asm::import(&mut def, "hal.fence.signal", "0r_v", false),
+            Some("fail") => asm::import(&mut def, "hal.fence.fail", "0ri_v", false),
+            _ => {}
+        }
+        IreeModule::from_bytes(asm::bytes(&def), Limits::default()).unwrap()
+    };
+    let call = |module: &IreeModule| module.function("f").unwrap().call(&[]);
+    assert!(call(&build(Some("signal"))).unwrap().is_none());
+    let error = call(&build(Some("fail"))).unwrap_err();
+    assert!(
+        error.message().contains("t.f failed its signal fence"),
+        "{error}"
+    );
+    let error = call(&build(None)).unwrap_err();
+    assert!(
+        error
+            .message()
+            .contains("t.f returned without signalling its signal fence"),
+        "{error}"
+    );
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use asm::{Func, MV, R};
 use pactum_iree::vm::{
     BudgetKind, BuiltNativeModule, Context, Limits, LinkError, NativeError, NativeModule,
-    NativeModuleBuilder, Span, StatusCode, TrapKind, Value, VerifyRule, VmError,
+    NativeModuleBuilder, StatusCode, TrapKind, Value, Variadic, VerifyRule, VmError,
 };
 use pactum_iree::vmfb::VmfbFile;
 
@@ -51,7 +51,7 @@ fn globals_persist_across_calls_and_rodata_is_shared() {
 fn frob() -> BuiltNativeModule<()> {
     NativeModuleBuilder::new("optional_ext", 0)
         .function("frob", "0i_i", |_: &(), x: i32| Ok(x * 3))
-        .function("sum", "0CiD_i", |_: &(), values: Span<'_, i32>| {
+        .function("sum", "0CiD_i", |_: &(), values: Variadic<'_, i32>| {
             values.iter().sum::<Result<i32, NativeError>>()
         })
         .function(
@@ -139,7 +139,7 @@ fn typed_native_functions_read_their_arguments_by_type() {
 fn a_typed_function_whose_signature_contradicts_its_convention_is_refused_at_registration() {
     // `frob` declares an i64 result, but the closure returns an i32.
     let module = NativeModuleBuilder::new("optional_ext", 0)
-        .function("sum", "0CiD_i", |_: &(), values: Span<'_, i32>| {
+        .function("sum", "0CiD_i", |_: &(), values: Variadic<'_, i32>| {
             values.iter().sum::<Result<i32, NativeError>>()
         })
         .function("frob", "0i_I", |_: &(), x: i32| Ok(x * 3))

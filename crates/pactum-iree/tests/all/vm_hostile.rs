@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use pactum_testing::hostile::{LIMIT, ThreadCpuTime};
+use pactum_testing::hostile::{LIMIT, Stopwatch};
 
 use pactum_iree::vm::{Context, Limits, Value};
 use pactum_iree::vmfb::VmfbFile;
@@ -61,13 +61,9 @@ fn mutated_modules_never_panic_or_hang() {
     let started = Instant::now();
     let (mut loaded, mut mutations, mut calls) = (0, 0, 0);
     let mut check = |bytes: Vec<u8>, what: &str| {
-        let one = ThreadCpuTime::start();
+        let one = Stopwatch::start();
         let (ok, ran) = try_module(bytes);
-        assert!(
-            one.elapsed() < LIMIT,
-            "{what} took {:?} of CPU time",
-            one.elapsed()
-        );
+        one.assert_within(what, LIMIT);
         mutations += 1;
         loaded += usize::from(ok);
         calls += ran;
@@ -162,18 +158,14 @@ fn mutated_hand_assembled_programs_never_panic_or_hang() {
             def.bytecode_data[at] = value;
             let mut context = Context::new(limits.clone());
             mutations += 1;
-            let one = ThreadCpuTime::start();
+            let one = Stopwatch::start();
             if context.load_bytecode(asm::bytes(&def)).is_ok() {
                 loaded += 1;
                 for arg in [0, 1, -1, 15, 16, i64::MAX] {
                     let _ = context.call("t.f", &[Value::I64(arg)]);
                 }
             }
-            assert!(
-                one.elapsed() < LIMIT,
-                "byte {at} = {value:#04x} took {:?} of CPU time",
-                one.elapsed()
-            );
+            one.assert_within(&format!("byte {at} = {value:#04x}"), LIMIT);
         }
     }
     // The unmutated program runs.

@@ -28,7 +28,7 @@ use super::elf::{ElfImage, HOST_ARCH};
 use super::fpu::FlushDenormals;
 use super::mapping::CodeMapping;
 use crate::hal::buffer::Binding;
-use crate::hal::local::workers::Workers;
+use crate::hal::workers::Workers;
 use crate::host_memory::HostMemory;
 use crate::status::{StatusCode, StatusError};
 

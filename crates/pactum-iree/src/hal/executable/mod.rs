@@ -1,8 +1,8 @@
 //! Executables: the dispatch functions of one compiled program, and the loaders that make
 //! them from the formats the local CPU device runs.
 //!
-//! [`Executable`] is what every device's executables offer (format, exports); a device
-//! reaches its own type behind it through [`Executable::as_any`]. The loaders:
+//! [`HalExecutable`] is what every device's executables offer (format, exports); a device
+//! reaches its own type behind it through [`HalExecutable::as_any`]. The loaders:
 //!
 //! - `vmvx-bytecode-fb` ([`VmvxExecutable`]): a VM bytecode module run by pactum's own
 //!   interpreter, verified and budgeted like any module: safe for untrusted input.
@@ -38,7 +38,7 @@ pub use library::ElfExecutable;
 pub use vmvx::{DISPATCH_CCONV, VmvxExecutable, vm_view};
 
 /// A loaded executable: named dispatch functions (exports), by ordinal.
-pub trait Executable: Send + Sync + fmt::Debug + Any {
+pub trait HalExecutable: Send + Sync + fmt::Debug + Any {
     /// The format it was loaded from (`vmvx-bytecode-fb`, `embedded-elf-x86_64`, ...).
     fn format(&self) -> &str;
 

@@ -3,13 +3,14 @@
 
 use std::any::Any;
 
-use super::workers::Workers;
 use crate::hal::buffer::Binding;
 #[cfg(feature = "llvm-cpu")]
 use crate::hal::executable::ElfExecutable;
 use crate::hal::executable::{
-    Executable, VMVX_FORMAT, VmvxExecutable, embedded_elf_format, is_elf_format, system_elf_format,
+    HalExecutable, VMVX_FORMAT, VmvxExecutable, embedded_elf_format, is_elf_format,
+    system_elf_format,
 };
+use crate::hal::workers::Workers;
 use crate::status::{StatusCode, StatusError};
 use crate::vm::Limits;
 
@@ -100,8 +101,11 @@ impl LocalExecutable {
         let ordinal = usize::try_from(ordinal).map_err(|_| {
             StatusError::invalid_argument(format!("export ordinal {ordinal} is negative"))
         })?;
-        let total = count.iter().map(|&c| u64::from(c)).product::<u64>();
-        if total > MAX_WORKGROUPS {
+        // Three u32 counts can overflow a u64 product (an overflow is past the limit too).
+        let total = count
+            .iter()
+            .try_fold(1u64, |total, &c| total.checked_mul(u64::from(c)));
+        let Some(total) = total.filter(|&total| total <= MAX_WORKGROUPS) else {
             return Err(StatusError::new(
                 StatusCode::ResourceExhausted,
                 format!(
@@ -109,7 +113,7 @@ impl LocalExecutable {
                     count[0], count[1], count[2]
                 ),
             ));
-        }
+        };
         if total == 0 {
             return Ok(());
         }
@@ -121,7 +125,7 @@ impl LocalExecutable {
     }
 }
 
-impl Executable for LocalExecutable {
+impl HalExecutable for LocalExecutable {
     fn format(&self) -> &str {
         &self.format
     }

@@ -7,22 +7,21 @@
 //! [`LocalExecutable`]s, loaded by the vmvx and ELF loaders.
 
 mod executable;
-pub(crate) mod workers;
 
 use std::sync::Arc;
 
 pub use executable::{LocalExecutable, MAX_WORKGROUPS, is_local_format};
-pub use workers::Workers;
 
-use super::allocator::{Allocator, BufferParams, HostAllocator};
+use super::allocator::{BufferParams, HalAllocator, HostAllocator};
 use super::buffer::{Binding, HalBuffer};
 use super::command::{Command, HalCommandBuffer};
-use super::device::{Device, Submission, id_matches};
-use super::executable::Executable;
+use super::device::{HalDevice, Submission, id_matches};
+use super::executable::HalExecutable;
 use super::file::HalFile;
-use super::semaphore::Timeout;
+use super::semaphore::{Timeout, wait_limit_exceeded};
+use super::workers::Workers;
 use crate::memory_budget::MemoryBudget;
-use crate::status::StatusError;
+use crate::status::{StatusCode, StatusError};
 use crate::vm::Limits;
 
 /// The local CPU device.
@@ -82,7 +81,7 @@ impl LocalDevice {
         &self.allocator
     }
 
-    /// Loads an executable, as its own type (what [`Device::create_executable`] returns
+    /// Loads an executable, as its own type (what [`HalDevice::create_executable`] returns
     /// behind `dyn`).
     pub fn load_executable(
         &self,
@@ -164,7 +163,17 @@ fn submit<T>(
     submit: Submission<'_>,
     work: impl FnOnce() -> Result<T, StatusError>,
 ) -> Result<T, StatusError> {
-    match submit.wait.wait(Timeout::Infinite).and_then(|()| work()) {
+    let waited = match submit.wait_limit {
+        None => submit.wait.wait(Timeout::Infinite),
+        Some(limit) => submit.wait.wait(Timeout::After(limit)).map_err(|e| {
+            if e.status == StatusCode::DeadlineExceeded {
+                wait_limit_exceeded(limit)
+            } else {
+                e
+            }
+        }),
+    };
+    match waited.and_then(|()| work()) {
         Ok(value) => {
             submit.signal.signal()?;
             Ok(value)
@@ -176,7 +185,7 @@ fn submit<T>(
     }
 }
 
-impl Device for LocalDevice {
+impl HalDevice for LocalDevice {
     fn id(&self) -> &str {
         self.workers.device_name()
     }
@@ -192,7 +201,7 @@ impl Device for LocalDevice {
         }
     }
 
-    fn allocator(&self) -> Arc<dyn Allocator> {
+    fn allocator(&self) -> Arc<dyn HalAllocator> {
         self.allocator.clone()
     }
 
@@ -205,7 +214,7 @@ impl Device for LocalDevice {
         format: &str,
         data: Vec<u8>,
         constants: &[u32],
-    ) -> Result<Arc<dyn Executable>, StatusError> {
+    ) -> Result<Arc<dyn HalExecutable>, StatusError> {
         Ok(Arc::new(self.load_executable(format, data, constants)?))
     }
 

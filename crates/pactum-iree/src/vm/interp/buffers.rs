@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::fault::{Fault, trap};
 use super::registers::Registers;
-use crate::vm::budget::MemoryBudget;
+use crate::memory_budget::MemoryBudget;
 use crate::vm::buffer::VmBuffer;
 use crate::vm::code::{RefReg, Reg, Reg64, Width};
 use crate::vm::error::TrapKind;

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
-use crate::vm::budget::{Charge, MemoryBudget};
+use crate::memory_budget::{Charge, MemoryBudget};
 use crate::vm::buffer::VmBuffer;
 use crate::vm::code::FunctionCode;
 use crate::vm::native::NativeModule;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::fault::{Fault, trap};
 use super::instance::Instance;
 use super::registers::Registers;
-use crate::vm::budget::MemoryBudget;
+use crate::memory_budget::MemoryBudget;
 use crate::vm::code::{RefReg, Reg, Reg64};
 use crate::vm::error::TrapKind;
 use crate::vm::value::{ElementType, Ref, VmList, VmType, type_check};

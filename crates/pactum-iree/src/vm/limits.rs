@@ -1,7 +1,6 @@
-//! The resource limits of a VM context. Its memory budget ([`MemoryBudget`]) lives in
-//! [`crate::memory_budget`], shared with the HAL; it is re-exported here.
-
-pub use crate::memory_budget::{Charge, MemoryBudget, OverBudget};
+//! The resource limits of a VM context. Its memory budget
+//! ([`MemoryBudget`](crate::memory_budget::MemoryBudget)) lives in [`crate::memory_budget`],
+//! below the VM and the HAL, which share it.
 
 /// The resource limits of a [`Context`](super::Context).
 #[derive(Clone, Debug, PartialEq, Eq)]
