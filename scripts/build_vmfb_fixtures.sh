@@ -211,6 +211,11 @@ def verify(path, fx):
         "no_debug_database": "debug_database" not in j,
         "async": any(attrs(e).get("iree.abi.model") == "coarse-fences" for e in user),
         "optional_import": any(i.get("flags") == "OPTIONAL" for i in imports),
+        # Test programs of the `check` dialect: their expectations are (optional) imports of
+        # IREE's `check` module, so their functions are run by `pactum test` and compared
+        # with IREE's runtime by crates/pactum-iree/tests/all/check_vs_iree.rs, not by runs
+        # of iree-run-module (which has no `check` module and would skip every expectation).
+        "check_imports": any(i["full_name"].startswith("check.") for i in imports),
         "f64": "EXT_F64" in str(j.get("requirements", "")),
         "export_alias": len(set(ordinals)) < len(ordinals),
         "vm_only": not any(i["full_name"].startswith("hal.") for i in imports)

@@ -18,6 +18,8 @@
 //!   and returns nested values, following a signature; [`tensor_fit`], the buffer-description
 //!   oracle: whether a tensor fits a signature's buffer type as it is, after a conversion
 //!   (which it performs), or not at all.
+//! - [`check`]: IREE's `check` VM module (the expectations compiled test programs make) and
+//!   the test runner of `pactum test`, as `iree-check-module` runs IREE's e2e tests.
 //! - [`module`]: a `.vmfb` file as a module of pactum functions, run by the VM and the HAL.
 //! - [`sig`]: what `pactum sig` (and Python's `pactum.sig`) does with signatures.
 //!
@@ -35,7 +37,8 @@
 //! | `vm` | [`vm`], [`status`], [`memory_budget`], [`host_memory`] | |
 //! | `hal` | [`hal`] with the local CPU device and vmvx executables | `vm`, rayon |
 //! | `llvm-cpu` | the `embedded-elf`/`system-elf` executable loader | `hal` |
-//! | `module` | [`module`] | `structured`, `hal` |
+//! | `check` | [`check`] | `hal` |
+//! | `module` | [`module`] | `structured`, `hal`, `check` |
 
 pub mod function_abi;
 pub mod sig;
@@ -58,6 +61,9 @@ pub mod vm;
 
 #[cfg(feature = "hal")]
 pub mod hal;
+
+#[cfg(feature = "check")]
+pub mod check;
 
 #[cfg(feature = "module")]
 pub mod module;

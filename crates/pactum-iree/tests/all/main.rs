@@ -3,6 +3,7 @@
 
 #[path = "../vm/asm.rs"]
 mod asm;
+mod check_vs_iree;
 mod elf_hostile;
 mod function_abi;
 mod hal;
