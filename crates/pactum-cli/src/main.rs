@@ -5,6 +5,7 @@ mod demo;
 mod inspect;
 mod library;
 mod sig;
+mod test;
 mod vmfb;
 
 use std::path::PathBuf;
@@ -62,6 +63,22 @@ enum Command {
         /// For a .vmfb: the device running its compiled (llvm-cpu) dispatches, as
         /// iree-run-module's --device: local-task (a pool of worker threads, the default) or
         /// local-sync (the calling thread only).
+        #[arg(long, value_enum)]
+        device: Option<call::Device>,
+    },
+    /// Run the test functions of an IREE test program, as iree-check-module does.
+    ///
+    /// Test functions are the module's exports except those named `__…` or holding `$`; each
+    /// takes no arguments and returns nothing, and runs in a fresh context with IREE's `check`
+    /// module (expect_true, expect_eq, expect_almost_eq, ...). One line per function; the
+    /// exit status is non-zero when any test fails.
+    Test {
+        /// The IREE `.vmfb` module (compiled from MLIR using the `check` dialect).
+        module: PathBuf,
+        /// The tests to run (all of them when none is named).
+        functions: Vec<String>,
+        /// The device running compiled (llvm-cpu) dispatches, as iree-run-module's --device:
+        /// local-task (a pool of worker threads, the default) or local-sync.
         #[arg(long, value_enum)]
         device: Option<call::Device>,
     },
@@ -139,6 +156,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 device.or(options.device),
             )
         }
+        Command::Test {
+            module,
+            functions,
+            device,
+        } => test::run(&module, &functions, device),
         Command::Sig { command } => match command {
             SigCommand::Render { signature, from } => sig::render(&signature, from),
             SigCommand::Cconv {

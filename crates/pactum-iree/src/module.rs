@@ -18,6 +18,12 @@
 //! One result is returned as itself, several as an `Array`, none as `None`. A wrong call
 //! (count, kind, range) is a `TypeError` or `ValueError` naming the argument.
 //!
+//! A module that imports IREE's `check` module (a test program of the `check` dialect) gets
+//! one ([`CheckModule`]) in its context, so its expectations are evaluated rather than
+//! skipped: a call during which an expectation failed is an `AssertionError` naming the
+//! failed checks (the call runs to its end first, as IREE's failures are not fatal). To run a
+//! module's test functions as `iree-check-module` does, use [`crate::check::run_tests`].
+//!
 //! An export with `iree.abi` reflection is wrapped by the structured-call binder
 //! ([`StructuredFunction`]), so it takes nested dicts, lists and keyword arguments as the V1
 //! ABI describes.
@@ -41,6 +47,7 @@ use pactum::{
 use pactum_sys::dlpack::{DLDataTypeCode, DLDeviceType};
 use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
+use crate::check::CheckModule;
 use crate::hal::{
     DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, LocalDevice,
     Timeout, Workers, hal_ref,
@@ -72,6 +79,8 @@ struct Inner {
     name: String,
     exports: Vec<Export>,
     workers: Workers,
+    /// The `check` module, when the module imports it.
+    check: Option<Arc<CheckModule>>,
 }
 
 struct Export {
@@ -185,7 +194,14 @@ impl IreeModule {
             };
             signatures.push((export.local_name.to_owned(), signature, coarse_fences));
         }
+        let imports_check = module
+            .imports()
+            .any(|import| import.full_name.starts_with("check."));
         let mut context = Context::new(limits.clone());
+        let check = imports_check.then(|| Arc::new(CheckModule::new()));
+        if let Some(check) = &check {
+            context.register_native(check.clone()).map_err(vm_error)?;
+        }
         let device = LocalDevice::new(workers.clone())
             .with_memory_budget(context.memory_budget().cloned())
             .with_vmvx_limits(limits.clone());
@@ -212,6 +228,7 @@ impl IreeModule {
                 name,
                 exports,
                 workers,
+                check,
             }),
         })
     }
@@ -346,11 +363,24 @@ impl IreeModule {
             values.push(hal_ref(HalFence::empty()));
             values.push(hal_ref(signal.clone()));
         }
-        let results = self
-            .inner
-            .context
-            .invoke(function, &values)
-            .map_err(vm_error)?;
+        let results = self.inner.context.invoke(function, &values);
+        if let Some(check) = &self.inner.check {
+            let failures = check.take_failures();
+            if !failures.is_empty() {
+                let mut message = format!("{display}: {} expectation(s) failed:", failures.count());
+                for failure in &failures.recorded {
+                    message.push_str(&format!("\n  {}: {}", failure.check, failure.headline()));
+                }
+                if failures.unrecorded > 0 {
+                    message.push_str(&format!("\n  ({} more)", failures.unrecorded));
+                }
+                if let Err(error) = &results {
+                    message.push_str(&format!("\nand the call failed: {error}"));
+                }
+                return Err(Error::new(ErrorKind::ASSERTION_ERROR, message));
+            }
+        }
+        let results = results.map_err(vm_error)?;
         if let Some(signal) = signal {
             signal.wait(Timeout::IMMEDIATE).map_err(|e| {
                 let what = if e.status == StatusCode::DeadlineExceeded {

@@ -5,4 +5,5 @@
 mod cli;
 mod hostile_cli;
 mod mlir_call;
+mod test_command;
 mod vmfb_inspect;

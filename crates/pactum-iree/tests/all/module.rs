@@ -240,3 +240,38 @@ fn async_exports_that_fail_or_forget_their_signal_fence_are_errors() {
         "{error}"
     );
 }
+
+#[test]
+fn modules_importing_check_get_one_and_failed_expectations_are_errors() {
+    // IREE makes `check` an optional import: without the module, a test function's
+    // expectations would be skipped and every call would succeed.
+    let module = IreeModule::load(fixture("check_failure_vmvx.vmfb")).unwrap();
+    let call = |name: &str| module.function(name).unwrap().call(&[]);
+    let error = call("several_failures").unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::ASSERTION_ERROR.as_str());
+    assert_eq!(
+        error.message(),
+        "check_failure.several_failures: 3 expectation(s) failed:\n  \
+         check.expect_true: Expected 0 to be nonzero.\n  \
+         check.expect_false: Expected 1 to be zero.\n  \
+         check.expect_eq: Expected equality of these values. Contents does not match. The \
+         first difference occurs at index 0, where the lhs value is 1 and the rhs value is 2."
+    );
+    // A failure before an error is reported with it, and not carried into the next call.
+    let error = call("error_after_failure").unwrap_err();
+    assert!(
+        error.message().contains("Expected 0 to be nonzero.")
+            && error
+                .message()
+                .contains("and the call failed: native check.expect_all_true: INVALID_ARGUMENT: unsupported element type i1"),
+        "{error}"
+    );
+    let error = call("error_almost_eq_i32").unwrap_err();
+    assert!(
+        !error.message().contains("expectation")
+            && error.message().contains("unsupported element type i32"),
+        "{error}"
+    );
+    let passing = IreeModule::load(fixture("check_success_vmvx.vmfb")).unwrap();
+    assert!(passing.call("eq_views", &[]).unwrap().is_none());
+}

@@ -1,0 +1,80 @@
+//! `pactum test MODULE.vmfb [FUNCTION...] [--device D]`: runs a compiled test program's test
+//! functions as IREE's `iree-check-module` does (`pactum_iree::check::run_tests`), one line a
+//! function, and fails when any test does not pass.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Result, anyhow};
+use pactum_iree::check::{TestOptions, TestResult, Verdict, run_tests};
+use pactum_iree::hal::Workers;
+
+use crate::call::Device;
+
+/// One test's line (and, under it, the first line of each failed check's message).
+fn describe(result: &TestResult) -> String {
+    let mut text = match result.verdict() {
+        Verdict::Pass => format!("PASS  {}", result.name),
+        Verdict::Fail => format!(
+            "FAIL  {} ({} failed check(s))",
+            result.name,
+            result.failures.count()
+        ),
+        Verdict::Error => format!("ERROR {}", result.name),
+    };
+    for failure in &result.failures.recorded {
+        text.push_str(&format!(
+            "\n      {}: {}",
+            failure.check,
+            failure.headline()
+        ));
+    }
+    if result.failures.unrecorded > 0 {
+        text.push_str(&format!(
+            "\n      ({} more failed checks)",
+            result.failures.unrecorded
+        ));
+    }
+    if let Some(error) = &result.error {
+        text.push_str(&format!("\n      error: {error}"));
+    }
+    text
+}
+
+/// Runs the tests `functions` names (every test function when empty) of the module at `path`,
+/// each in a fresh context, printing one line per test and a summary; an error when a test
+/// fails or ends in an error.
+pub fn run(path: &Path, functions: &[String], device: Option<Device>) -> Result<()> {
+    let workers = match device.unwrap_or(Device::LocalTask) {
+        Device::LocalTask => Workers::shared(),
+        Device::LocalSync => Workers::CallerThread,
+    };
+    let options = TestOptions {
+        workers,
+        ..TestOptions::default()
+    };
+    let report =
+        run_tests(path, functions, options).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    // Written, not printed: a closed pipe (`pactum test x.vmfb | head`) is an error, not a
+    // panic.
+    let mut out = std::io::stdout().lock();
+    for result in &report.results {
+        writeln!(out, "{}", describe(result))?;
+    }
+    let total = report.results.len();
+    let passed = report.count(Verdict::Pass);
+    let failed = report.count(Verdict::Fail);
+    let errors = report.count(Verdict::Error);
+    println!(
+        "{total} test(s) of {}: {passed} passed, {failed} failed, {errors} error(s)",
+        report.module
+    );
+    if passed == total {
+        Ok(())
+    } else {
+        Err(anyhow!(
+            "{} of {total} test(s) did not pass",
+            total - passed
+        ))
+    }
+}
