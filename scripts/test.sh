@@ -47,7 +47,7 @@ if [ "${PACTUM_SKIP_LINT:-0}" != 1 ]; then
 fi
 
 say "pactum-iree builds by parts (features), and its codecs alone pull in no VM, HAL, rayon or ELF reader"
-for features in "" structured vm hal llvm-cpu module; do
+for features in "" structured vm hal check llvm-cpu module; do
   cargo clippy -q -p pactum-iree --no-default-features --features "$features" -- -D warnings
 done
 cargo clippy -q -p pactum-capi --no-default-features -- -D warnings
