@@ -17,8 +17,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use pactum_iree::check::{TestOptions, TestReport, Verdict, run_tests};
-use pactum_iree::hal::Workers;
+use pactum_iree::check::{TestOptions, TestReport, Verdict, float_element, run_tests};
+use pactum_iree::hal::{HalElementType, Workers};
 use serde_json::Value;
 
 const SUCCESS: [&str; 2] = ["check_success_vmvx.vmfb", "check_success_llvm_cpu.vmfb"];
@@ -32,9 +32,9 @@ fn fixture(name: &str) -> PathBuf {
     manifest_dir().join("tests/fixtures/vmfb").join(name)
 }
 
-/// IREE's report on `files` (the script's JSON, one object per module); `None` when the peer
-/// is missing and `PACTUM_SKIP_PEER=1`.
-fn run_iree(files: &[&str]) -> Option<Vec<Value>> {
+/// The workspace's `.venv` python when it has `iree.runtime`, NumPy and `ml_dtypes`; `None`
+/// when it does not and `PACTUM_SKIP_PEER=1` (a failure otherwise).
+fn peer_python() -> Option<PathBuf> {
     let python = manifest_dir().join("../../.venv/bin/python");
     let skip = std::env::var("PACTUM_SKIP_PEER").is_ok_and(|v| v == "1");
     let available = python.exists()
@@ -55,6 +55,13 @@ fn run_iree(files: &[&str]) -> Option<Vec<Value>> {
         }
         panic!("{why}; set PACTUM_SKIP_PEER=1 to skip this comparison");
     }
+    Some(python)
+}
+
+/// IREE's report on `files` (the script's JSON, one object per module); `None` when the peer
+/// is missing and `PACTUM_SKIP_PEER=1`.
+fn run_iree(files: &[&str]) -> Option<Vec<Value>> {
+    let python = peer_python()?;
     let output = Command::new(&python)
         .arg(manifest_dir().join("tests/python/iree_check_runner.py"))
         .args(["--device", "local-sync"])
@@ -172,4 +179,82 @@ fn check_programs_agree_with_iree() {
             eprintln!("{file}: {passed} pass, {not_passed} do not, on both runtimes");
         }
     }
+}
+
+/// Every bit pattern of the 16- and 8-bit float types `expect_almost_eq` widens (f16, bf16,
+/// the five f8 formats) decodes to the value `ml_dtypes` (the NumPy types IREE's Python
+/// runtime uses) gives it, NaNs as NaN.
+#[test]
+fn small_floats_widen_as_ml_dtypes_does() {
+    let Some(python) = peer_python() else {
+        return;
+    };
+    let script = r#"
+import json, sys
+import ml_dtypes, numpy as np
+out = {}
+for name, bits in [("float16", 16), ("bfloat16", 16), ("float8_e5m2", 8),
+                   ("float8_e4m3fn", 8), ("float8_e5m2fnuz", 8), ("float8_e4m3fnuz", 8),
+                   ("float8_e8m0fnu", 8)]:
+    dtype = np.float16 if name == "float16" else getattr(ml_dtypes, name)
+    raw = np.arange(1 << bits, dtype=np.uint16 if bits == 16 else np.uint8)
+    values = raw.view(dtype).astype(np.float64)
+    out[name] = ["nan" if np.isnan(v) else float(v).hex() for v in values]
+json.dump(out, sys.stdout)
+"#;
+    let output = Command::new(&python)
+        .args(["-c", script])
+        .output()
+        .expect("start the python peer");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let reference: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let types = [
+        ("float16", HalElementType::F16),
+        ("bfloat16", HalElementType::BF16),
+        ("float8_e5m2", HalElementType(0x2400_0008)),
+        ("float8_e4m3fn", HalElementType(0x2500_0008)),
+        ("float8_e5m2fnuz", HalElementType(0x2600_0008)),
+        ("float8_e4m3fnuz", HalElementType(0x2700_0008)),
+        ("float8_e8m0fnu", HalElementType(0x2800_0008)),
+    ];
+    for (name, element_type) in types {
+        let expected = reference[name].as_array().unwrap();
+        let bytes = (element_type.0 & 0xFF) / 8;
+        assert_eq!(expected.len(), 1 << (8 * bytes), "{name}");
+        for (bits, expected) in expected.iter().enumerate() {
+            let encoded = (bits as u16).to_le_bytes();
+            let ours = float_element(element_type, &encoded[..bytes as usize])
+                .unwrap_or_else(|| panic!("{name} {bits:#x}: not a float"));
+            let expected = expected.as_str().unwrap();
+            if expected == "nan" {
+                assert!(ours.is_nan(), "{name} {bits:#x}: {ours}, ml_dtypes NaN");
+            } else {
+                assert_eq!(hex_float(ours), expected, "{name} {bits:#x}: {ours}");
+            }
+        }
+    }
+}
+
+/// Python's `float.hex()`: `0x1.8000000000000p+1`, `-0x0.0p+0`, `inf`.
+fn hex_float(x: f64) -> String {
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
+    let sign = if x.is_sign_negative() { "-" } else { "" };
+    let bits = x.to_bits();
+    let exponent = ((bits >> 52) & 0x7FF) as i64;
+    let mantissa = bits & ((1 << 52) - 1);
+    if exponent == 0 && mantissa == 0 {
+        return format!("{sign}0x0.0p+0");
+    }
+    let (lead, exponent) = if exponent == 0 {
+        (0, -1022)
+    } else {
+        (1, exponent - 1023)
+    };
+    format!("{sign}0x{lead}.{mantissa:013x}p{exponent:+}")
 }
