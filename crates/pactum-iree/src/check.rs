@@ -584,30 +584,22 @@ struct State {
 }
 
 impl State {
-    /// Records what `evaluate` finds, formatting the message only when there is room for it.
+    /// Records the failure `evaluate` finds, if any, for the calling thread; past
+    /// [`MAX_RECORDED_FAILURES`] it is only counted.
     fn record(
         &self,
         evaluate: impl FnOnce() -> Result<Option<CheckFailure>, StatusError>,
     ) -> Result<(), StatusError> {
-        let thread = std::thread::current().id();
-        let full = {
-            let by_thread = self
-                .by_thread
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            by_thread
-                .get(&thread)
-                .is_some_and(|f| f.recorded.len() >= MAX_RECORDED_FAILURES)
-        };
         let Some(failure) = evaluate()? else {
             return Ok(());
         };
+        let thread = std::thread::current().id();
         let mut by_thread = self
             .by_thread
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let failures = by_thread.entry(thread).or_default();
-        if full || failures.recorded.len() >= MAX_RECORDED_FAILURES {
+        if failures.recorded.len() >= MAX_RECORDED_FAILURES {
             failures.unrecorded += 1;
         } else {
             failures.recorded.push(failure);
@@ -1045,6 +1037,43 @@ mod tests {
         assert_eq!(c_format_e3(f64::NAN), "nan");
         assert_eq!(c_format(f64::from(1e-4f32)), "0.0001");
         assert_eq!(c_format(f64::from(1e30f32)), "1e+30");
+    }
+
+    #[test]
+    fn failures_are_kept_per_thread_and_bounded() {
+        let check = Arc::new(CheckModule::new());
+        let mut context = Context::new(Limits::default());
+        context.register_native(check.clone()).unwrap();
+        for _ in 0..MAX_RECORDED_FAILURES + 5 {
+            context.call("check.expect_true", &[Value::I32(0)]).unwrap();
+        }
+        // Another thread's invocation records and takes its own failures only.
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                context
+                    .call("check.expect_false", &[Value::I32(3)])
+                    .unwrap();
+                let failures = check.take_failures();
+                assert_eq!(failures.count(), 1);
+                assert_eq!(failures.recorded[0].headline(), "Expected 3 to be zero.");
+            });
+        });
+        let failures = check.take_failures();
+        assert_eq!(failures.recorded.len(), MAX_RECORDED_FAILURES);
+        assert_eq!(failures.unrecorded, 5);
+        assert!(failures.recorded.iter().all(|f| f.check == CheckKind::True));
+        assert!(check.take_failures().is_empty());
+    }
+
+    #[test]
+    fn is_close_is_numpys_asymmetric_rule_with_nan_equal_to_nan() {
+        assert!(is_close(100.0, 111.0, 0.0, 0.1));
+        assert!(!is_close(111.0, 100.0, 0.0, 0.1));
+        assert!(is_close(f64::NAN, f64::NAN, 0.0, 0.0));
+        assert!(!is_close(f64::NAN, 1.0, 1e30, 0.0));
+        assert!(is_close(f64::INFINITY, f64::INFINITY, 0.0, 0.0));
+        assert!(!is_close(1e300, f64::INFINITY, f64::MAX, f64::MAX));
+        assert!(is_close(-0.0, 0.0, 0.0, 0.0));
     }
 
     #[test]
