@@ -946,6 +946,7 @@ def narrow_cases():
 VMVX_CANNOT = {
     ("stablehlo", "sign_f32"): "math.copysign is not lowered to the VM",
     ("stablehlo", "cbrt_f32"): "math.cbrt is not lowered to the VM",
+    ("stablehlo", "popcnt_i32"): "math.ctpop is not lowered to the VM",
     ("linalg", "copysign_f32"): "math.copysign is not lowered to the VM",
     ("stablehlo", "convert_f32_to_f16"): "arith.truncf to f16 is not lowered to the VM",
     ("stablehlo", "convert_f16_to_f32"): "f16 is not lowered to the VM",
