@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Runs pactum's end-to-end conformance suite: the test programs of generate.py, compiled by
+the pinned iree-compile for each backend configuration IREE's own e2e suites use, run
+through IREE's runtime (iree.runtime with a Python `check` module,
+crates/pactum-iree/tests/python/iree_check_runner.py) and through pactum (`pactum test`),
+and compared function by function.
+
+A function agrees when both runtimes give it the same outcome (pass, fail or error). The run
+fails when a function IREE's runtime passes does not pass under pactum, when a function of the
+deliberately failing suite passes under either runtime, or when a peer is missing. Functions
+IREE's runtime gets wrong (it fails a check NumPy's expected value sets, or raises) are
+counted and listed, not failed: there pactum may agree with IREE or with NumPy. Counts are
+printed per suite and backend.
+
+Usage: run.py [--out DIR] [--pactum PATH] [--suite NAME ...] [--backend NAME ...] [--jobs N]
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+IREE_RUNNER = ROOT / "crates/pactum-iree/tests/python/iree_check_runner.py"
+
+# Each backend configuration as IREE's e2e suites build and run it (tests/e2e/*/CMakeLists.txt:
+# llvm-cpu on local-task, vmvx on local-task, vmvx with microkernels on local-sync).
+BACKENDS = {
+    "llvm-cpu": (["--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=generic"],
+                 "local-task"),
+    "vmvx": (["--iree-hal-local-target-device-backends=vmvx"], "local-task"),
+    "vmvx-ukernels": (["--iree-hal-local-target-device-backends=vmvx", "--iree-vmvx-enable-microkernels"],
+                      "local-sync"),
+}
+
+
+def venv_tool(name):
+    path = ROOT / ".venv/bin" / name
+    if not path.exists():
+        sys.exit(f"{path} is missing: scripts/test.sh installs the pinned peers into .venv")
+    return path
+
+
+def compile_module(compiler, out, entry, backend):
+    """Compiles one generated source for one backend, reusing an earlier output when the
+    source, flags and compiler are unchanged."""
+    source = out / entry["source"]
+    flags = ["--iree-hal-target-device=local", *BACKENDS[backend][0]]
+    if entry["input_type"]:
+        flags.append(f"--iree-input-type={entry['input_type']}")
+    key = hashlib.sha256(source.read_bytes() + "\0".join(flags).encode() + str(compiler).encode()).hexdigest()
+    module = source.with_name(f"{source.stem}.{backend}.vmfb")
+    stamp = module.with_suffix(".key")
+    if module.exists() and stamp.exists() and stamp.read_text() == key:
+        return module, None
+    result = subprocess.run([str(compiler), *flags, source.name, "-o", module.name],
+                            cwd=source.parent, capture_output=True, text=True)
+    if result.returncode != 0:
+        errors = [line for line in result.stderr.splitlines() if "error:" in line]
+        return None, (errors[0] if errors else result.stderr.strip()[-400:])
+    stamp.write_text(key)
+    return module, None
+
+
+def iree_outcomes(python, module, device):
+    """{function: (outcome, detail)} from IREE's runtime with the Python check module."""
+    result = subprocess.run([str(python), str(IREE_RUNNER), "--device", device, str(module)],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        return None, f"iree_check_runner.py exited with {result.returncode}: {result.stderr.strip()[-400:]}"
+    (report,) = json.loads(result.stdout)
+    if report["error"]:
+        return None, report["error"]
+    outcomes = {}
+    for test in report["tests"]:
+        detail = test["error"] or "; ".join(f["headline"] for f in test["failures"])
+        outcomes[test["name"]] = (test["outcome"], detail)
+    return outcomes, None
+
+
+def pactum_outcomes(pactum, module, device):
+    """{function: (outcome, detail)} from `pactum test --json`."""
+    result = subprocess.run([str(pactum), "test", str(module), "--device", device, "--json"],
+                            capture_output=True, text=True)
+    try:
+        report = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        return None, f"pactum test exited with {result.returncode}: {result.stderr.strip()[-400:]}"
+    if report.get("error"):
+        return None, report["error"]
+    outcomes = {}
+    for test in report["tests"]:
+        detail = test.get("error") or "; ".join(f["message"].splitlines()[0] for f in test.get("failures", []))
+        outcomes[test["name"]] = (test["outcome"], detail)
+    return outcomes, None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "target/conformance/e2e"))
+    parser.add_argument("--pactum", default=str(ROOT / "target/debug/pactum"))
+    parser.add_argument("--suite", action="append", help="only these suites (repeatable)")
+    parser.add_argument("--backend", action="append", choices=sorted(BACKENDS), help="only these backends")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    args = parser.parse_args()
+
+    python = venv_tool("python")
+    compiler = venv_tool("iree-compile")
+    pactum = Path(args.pactum)
+    if not pactum.exists():
+        sys.exit(f"{pactum} is missing: build it with `cargo build -p pactum-cli`")
+    out = Path(args.out)
+    subprocess.run([str(python), str(HERE / "generate.py"), str(out)], check=True)
+    index = json.loads((out / "cases.json").read_text())
+    jobs = [(entry, backend) for entry in index for backend in entry["backends"]
+            if (not args.suite or entry["suite"] in args.suite) and (not args.backend or backend in args.backend)]
+
+    def run_one(job):
+        entry, backend = job
+        module, compile_error = compile_module(compiler, out, entry, backend)
+        if module is None:
+            return entry, backend, None, None, f"iree-compile failed: {compile_error}"
+        device = BACKENDS[backend][1]
+        theirs, their_error = iree_outcomes(python, module, device)
+        ours, our_error = pactum_outcomes(pactum, module, device)
+        return entry, backend, theirs or their_error, ours or our_error, None
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(run_one, jobs))
+
+    counts = {}
+    problems = []
+    iree_wrong = []
+    for entry, backend, theirs, ours, error in results:
+        row = counts.setdefault((entry["suite"], backend), {"functions": 0, "iree_pass": 0, "agree": 0,
+                                                            "pactum_pass": 0, "disagree": 0})
+        functions = entry["functions"]
+        row["functions"] += len(functions)
+        if error:
+            problems.append(f"{entry['source']} [{backend}]: {error}")
+            row["disagree"] += len(functions)
+            continue
+        for name in functions:
+            their = theirs.get(name, ("missing", "")) if isinstance(theirs, dict) else ("error", theirs)
+            our = ours.get(name, ("missing", "")) if isinstance(ours, dict) else ("error", ours)
+            row["iree_pass"] += their[0] == "pass"
+            row["pactum_pass"] += our[0] == "pass"
+            where = f"{entry['source']}::{name} [{backend}]"
+            if entry.get("must_fail") and "pass" in (their[0], our[0]):
+                problems.append(f"{where}: must fail, but IREE {their[0]}, pactum {our[0]}")
+                row["disagree"] += 1
+            elif their[0] == "pass" and our[0] != "pass":
+                problems.append(f"{where}: IREE pass, pactum {our[0]} ({our[1][:300]})")
+                row["disagree"] += 1
+            else:
+                row["agree"] += their[0] == our[0]
+                if their[0] != "pass" and not entry.get("must_fail"):
+                    iree_wrong.append(f"{where}: IREE {their[0]} ({their[1][:200]}), pactum {our[0]}")
+
+    print(f"{'suite':<14} {'backend':<14} {'functions':>9} {'IREE pass':>9} {'pactum pass':>11} {'agree':>6}")
+    for (suite, backend), row in sorted(counts.items()):
+        print(f"{suite:<14} {backend:<14} {row['functions']:>9} {row['iree_pass']:>9} {row['pactum_pass']:>11}"
+              f" {row['agree']:>6}")
+    total = {k: sum(row[k] for row in counts.values()) for k in ("functions", "iree_pass", "pactum_pass", "agree")}
+    print(f"{'all':<14} {'':<14} {total['functions']:>9} {total['iree_pass']:>9} {total['pactum_pass']:>11}"
+          f" {total['agree']:>6}")
+    for case in iree_wrong:
+        print("IREE WRONG", case)
+    for problem in problems:
+        print("DIFFERS", problem)
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
