@@ -60,6 +60,10 @@ fi
 say "cargo test"
 cargo test --workspace
 
+say "end-to-end conformance (conformance/e2e/run.py): generated StableHLO, TOSA and linalg test programs, compiled by the pinned iree-compile for llvm-cpu, vmvx and vmvx with microkernels; pactum test against IREE's runtime, function by function"
+cargo build -q -p pactum-cli
+.venv/bin/python conformance/e2e/run.py
+
 say "a module library carries no runtime (nm of examples/kernels built on its own)"
 # `cargo test` above built the example with its tests' features (pactum's runtime included);
 # built alone, as a user builds a module library, it must hold none of pactum-runtime's code.

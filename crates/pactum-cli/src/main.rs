@@ -81,6 +81,10 @@ enum Command {
         /// local-task (a pool of worker threads, the default) or local-sync.
         #[arg(long, value_enum)]
         device: Option<call::Device>,
+        /// Print the report as one JSON object (module, tests with their outcome, error and
+        /// failed checks) instead of lines, for scripts such as conformance/e2e/run.py.
+        #[arg(long)]
+        json: bool,
     },
     /// Read, check and convert IREE function signatures.
     Sig {
@@ -160,7 +164,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             module,
             functions,
             device,
-        } => test::run(&module, &functions, device),
+            json,
+        } => test::run(&module, &functions, device, json),
         Command::Sig { command } => match command {
             SigCommand::Render { signature, from } => sig::render(&signature, from),
             SigCommand::Cconv {

@@ -6,8 +6,9 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Result, anyhow};
-use pactum_iree::check::{TestOptions, TestResult, Verdict, run_tests};
+use pactum_iree::check::{TestOptions, TestReport, TestResult, Verdict, run_tests};
 use pactum_iree::hal::Workers;
+use serde_json::json;
 
 use crate::call::Device;
 
@@ -41,10 +42,46 @@ fn describe(result: &TestResult) -> String {
     text
 }
 
+/// The report as one JSON object: `{"module", "tests": [{"name", "outcome": "pass" | "fail" |
+/// "error", "error", "failures": [{"check", "index", "message"}], "unrecorded_failures"}]}`.
+fn report_json(report: &TestReport) -> serde_json::Value {
+    let tests = report
+        .results
+        .iter()
+        .map(|result| {
+            let outcome = match result.verdict() {
+                Verdict::Pass => "pass",
+                Verdict::Fail => "fail",
+                Verdict::Error => "error",
+            };
+            let failures = result
+                .failures
+                .recorded
+                .iter()
+                .map(|failure| {
+                    json!({
+                        "check": failure.check.name(),
+                        "index": failure.index,
+                        "message": failure.message,
+                    })
+                })
+                .collect::<Vec<_>>();
+            json!({
+                "name": result.name,
+                "outcome": outcome,
+                "error": result.error.as_ref().map(|e| e.to_string()),
+                "failures": failures,
+                "unrecorded_failures": result.failures.unrecorded,
+            })
+        })
+        .collect::<Vec<_>>();
+    json!({ "module": report.module, "tests": tests })
+}
+
 /// Runs the tests `functions` names (every test function when empty) of the module at `path`,
-/// each in a fresh context, printing one line per test and a summary; an error when a test
-/// fails or ends in an error.
-pub fn run(path: &Path, functions: &[String], device: Option<Device>) -> Result<()> {
+/// each in a fresh context, printing one line per test and a summary (or, with `json`, one
+/// JSON object); an error when a test fails or ends in an error.
+pub fn run(path: &Path, functions: &[String], device: Option<Device>, json: bool) -> Result<()> {
     let workers = match device.unwrap_or(Device::LocalTask) {
         Device::LocalTask => Workers::shared(),
         Device::LocalSync => Workers::CallerThread,
@@ -58,6 +95,14 @@ pub fn run(path: &Path, functions: &[String], device: Option<Device>) -> Result<
     // Written, not printed: a closed pipe (`pactum test x.vmfb | head`) is an error, not a
     // panic.
     let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", report_json(&report))?;
+        return if report.passed() {
+            Ok(())
+        } else {
+            Err(anyhow!("not every test passed"))
+        };
+    }
     for result in &report.results {
         writeln!(out, "{}", describe(result))?;
     }
