@@ -641,6 +641,7 @@ fn vm_views_share_the_hal_buffers_bytes() {
 // The device layer, without a VM context.
 
 mod device {
+    use std::path::Path;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
@@ -716,7 +717,63 @@ mod device {
         ("fence.signal", "0r_v"),
         ("fence.query", "0r_i"),
         ("fence.fail", "0ri_v"),
+        ("allocator.select", "0iiICrID_rI"),
+        ("buffer.allocation.preserve", "0r_v"),
+        ("buffer.allocation.discard", "0r_i"),
+        ("buffer.allocation.is_terminal", "0r_i"),
+        ("buffer_view.trace", "0rCrD_v"),
+        ("channel.create", "0rIIrrii_r"),
+        ("channel.split", "0riiI_r"),
+        ("channel.rank_and_count", "0r_ii"),
+        ("command_buffer.advise_buffer", "0rrIIIi_v"),
+        ("command_buffer.flush_buffer", "0rirII_v"),
+        ("command_buffer.invalidate_buffer", "0rirII_v"),
+        ("command_buffer.update_buffer", "0rrIrIIiI_v"),
+        ("command_buffer.collective", "0rriiiirrIIIII_v"),
+        ("command_buffer.dispatch.indirect", "0rrIirIICiDCiirIID_v"),
+        ("device.queue.barrier", "0rIrrI_v"),
+        ("device.queue.update", "0rIrrrIrIII_v"),
+        ("device.queue.write", "0rIrrrIrIII_v"),
     ];
+
+    /// The functions IREE's own `hal` module exports (the pinned runtime's, asked through
+    /// `iree.runtime` with the workspace's `.venv` python) are exactly this module's. Their
+    /// calling conventions are checked where programs import them: iree-run-module refuses
+    /// an import whose convention differs, and the fixtures call each one of the runs.
+    #[test]
+    fn the_hal_module_exports_what_iree_exports() {
+        let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+        let listing = "import iree.runtime as rt\n\
+            hal = rt.create_hal_module(rt.VmInstance(), rt.get_device('local-sync'))\n\
+            print('\\n'.join(hal.function_names))";
+        let output = std::process::Command::new(&python)
+            .args(["-c", listing])
+            .output();
+        let output = match output {
+            Ok(output) if output.status.success() => output,
+            failed => {
+                let why = format!(
+                    "{} cannot list IREE's hal module: {failed:?}",
+                    python.display()
+                );
+                if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") {
+                    eprintln!("SKIPPED (PACTUM_SKIP_PEER=1): {why}");
+                    return;
+                }
+                panic!("{why}; set PACTUM_SKIP_PEER=1 to skip this comparison");
+            }
+        };
+        let mut theirs: Vec<String> = String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        theirs.sort();
+        let hal = HalModule::new(Arc::new(LocalDevice::sync()));
+        let mut ours: Vec<String> = hal.functions().iter().map(|f| f.name.to_string()).collect();
+        ours.sort();
+        assert_eq!(ours, theirs);
+    }
 
     #[test]
     fn the_hal_module_keeps_every_convention_and_its_types_imply_them() {
@@ -1028,6 +1085,65 @@ mod device {
             .unwrap();
         done.wait(Timeout::Infinite).unwrap();
         assert_eq!(sum.to_vec(), f32s(&[1.5, 2.5, 3.5, 4.5]));
+
+        // An indirect dispatch reads its workgroup count when it runs: here the count an
+        // update earlier in the same command buffer wrote into a table slot.
+        let counts = allocator.allocate(params, 16).unwrap();
+        let inputs = allocator
+            .import_copy(params, &f32s(&[1.0, 2.0, 3.0, 4.0, 0.25, 0.25, 0.25, 0.25]))
+            .unwrap();
+        let commands = device.create_command_buffer(3).unwrap();
+        let one_each: Vec<u8> = [1u32, 1, 1].iter().flat_map(|c| c.to_le_bytes()).collect();
+        commands
+            .record(Command::Update {
+                data: one_each.into(),
+                target: BufferRef::Slot(2),
+                offset: 4,
+            })
+            .unwrap();
+        commands
+            .record(Command::DispatchIndirect {
+                executable: executable.clone(),
+                ordinal: ordinal as i64,
+                workgroups: BufferRef::Slot(2),
+                workgroups_offset: 4,
+                constants: vec![],
+                bindings: vec![
+                    (BufferRef::Slot(0), 0, 16),
+                    (BufferRef::Slot(0), 16, 16),
+                    (BufferRef::Slot(1), 0, 16),
+                ],
+            })
+            .unwrap();
+        commands.finalize().unwrap();
+        let table = [inputs, sum.clone(), counts].map(Binding::whole);
+        let done = HalFence::pending();
+        device
+            .queue_execute(
+                Submission::new(&HalFence::empty(), &done),
+                Some(&commands),
+                &table,
+            )
+            .unwrap();
+        done.wait(Timeout::Infinite).unwrap();
+        assert_eq!(sum.to_vec(), f32s(&[1.25, 2.25, 3.25, 4.25]));
+
+        // A count read past the end of its buffer fails the execution.
+        let short = allocator.allocate(params, 8).unwrap();
+        let table = [
+            Binding::whole(allocator.allocate(params, 32).unwrap()),
+            Binding::whole(sum.clone()),
+            Binding::whole(short),
+        ];
+        let done = HalFence::pending();
+        let e = device
+            .queue_execute(
+                Submission::new(&HalFence::empty(), &done),
+                Some(&commands),
+                &table,
+            )
+            .unwrap_err();
+        assert_eq!(e.status, StatusCode::OutOfRange, "{e}");
     }
 
     #[test]
