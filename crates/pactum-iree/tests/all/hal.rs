@@ -96,6 +96,43 @@ fn buffer_view_assert_names_the_mismatch() {
     assert_eq!(e.status, StatusCode::InvalidArgument);
 }
 
+/// The program's bytes `device.queue.update` and `command_buffer.update_buffer` take are
+/// checked against the `!vm.buffer` they come from. A negative offset is refused too: IREE
+/// 3.13 adds it to the length unsigned, so `-4` with a length of 16 passes its check and
+/// copies 4 bytes from before the buffer (a read the fixtures therefore do not record).
+#[test]
+fn updates_take_only_the_programs_bytes() {
+    let hal = hal();
+    let target = obj(HalBuffer::allocate(16, None).unwrap());
+    let source = Value::Ref(Some(Ref::Buffer(Arc::new(VmBuffer::from_bytes(
+        &[7u8; 32],
+    )))));
+    let update = |offset: i64, length: i64| {
+        call(
+            &hal,
+            "device.queue.update",
+            &[
+                Value::Ref(Some(hal.device_ref().clone())),
+                Value::I64(-1),
+                Value::Ref(None),
+                Value::Ref(None),
+                source.clone(),
+                Value::I64(offset),
+                target.clone(),
+                Value::I64(0),
+                Value::I64(length),
+                Value::I64(0),
+            ],
+        )
+    };
+    assert_eq!(update(16, 16).unwrap(), []);
+    for (offset, length) in [(-4, 16), (17, 16), (0, -1), (0, 33), (i64::MAX, 2)] {
+        let e = update(offset, length).unwrap_err();
+        assert_eq!(e.status, StatusCode::OutOfRange, "{offset}+{length}: {e}");
+        assert!(e.message.contains("outside the buffer of 32 bytes"), "{e}");
+    }
+}
+
 #[test]
 fn buffer_operations_check_their_ranges() {
     let hal = hal();
