@@ -97,7 +97,17 @@ struct State {
     allocator_ref: Ref,
     /// The longest one wait may block (`Limits::max_wait`); `None`: as long as it takes.
     max_wait: Option<Duration>,
+    /// Where `buffer_view.trace` sends what it traces, when the host asked for it.
+    trace_sink: Option<TraceSink>,
 }
+
+/// Receives what a program traces with `hal.buffer_view.trace`: the key (the program's text)
+/// and the views, as IREE's debug sink does (`iree-run-module` prints them to stderr). An
+/// error it returns fails the program's call.
+pub type TraceSink = Arc<dyn Fn(&str, &[&HalBufferView]) -> Result<(), StatusError> + Send + Sync>;
+
+/// The most views one `buffer_view.trace` may hand to a sink (IREE's limit).
+pub const MAX_TRACED_VIEWS: usize = 128;
 
 /// The `hal` module over one device (IREE's `hal` module with a single device).
 pub struct HalModule {
@@ -261,7 +271,6 @@ fn allocator_import(
 }
 
 /// The bindings of a recorded dispatch: (ordinal, slot, buffer or null, offset, length).
-#[allow(clippy::type_complexity)]
 fn dispatch_bindings(
     bindings: Variadic<'_, (i32, i32, Option<&HalBuffer>, i64, i64)>,
 ) -> Result<Vec<(BufferRef, i64, i64)>, NativeError> {
@@ -947,9 +956,36 @@ fn functions() -> NativeModuleBuilder<State> {
         .function(
             "buffer_view.trace",
             "0rCrD_v",
-            // IREE hands the views to a debug sink when the host installed one, and does
-            // nothing (checks nothing) otherwise; this module has no sink.
-            |_: &State, _key: Option<&Ref>, _views: Variadic<'_, Option<&Ref>>| Ok(()),
+            // As IREE: with no sink installed nothing is done and nothing checked.
+            |state: &State, key: Option<&Ref>, views: Variadic<'_, Option<&Ref>>| {
+                let Some(sink) = &state.trace_sink else {
+                    return Ok(());
+                };
+                let key = key.and_then(Ref::as_buffer).ok_or_else(|| {
+                    invalid("argument 0: expected a vm.buffer holding the trace key")
+                })?;
+                if views.len() > MAX_TRACED_VIEWS {
+                    return Err(StatusError::new(
+                        StatusCode::ResourceExhausted,
+                        format!(
+                            "{} buffer views for one trace call (at most {MAX_TRACED_VIEWS})",
+                            views.len()
+                        ),
+                    ));
+                }
+                let views = views
+                    .iter()
+                    .enumerate()
+                    .map(|(k, view)| {
+                        view?
+                            .and_then(|r| r.downcast_ref::<HalBufferView>())
+                            .ok_or_else(|| {
+                                invalid(format!("traced value {k} is not a buffer view"))
+                            })
+                    })
+                    .collect::<Result<Vec<&HalBufferView>, NativeError>>()?;
+                sink(&String::from_utf8_lossy(&key.to_vec()), &views)
+            },
         )
         .function(
             "channel.create",
@@ -1155,6 +1191,22 @@ impl HalModule {
     /// `Limits::max_wait`), so that a module from an untrusted file cannot hang its caller on a
     /// fence nothing signals; `None` waits as long as it takes, as IREE does.
     pub fn with_wait_limit(device: Arc<dyn HalDevice>, max_wait: Option<Duration>) -> HalModule {
+        HalModule::build(device, max_wait, None)
+    }
+
+    /// The module handing what programs trace (`hal.buffer_view.trace`) to `sink`, as IREE
+    /// hands it to its host's debug sink. Without one, as in IREE without a sink, tracing does
+    /// nothing. (The module is made anew over the same device: set it before registering.)
+    pub fn with_trace_sink(self, sink: TraceSink) -> HalModule {
+        let state = self.module.state();
+        HalModule::build(state.device.clone(), state.max_wait, Some(sink))
+    }
+
+    fn build(
+        device: Arc<dyn HalDevice>,
+        max_wait: Option<Duration>,
+        trace_sink: Option<TraceSink>,
+    ) -> HalModule {
         let allocator_ref = Ref::Object(Arc::new(device.allocator()));
         let device_ref = Ref::Object(Arc::new(device.clone()));
         HalModule {
@@ -1163,6 +1215,7 @@ impl HalModule {
                 device_ref,
                 allocator_ref,
                 max_wait,
+                trace_sink,
             }),
         }
     }

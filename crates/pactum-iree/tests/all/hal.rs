@@ -1,12 +1,12 @@
 //! The `hal` module's functions called directly (errors name what is wrong; hostile
 //! arguments get errors, never panics) and vmvx modules called with pactum tensors.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pactum::{Any, AnyView, DataType, Tensor};
 use pactum_iree::hal::{
     DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule, LocalDevice,
-    WHOLE_BUFFER, vm_view,
+    MAX_TRACED_VIEWS, TraceSink, WHOLE_BUFFER, vm_view,
 };
 use pactum_iree::module::IreeModule;
 use pactum_iree::vm::{
@@ -94,6 +94,66 @@ fn buffer_view_assert_names_the_mismatch() {
     )
     .unwrap_err();
     assert_eq!(e.status, StatusCode::InvalidArgument);
+}
+
+/// `buffer_view.trace` hands the key and the views to the host's sink, checking them then
+/// (at most `MAX_TRACED_VIEWS`); without a sink it does nothing, as IREE's module does.
+#[test]
+fn traces_reach_the_sink_the_host_installed() {
+    // (key, shapes of the views) of each trace the sink received.
+    type Traces = Vec<(String, Vec<Vec<u64>>)>;
+    let traced: Arc<Mutex<Traces>> = Arc::default();
+    let seen = traced.clone();
+    let sink: TraceSink = Arc::new(move |key: &str, views: &[&HalBufferView]| {
+        let shapes = views.iter().map(|v| v.shape.clone()).collect();
+        seen.lock().unwrap().push((key.to_owned(), shapes));
+        Ok(())
+    });
+    let i32s = HalElementType(0x1000_0020);
+    let with_views = |key: Value, views: &[Value]| {
+        let mut args = vec![key, Value::I32(views.len() as i32)];
+        args.extend_from_slice(views);
+        args
+    };
+    let traced_views = [view(&[2, 3], i32s), view(&[4], i32s)];
+
+    // No sink: nothing is checked, nothing is traced.
+    call(
+        &hal(),
+        "buffer_view.trace",
+        &with_views(Value::Ref(None), &[Value::Ref(None)]),
+    )
+    .unwrap();
+
+    let hal = hal().with_trace_sink(sink);
+    call(
+        &hal,
+        "buffer_view.trace",
+        &with_views(text("step 1"), &traced_views),
+    )
+    .unwrap();
+    assert_eq!(
+        *traced.lock().unwrap(),
+        [("step 1".to_owned(), vec![vec![2, 3], vec![4]])]
+    );
+    let e = call(
+        &hal,
+        "buffer_view.trace",
+        &with_views(Value::Ref(None), &traced_views),
+    )
+    .unwrap_err();
+    assert_eq!(e.status, StatusCode::InvalidArgument, "{e}");
+    let e = call(
+        &hal,
+        "buffer_view.trace",
+        &with_views(text("k"), &[text("not a view")]),
+    )
+    .unwrap_err();
+    assert_eq!(e.status, StatusCode::InvalidArgument, "{e}");
+    let many = vec![traced_views[1].clone(); MAX_TRACED_VIEWS + 1];
+    let e = call(&hal, "buffer_view.trace", &with_views(text("k"), &many)).unwrap_err();
+    assert_eq!(e.status, StatusCode::ResourceExhausted, "{e}");
+    assert_eq!(traced.lock().unwrap().len(), 1);
 }
 
 /// The program's bytes `device.queue.update` and `command_buffer.update_buffer` take are
