@@ -299,7 +299,17 @@ fn program_bytes(source: &VmBuffer, offset: i64, length: i64) -> Result<Vec<u8>,
                 source.len()
             ))
         })?;
-    let mut bytes = vec![0u8; range.len()];
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(range.len()).map_err(|_| {
+        StatusError::new(
+            StatusCode::ResourceExhausted,
+            format!(
+                "could not copy {} bytes of the program's buffer",
+                range.len()
+            ),
+        )
+    })?;
+    bytes.resize(range.len(), 0);
     source
         .read(range.start as u64, &mut bytes)
         .map_err(|e| out_of_range(e.to_string()))?;
