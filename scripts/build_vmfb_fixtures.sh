@@ -210,6 +210,7 @@ def verify(path, fx):
         "debug_database": "debug_database" in j,
         "no_debug_database": "debug_database" not in j,
         "async": any(attrs(e).get("iree.abi.model") == "coarse-fences" for e in user),
+        "queue_barrier": any(i["full_name"] == "hal.device.queue.barrier" for i in imports),
         "optional_import": any(i.get("flags") == "OPTIONAL" for i in imports),
         # Test programs of the `check` dialect: their expectations are (optional) imports of
         # IREE's `check` module, so their functions are run by `pactum test` and compared

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering, Ordering::Relaxed};
 
 use super::element::HalElementType;
 use crate::host_memory::{BlockCache, HostMemory};
@@ -31,6 +31,9 @@ fn out_of_range(message: impl Into<String>) -> StatusError {
 struct Allocation {
     cells: Arc<HostMemory>,
     _charge: Charge,
+    /// How many owners the program has declared (`hal.buffer.allocation.*`): 1 when made.
+    /// It only answers the program's questions; the memory lives as long as any view does.
+    preserve_count: AtomicU32,
 }
 
 /// A `!hal.buffer`: a byte range of an allocation (subspans share the allocation).
@@ -93,6 +96,7 @@ impl HalBuffer {
             allocation: Arc::new(Allocation {
                 cells: Arc::new(cells),
                 _charge: charge,
+                preserve_count: AtomicU32::new(1),
             }),
             offset: 0,
             length,
@@ -112,6 +116,29 @@ impl HalBuffer {
     /// The length in bytes.
     pub fn len(&self) -> u64 {
         self.length as u64
+    }
+
+    /// Declares one more owner of the buffer's allocation (`hal.buffer.allocation.preserve`;
+    /// subspans share their allocation's count).
+    pub fn allocation_preserve(&self) {
+        self.allocation
+            .preserve_count
+            .fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Declares that one owner is done with the allocation
+    /// (`hal.buffer.allocation.discard`): whether it was the last. As in IREE the count
+    /// wraps below zero, so a discard more than the owners declared answers `false`.
+    pub fn allocation_discard(&self) -> bool {
+        self.allocation
+            .preserve_count
+            .fetch_sub(1, Ordering::AcqRel)
+            == 1
+    }
+
+    /// Whether the allocation has exactly one owner (`hal.buffer.allocation.is_terminal`).
+    pub fn allocation_is_terminal(&self) -> bool {
+        self.allocation.preserve_count.load(Ordering::Acquire) == 1
     }
 
     /// Whether the buffer is empty.

@@ -55,6 +55,15 @@ pub enum Command {
         /// Length in bytes.
         length: i64,
     },
+    /// Write bytes copied from the program when the command was recorded.
+    Update {
+        /// The bytes.
+        data: Arc<[u8]>,
+        /// The target.
+        target: BufferRef,
+        /// Offset in the target.
+        offset: i64,
+    },
     /// Run a dispatch.
     Dispatch {
         /// The executable.
@@ -63,6 +72,22 @@ pub enum Command {
         ordinal: i64,
         /// The workgroup count.
         count: [u32; 3],
+        /// The push constants.
+        constants: Vec<i32>,
+        /// The bindings: buffer, offset and length.
+        bindings: Vec<(BufferRef, i64, i64)>,
+    },
+    /// Run a dispatch whose workgroup count is read when the command executes: three
+    /// little-endian `u32`s at an offset of a buffer (which earlier commands may write).
+    DispatchIndirect {
+        /// The executable.
+        executable: Arc<dyn HalExecutable>,
+        /// The export ordinal.
+        ordinal: i64,
+        /// The buffer holding the workgroup count.
+        workgroups: BufferRef,
+        /// Offset of the count in it.
+        workgroups_offset: i64,
         /// The push constants.
         constants: Vec<i32>,
         /// The bindings: buffer, offset and length.
@@ -81,6 +106,7 @@ enum State {
 #[derive(Debug)]
 pub struct HalCommandBuffer {
     binding_capacity: u32,
+    accepts_cache_control: bool,
     state: Mutex<State>,
 }
 
@@ -89,7 +115,31 @@ impl HalCommandBuffer {
     pub fn new(binding_capacity: u32) -> HalCommandBuffer {
         HalCommandBuffer {
             binding_capacity,
+            accepts_cache_control: true,
             state: Mutex::new(State::Recording(Vec::new())),
+        }
+    }
+
+    /// The same command buffer refusing `flush_buffer` and `invalidate_buffer` (as IREE's
+    /// local-task command buffers refuse them, `UNIMPLEMENTED`).
+    pub fn without_cache_control(self) -> HalCommandBuffer {
+        HalCommandBuffer {
+            accepts_cache_control: false,
+            ..self
+        }
+    }
+
+    /// Accepts a `flush_buffer` or `invalidate_buffer` (`what`) of a buffer operand: over
+    /// coherent host memory there is nothing to do, so nothing is recorded; a command buffer
+    /// [`without_cache_control`](Self::without_cache_control) refuses it.
+    pub fn cache_control(&self, what: &str) -> Result<(), StatusError> {
+        if self.accepts_cache_control {
+            Ok(())
+        } else {
+            Err(StatusError::new(
+                StatusCode::Unimplemented,
+                format!("command buffer does not support {what}"),
+            ))
         }
     }
 
@@ -119,9 +169,16 @@ impl HalCommandBuffer {
             ));
         }
         let slots: Vec<Option<u32>> = match &command {
-            Command::Fill { target, .. } => vec![slot_of(target)],
+            Command::Fill { target, .. } | Command::Update { target, .. } => vec![slot_of(target)],
             Command::Copy { source, target, .. } => vec![slot_of(source), slot_of(target)],
             Command::Dispatch { bindings, .. } => bindings.iter().map(|b| slot_of(&b.0)).collect(),
+            Command::DispatchIndirect {
+                workgroups,
+                bindings,
+                ..
+            } => std::iter::once(slot_of(workgroups))
+                .chain(bindings.iter().map(|b| slot_of(&b.0)))
+                .collect(),
         };
         if let Some(slot) = slots
             .into_iter()

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use super::allocator::{BufferParams, HalAllocator};
 use super::buffer::{Binding, HalBuffer};
-use super::command::HalCommandBuffer;
+use super::command::{BufferRef, Command, HalCommandBuffer};
 use super::executable::HalExecutable;
 use super::file::HalFile;
 use super::semaphore::{HalFence, HalSemaphore};
@@ -140,6 +140,26 @@ pub trait HalDevice: Send + Sync + fmt::Debug {
         target_offset: i64,
         length: i64,
     ) -> Result<(), StatusError>;
+
+    /// Writes `data` (the program's bytes, copied when the operation is queued) into `target`
+    /// at `offset`. By default a one-command command buffer run by
+    /// [`queue_execute`](Self::queue_execute).
+    fn queue_update(
+        &self,
+        submit: Submission<'_>,
+        data: &[u8],
+        target: &HalBuffer,
+        offset: i64,
+    ) -> Result<(), StatusError> {
+        let commands = self.create_command_buffer(0)?;
+        commands.record(Command::Update {
+            data: Arc::from(data),
+            target: BufferRef::Direct(target.clone()),
+            offset,
+        })?;
+        commands.finalize()?;
+        self.queue_execute(submit, Some(&commands), &[])
+    }
 
     /// Runs `command_buffer`'s commands, its binding slots filled from `binding_table`; with
     /// no command buffer, only orders the fences (a barrier).

@@ -108,5 +108,7 @@ pub use executable::{ElfError, ElfExecutable, ElfSummary, check_elf_executable};
 pub use file::{FileContents, HalFile};
 pub use local::{LocalDevice, LocalExecutable, MAX_WORKGROUPS, is_local_format};
 pub use semaphore::{HalFence, HalSemaphore, Timeout, wait_limit_exceeded};
-pub use vm_module::{HAL_MODULE_VERSION, HalModule, REF_TYPES, hal_ref};
+pub use vm_module::{
+    HAL_MODULE_VERSION, HalModule, MAX_TRACED_VIEWS, REF_TYPES, TraceSink, hal_ref,
+};
 pub use workers::Workers;

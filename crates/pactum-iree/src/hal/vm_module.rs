@@ -97,7 +97,17 @@ struct State {
     allocator_ref: Ref,
     /// The longest one wait may block (`Limits::max_wait`); `None`: as long as it takes.
     max_wait: Option<Duration>,
+    /// Where `buffer_view.trace` sends what it traces, when the host asked for it.
+    trace_sink: Option<TraceSink>,
 }
+
+/// Receives what a program traces with `hal.buffer_view.trace`: the key (the program's text)
+/// and the views, as IREE's debug sink does (`iree-run-module` prints them to stderr). An
+/// error it returns fails the program's call.
+pub type TraceSink = Arc<dyn Fn(&str, &[&HalBufferView]) -> Result<(), StatusError> + Send + Sync>;
+
+/// The most views one `buffer_view.trace` may hand to a sink (IREE's limit).
+pub const MAX_TRACED_VIEWS: usize = 128;
 
 /// The `hal` module over one device (IREE's `hal` module with a single device).
 pub struct HalModule {
@@ -260,6 +270,65 @@ fn allocator_import(
     allocator.import_copy(params, &bytes).map(Some)
 }
 
+/// The bindings of a recorded dispatch: (ordinal, slot, buffer or null, offset, length).
+fn dispatch_bindings(
+    bindings: Variadic<'_, (i32, i32, Option<&HalBuffer>, i64, i64)>,
+) -> Result<Vec<(BufferRef, i64, i64)>, NativeError> {
+    bindings
+        .iter()
+        .map(|binding| {
+            let (_, slot, buffer, offset, length) = binding?;
+            Ok((buffer_operand(buffer, slot)?, offset, length))
+        })
+        .collect()
+}
+
+/// IREE's `IREE_HAL_MEMORY_ACCESS_READ` bit.
+const MEMORY_ACCESS_READ: i32 = 1;
+
+/// `length` bytes of a `!vm.buffer` from `offset`, copied (what `queue.update` and
+/// `command_buffer.update_buffer` take from the program when they are called).
+fn program_bytes(source: &VmBuffer, offset: i64, length: i64) -> Result<Vec<u8>, NativeError> {
+    let range = u64::try_from(offset)
+        .ok()
+        .zip(u64::try_from(length).ok())
+        .and_then(|(offset, length)| source.range(offset, length).ok())
+        .ok_or_else(|| {
+            out_of_range(format!(
+                "source range {offset}+{length} is outside the buffer of {} bytes",
+                source.len()
+            ))
+        })?;
+    let mut bytes = Vec::new();
+    bytes.try_reserve_exact(range.len()).map_err(|_| {
+        StatusError::new(
+            StatusCode::ResourceExhausted,
+            format!(
+                "could not copy {} bytes of the program's buffer",
+                range.len()
+            ),
+        )
+    })?;
+    bytes.resize(range.len(), 0);
+    source
+        .read(range.start as u64, &mut bytes)
+        .map_err(|e| out_of_range(e.to_string()))?;
+    Ok(bytes)
+}
+
+/// The error for a `!hal.channel` argument. No channel can exist: the local devices have no
+/// collectives (`channel.create` fails as IREE's local devices fail), so whatever stands in a
+/// channel's place is null or some other object.
+fn not_a_channel(at: usize, channel: Option<&Ref>) -> NativeError {
+    invalid(match channel {
+        None => format!("argument {at}: expected a hal.channel, got null"),
+        Some(other) => format!(
+            "argument {at}: expected a hal.channel, got {}",
+            other.type_name()
+        ),
+    })
+}
+
 /// The functions: name, calling convention (what `iree-compile` 3.13 imports) and the typed
 /// closure implementing it, in `call` index order.
 fn functions() -> NativeModuleBuilder<State> {
@@ -271,11 +340,20 @@ fn functions() -> NativeModuleBuilder<State> {
             |_: &State,
              _device: Option<&Ref>,
              _affinity: i64,
-             _access: i32,
+             access: i32,
              buffer: &Arc<VmBuffer>,
              offset: i64,
              length: i64,
-             _flags: i32| { HalFile::from_memory(buffer.clone(), offset, length) },
+             _flags: i32| {
+                // IREE 3.13 maps memory files read-only and refuses any other access.
+                if access & !MEMORY_ACCESS_READ != 0 {
+                    return Err(StatusError::new(
+                        StatusCode::PermissionDenied,
+                        "only read-only memory can be accessed via a file handle",
+                    ));
+                }
+                HalFile::from_memory(buffer.clone(), offset, length)
+            },
         )
         .function(
             "allocator.allocate",
@@ -484,20 +562,12 @@ fn functions() -> NativeModuleBuilder<State> {
              _flags: i64,
              constants: Variadic<'_, i32>,
              bindings: Variadic<'_, (i32, i32, Option<&HalBuffer>, i64, i64)>| {
-                let constants = constants.iter().collect::<Result<Vec<i32>, _>>()?;
-                let bindings = bindings
-                    .iter()
-                    .map(|binding| {
-                        let (_, slot, buffer, offset, length) = binding?;
-                        Ok((buffer_operand(buffer, slot)?, offset, length))
-                    })
-                    .collect::<Result<Vec<_>, NativeError>>()?;
                 command_buffer.record(Command::Dispatch {
                     executable: executable.clone(),
                     ordinal,
                     count: [x as u32, y as u32, z as u32],
-                    constants,
-                    bindings,
+                    constants: constants.iter().collect::<Result<Vec<i32>, _>>()?,
+                    bindings: dispatch_bindings(bindings)?,
                 })
             },
         )
@@ -854,6 +924,268 @@ fn functions() -> NativeModuleBuilder<State> {
                 Ok(())
             },
         )
+        .function(
+            "allocator.select",
+            "0iiICrID_rI",
+            |_: &State,
+             _memory_types: i32,
+             _usage: i32,
+             _flags: i64,
+             from: Variadic<'_, (&Ref, i64)>| {
+                // One device and no selection policy: the first pair, as IREE without one.
+                let (device, affinity) = from.iter().next().ok_or_else(|| {
+                    invalid("at least one device/queue affinity pair must be provided")
+                })??;
+                if device.downcast_ref::<Arc<dyn HalDevice>>().is_none() {
+                    return Err(invalid(format!(
+                        "argument 3: expected a hal.device, got {}",
+                        device.type_name()
+                    )));
+                }
+                Ok((device.clone(), affinity))
+            },
+        )
+        .function(
+            "buffer.allocation.preserve",
+            "0r_v",
+            |_: &State, buffer: &HalBuffer| {
+                buffer.allocation_preserve();
+                Ok(())
+            },
+        )
+        .function(
+            "buffer.allocation.discard",
+            "0r_i",
+            |_: &State, buffer: &HalBuffer| Ok(i32::from(buffer.allocation_discard())),
+        )
+        .function(
+            "buffer.allocation.is_terminal",
+            "0r_i",
+            |_: &State, buffer: &HalBuffer| Ok(i32::from(buffer.allocation_is_terminal())),
+        )
+        .function(
+            "buffer_view.trace",
+            "0rCrD_v",
+            // As IREE: with no sink installed nothing is done and nothing checked.
+            |state: &State, key: Option<&Ref>, views: Variadic<'_, Option<&Ref>>| {
+                let Some(sink) = &state.trace_sink else {
+                    return Ok(());
+                };
+                let key = key.and_then(Ref::as_buffer).ok_or_else(|| {
+                    invalid("argument 0: expected a vm.buffer holding the trace key")
+                })?;
+                if views.len() > MAX_TRACED_VIEWS {
+                    return Err(StatusError::new(
+                        StatusCode::ResourceExhausted,
+                        format!(
+                            "{} buffer views for one trace call (at most {MAX_TRACED_VIEWS})",
+                            views.len()
+                        ),
+                    ));
+                }
+                let views = views
+                    .iter()
+                    .enumerate()
+                    .map(|(k, view)| {
+                        view?
+                            .and_then(|r| r.downcast_ref::<HalBufferView>())
+                            .ok_or_else(|| {
+                                invalid(format!("traced value {k} is not a buffer view"))
+                            })
+                    })
+                    .collect::<Result<Vec<&HalBufferView>, NativeError>>()?;
+                sink(&String::from_utf8_lossy(&key.to_vec()), &views)
+            },
+        )
+        .function(
+            "channel.create",
+            "0rIIrrii_r",
+            |_: &State,
+             _device: &Arc<dyn HalDevice>,
+             _affinity: i64,
+             _flags: i64,
+             _id: Option<&Arc<VmBuffer>>,
+             _group: Option<&Arc<VmBuffer>>,
+             _rank: i32,
+             _count: i32|
+             -> Result<Ref, NativeError> {
+                Err(StatusError::new(
+                    StatusCode::Unimplemented,
+                    "collectives not implemented",
+                ))
+            },
+        )
+        .function(
+            "channel.split",
+            "0riiI_r",
+            |_: &State,
+             channel: Option<&Ref>,
+             _color: i32,
+             _key: i32,
+             _flags: i64|
+             -> Result<Ref, NativeError> { Err(not_a_channel(0, channel)) },
+        )
+        .function(
+            "channel.rank_and_count",
+            "0r_ii",
+            |_: &State, channel: Option<&Ref>| -> Result<(i32, i32), NativeError> {
+                Err(not_a_channel(0, channel))
+            },
+        )
+        .function(
+            "command_buffer.advise_buffer",
+            "0rrIIIi_v",
+            // Host memory needs no residency or caching advice.
+            |_: &State,
+             _command_buffer: &HalCommandBuffer,
+             _buffer: Option<&HalBuffer>,
+             _flags: i64,
+             _arg0: i64,
+             _arg1: i64,
+             _slot: i32| Ok(()),
+        )
+        .function(
+            "command_buffer.flush_buffer",
+            "0rirII_v",
+            |_: &State,
+             command_buffer: &HalCommandBuffer,
+             _slot: i32,
+             _buffer: Option<&HalBuffer>,
+             _offset: i64,
+             _length: i64| command_buffer.cache_control("flush_buffer"),
+        )
+        .function(
+            "command_buffer.invalidate_buffer",
+            "0rirII_v",
+            |_: &State,
+             command_buffer: &HalCommandBuffer,
+             _slot: i32,
+             _buffer: Option<&HalBuffer>,
+             _offset: i64,
+             _length: i64| command_buffer.cache_control("invalidate_buffer"),
+        )
+        .function(
+            "command_buffer.update_buffer",
+            "0rrIrIIiI_v",
+            |_: &State,
+             command_buffer: &HalCommandBuffer,
+             source: &Arc<VmBuffer>,
+             source_offset: i64,
+             target: Option<&HalBuffer>,
+             target_offset: i64,
+             length: i64,
+             target_slot: i32,
+             _flags: i64| {
+                let data = program_bytes(source, source_offset, length)?;
+                command_buffer.record(Command::Update {
+                    data: Arc::from(data),
+                    target: buffer_operand(target, target_slot)?,
+                    offset: target_offset,
+                })
+            },
+        )
+        .function(
+            "command_buffer.collective",
+            "0rriiiirrIIIII_v",
+            |_: &State,
+             _command_buffer: &HalCommandBuffer,
+             channel: Option<&Ref>,
+             _op: i32,
+             _param: i32,
+             _send_slot: i32,
+             _recv_slot: i32,
+             _send: Option<&HalBuffer>,
+             _recv: Option<&HalBuffer>,
+             _send_offset: i64,
+             _send_length: i64,
+             _recv_offset: i64,
+             _recv_length: i64,
+             _element_count: i64| Err::<(), _>(not_a_channel(1, channel)),
+        )
+        .function(
+            "command_buffer.dispatch.indirect",
+            "0rrIirIICiDCiirIID_v",
+            |_: &State,
+             command_buffer: &HalCommandBuffer,
+             executable: &Arc<dyn HalExecutable>,
+             ordinal: i64,
+             workgroups_slot: i32,
+             workgroups: Option<&HalBuffer>,
+             workgroups_offset: i64,
+             _flags: i64,
+             constants: Variadic<'_, i32>,
+             bindings: Variadic<'_, (i32, i32, Option<&HalBuffer>, i64, i64)>| {
+                command_buffer.record(Command::DispatchIndirect {
+                    executable: executable.clone(),
+                    ordinal,
+                    workgroups: buffer_operand(workgroups, workgroups_slot)?,
+                    workgroups_offset,
+                    constants: constants.iter().collect::<Result<Vec<i32>, _>>()?,
+                    bindings: dispatch_bindings(bindings)?,
+                })
+            },
+        )
+        .function(
+            "device.queue.barrier",
+            "0rIrrI_v",
+            |state: &State,
+             device: &Arc<dyn HalDevice>,
+             affinity: i64,
+             wait: Option<&HalFence>,
+             signal: Option<&HalFence>,
+             _flags: i64| {
+                let empty = HalFence::empty();
+                device.queue_barrier(submission(state, affinity, wait, signal, &empty)?)
+            },
+        )
+        .function(
+            "device.queue.update",
+            "0rIrrrIrIII_v",
+            |state: &State,
+             device: &Arc<dyn HalDevice>,
+             affinity: i64,
+             wait: Option<&HalFence>,
+             signal: Option<&HalFence>,
+             source: &Arc<VmBuffer>,
+             source_offset: i64,
+             target: &HalBuffer,
+             target_offset: i64,
+             length: i64,
+             _flags: i64| {
+                let data = program_bytes(source, source_offset, length)?;
+                let empty = HalFence::empty();
+                device.queue_update(
+                    submission(state, affinity, wait, signal, &empty)?,
+                    &data,
+                    target,
+                    target_offset,
+                )
+            },
+        )
+        .function(
+            "device.queue.write",
+            "0rIrrrIrIII_v",
+            // Every file is read-only (`ex.file.from_memory` refuses other access, as IREE
+            // 3.13 does), so a write is refused before it is queued, as IREE's file check
+            // refuses it.
+            |_: &State,
+             _device: &Arc<dyn HalDevice>,
+             _affinity: i64,
+             _wait: Option<&HalFence>,
+             _signal: Option<&HalFence>,
+             _source: &HalBuffer,
+             _source_offset: i64,
+             _target: &HalFile,
+             _target_offset: i64,
+             _length: i64,
+             _flags: i64| {
+                Err::<(), _>(StatusError::new(
+                    StatusCode::PermissionDenied,
+                    "file operation cannot be performed; file allows READ, operation requires \
+                     WRITE",
+                ))
+            },
+        )
 }
 
 impl HalModule {
@@ -869,6 +1201,22 @@ impl HalModule {
     /// `Limits::max_wait`), so that a module from an untrusted file cannot hang its caller on a
     /// fence nothing signals; `None` waits as long as it takes, as IREE does.
     pub fn with_wait_limit(device: Arc<dyn HalDevice>, max_wait: Option<Duration>) -> HalModule {
+        HalModule::build(device, max_wait, None)
+    }
+
+    /// The module handing what programs trace (`hal.buffer_view.trace`) to `sink`, as IREE
+    /// hands it to its host's debug sink. Without one, as in IREE without a sink, tracing does
+    /// nothing. (The module is made anew over the same device: set it before registering.)
+    pub fn with_trace_sink(self, sink: TraceSink) -> HalModule {
+        let state = self.module.state();
+        HalModule::build(state.device.clone(), state.max_wait, Some(sink))
+    }
+
+    fn build(
+        device: Arc<dyn HalDevice>,
+        max_wait: Option<Duration>,
+        trace_sink: Option<TraceSink>,
+    ) -> HalModule {
         let allocator_ref = Ref::Object(Arc::new(device.allocator()));
         let device_ref = Ref::Object(Arc::new(device.clone()));
         HalModule {
@@ -877,6 +1225,7 @@ impl HalModule {
                 device_ref,
                 allocator_ref,
                 max_wait,
+                trace_sink,
             }),
         }
     }

@@ -817,6 +817,19 @@ pub enum Inst {
         c: Reg64,
         d: Reg64,
     },
+    /// `fpowi.f32`: an f32 to the power of an i32 register (the compiler names the base of an
+    /// i64 pair: its low half).
+    PowiF32 {
+        a: Reg,
+        n: Reg,
+        d: Reg,
+    },
+    /// `fpowi.f64`: an f64 to the power of the low 32 bits of an i64 register.
+    PowiF64 {
+        a: Reg64,
+        n: Reg64,
+        d: Reg64,
+    },
     CmpF32 {
         op: FCmp,
         a: Reg,

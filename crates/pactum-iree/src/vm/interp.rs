@@ -432,6 +432,8 @@ impl<'a> Machine<'a> {
                     Inst::UnF64 { op, a, d } => float::un_f64(r, ftz, op, a, d),
                     Inst::FmaF32 { a, b, c, d } => float::fma_f32(r, ftz, a, b, c, d),
                     Inst::FmaF64 { a, b, c, d } => float::fma_f64(r, ftz, a, b, c, d),
+                    Inst::PowiF32 { a, n, d } => float::powi_f32(r, ftz, a, n, d),
+                    Inst::PowiF64 { a, n, d } => float::powi_f64(r, ftz, a, n, d),
                     Inst::CmpF32 { op, a, b, d } => float::cmp_f32(r, ftz, op, a, b, d),
                     Inst::CmpF64 { op, a, b, d } => float::cmp_f64(r, ftz, op, a, b, d),
 

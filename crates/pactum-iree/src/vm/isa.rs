@@ -519,6 +519,7 @@ macro_rules! for_each_instruction {
                     => Convert64To32 { op: Conv64To32::Si64F32, a, d };
                 0x3D "cast.ui64.f32" (a: RegI64, d: RegI32)
                     => Convert64To32 { op: Conv64To32::Ui64F32, a, d };
+                0x3E "fpowi.f32" (a: RegI32, n: RegI32, d: RegI32) => PowiF32 { a, n, d };
             }
             F64 {
                 0x00 "global.load.f64" (offset: GlobalOffset8, d: RegI64)
@@ -627,6 +628,7 @@ macro_rules! for_each_instruction {
                     => BinF64 { op: FBin::Max, a, b, d };
                 0x3F "round.f64.even" (a: RegI64, d: RegI64)
                     => UnF64 { op: FUn::RoundEven, a, d };
+                0x40 "fpowi.f64" (a: RegI64, n: RegI64, d: RegI64) => PowiF64 { a, n, d };
             }
         }
     };
@@ -750,9 +752,9 @@ mod tests {
             }
             rows += 1;
         }
-        assert_eq!(rows, 262);
+        assert_eq!(rows, 264);
         let defined = OP_INFO.iter().flatten().flatten().count();
-        assert_eq!(defined, 262);
+        assert_eq!(defined, 264);
     }
 
     /// The terminators are the instructions after which the TSV says a block ends.

@@ -251,6 +251,10 @@ impl NativeParam for &Ref {
     }
 }
 
+impl VariadicItem for &Ref {
+    const WIDTH: usize = 1;
+}
+
 /// Any reference, or null.
 impl NativeParam for Option<&Ref> {
     type Out<'a> = Option<&'a Ref>;
@@ -262,6 +266,10 @@ impl NativeParam for Option<&Ref> {
         *at += 1;
         ref_arg(args, i)
     }
+}
+
+impl VariadicItem for Option<&Ref> {
+    const WIDTH: usize = 1;
 }
 
 /// A `!vm.buffer`, never null.
@@ -614,6 +622,7 @@ native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9);
 native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9, P10);
 native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11);
 native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12);
+native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12, P13);
 
 type Entry<S> = Box<dyn Fn(&S, &[Value]) -> Result<Vec<Value>, NativeError> + Send + Sync>;
 

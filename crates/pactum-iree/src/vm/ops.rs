@@ -102,6 +102,33 @@ macro_rules! remainder {
 remainder!(remainder_f32, f32);
 remainder!(remainder_f64, f64);
 
+macro_rules! powi {
+    ($name:ident, $t:ty) => {
+        /// `fpowi`: `x` to the integer power `n`, as the reference computes it (it calls the C
+        /// compiler's `__powi` helpers): square-and-multiply in the operand's own precision,
+        /// each product rounded, over the bits of `|n|` from the lowest, then the reciprocal
+        /// for a negative `n`. So the result can differ from `pow(x, n)` in the last place.
+        /// `flush` is applied to every operation's operands and result (flush-to-zero).
+        pub fn $name(x: $t, n: i32, flush: impl Fn($t) -> $t) -> $t {
+            let mut bits = n.unsigned_abs();
+            let mut square = flush(x);
+            let mut power: $t = if bits % 2 == 1 { square } else { 1.0 };
+            bits >>= 1;
+            while bits != 0 {
+                square = flush(square * square);
+                if bits % 2 == 1 {
+                    power = flush(power * square);
+                }
+                bits >>= 1;
+            }
+            if n < 0 { flush(1.0 / power) } else { power }
+        }
+    };
+}
+
+powi!(powi_f32, f32);
+powi!(powi_f64, f64);
+
 /// `round.*.even` as 3.13 computes it: ties to even, except that -0.5 gives +0.0.
 pub fn round_even_f32(x: f32) -> f32 {
     if x == -0.5 { 0.0 } else { x.round_ties_even() }

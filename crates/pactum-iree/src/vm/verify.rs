@@ -1272,7 +1272,7 @@ mod tests {
                 decoded += 1;
             }
         }
-        assert_eq!(decoded, 262);
+        assert_eq!(decoded, 264);
     }
 
     /// An opcode no row lists is refused with its bytes named.

@@ -1,12 +1,12 @@
 //! The `hal` module's functions called directly (errors name what is wrong; hostile
 //! arguments get errors, never panics) and vmvx modules called with pactum tensors.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pactum::{Any, AnyView, DataType, Tensor};
 use pactum_iree::hal::{
     DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalModule, LocalDevice,
-    WHOLE_BUFFER, vm_view,
+    MAX_TRACED_VIEWS, TraceSink, WHOLE_BUFFER, vm_view,
 };
 use pactum_iree::module::IreeModule;
 use pactum_iree::vm::{
@@ -94,6 +94,103 @@ fn buffer_view_assert_names_the_mismatch() {
     )
     .unwrap_err();
     assert_eq!(e.status, StatusCode::InvalidArgument);
+}
+
+/// `buffer_view.trace` hands the key and the views to the host's sink, checking them then
+/// (at most `MAX_TRACED_VIEWS`); without a sink it does nothing, as IREE's module does.
+#[test]
+fn traces_reach_the_sink_the_host_installed() {
+    // (key, shapes of the views) of each trace the sink received.
+    type Traces = Vec<(String, Vec<Vec<u64>>)>;
+    let traced: Arc<Mutex<Traces>> = Arc::default();
+    let seen = traced.clone();
+    let sink: TraceSink = Arc::new(move |key: &str, views: &[&HalBufferView]| {
+        let shapes = views.iter().map(|v| v.shape.clone()).collect();
+        seen.lock().unwrap().push((key.to_owned(), shapes));
+        Ok(())
+    });
+    let i32s = HalElementType(0x1000_0020);
+    let with_views = |key: Value, views: &[Value]| {
+        let mut args = vec![key, Value::I32(views.len() as i32)];
+        args.extend_from_slice(views);
+        args
+    };
+    let traced_views = [view(&[2, 3], i32s), view(&[4], i32s)];
+
+    // No sink: nothing is checked, nothing is traced.
+    call(
+        &hal(),
+        "buffer_view.trace",
+        &with_views(Value::Ref(None), &[Value::Ref(None)]),
+    )
+    .unwrap();
+
+    let hal = hal().with_trace_sink(sink);
+    call(
+        &hal,
+        "buffer_view.trace",
+        &with_views(text("step 1"), &traced_views),
+    )
+    .unwrap();
+    assert_eq!(
+        *traced.lock().unwrap(),
+        [("step 1".to_owned(), vec![vec![2, 3], vec![4]])]
+    );
+    let e = call(
+        &hal,
+        "buffer_view.trace",
+        &with_views(Value::Ref(None), &traced_views),
+    )
+    .unwrap_err();
+    assert_eq!(e.status, StatusCode::InvalidArgument, "{e}");
+    let e = call(
+        &hal,
+        "buffer_view.trace",
+        &with_views(text("k"), &[text("not a view")]),
+    )
+    .unwrap_err();
+    assert_eq!(e.status, StatusCode::InvalidArgument, "{e}");
+    let many = vec![traced_views[1].clone(); MAX_TRACED_VIEWS + 1];
+    let e = call(&hal, "buffer_view.trace", &with_views(text("k"), &many)).unwrap_err();
+    assert_eq!(e.status, StatusCode::ResourceExhausted, "{e}");
+    assert_eq!(traced.lock().unwrap().len(), 1);
+}
+
+/// The program's bytes `device.queue.update` and `command_buffer.update_buffer` take are
+/// checked against the `!vm.buffer` they come from. A negative offset is refused too: IREE
+/// 3.13 adds it to the length unsigned, so `-4` with a length of 16 passes its check and
+/// copies 4 bytes from before the buffer (a read the fixtures therefore do not record).
+#[test]
+fn updates_take_only_the_programs_bytes() {
+    let hal = hal();
+    let target = obj(HalBuffer::allocate(16, None).unwrap());
+    let source = Value::Ref(Some(Ref::Buffer(Arc::new(VmBuffer::from_bytes(
+        &[7u8; 32],
+    )))));
+    let update = |offset: i64, length: i64| {
+        call(
+            &hal,
+            "device.queue.update",
+            &[
+                Value::Ref(Some(hal.device_ref().clone())),
+                Value::I64(-1),
+                Value::Ref(None),
+                Value::Ref(None),
+                source.clone(),
+                Value::I64(offset),
+                target.clone(),
+                Value::I64(0),
+                Value::I64(length),
+                Value::I64(0),
+            ],
+        )
+    };
+    assert_eq!(update(16, 16).unwrap(), []);
+    for (offset, length) in [(-4, 16), (17, 16), (0, -1), (0, 33), (i64::MAX, 2)] {
+        let e = update(offset, length).unwrap_err();
+        assert_eq!(e.status, StatusCode::OutOfRange, "{offset}+{length}: {e}");
+        assert!(e.message.contains("outside the buffer of 32 bytes"), "{e}");
+    }
 }
 
 #[test]
@@ -641,6 +738,7 @@ fn vm_views_share_the_hal_buffers_bytes() {
 // The device layer, without a VM context.
 
 mod device {
+    use std::path::Path;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
@@ -716,7 +814,63 @@ mod device {
         ("fence.signal", "0r_v"),
         ("fence.query", "0r_i"),
         ("fence.fail", "0ri_v"),
+        ("allocator.select", "0iiICrID_rI"),
+        ("buffer.allocation.preserve", "0r_v"),
+        ("buffer.allocation.discard", "0r_i"),
+        ("buffer.allocation.is_terminal", "0r_i"),
+        ("buffer_view.trace", "0rCrD_v"),
+        ("channel.create", "0rIIrrii_r"),
+        ("channel.split", "0riiI_r"),
+        ("channel.rank_and_count", "0r_ii"),
+        ("command_buffer.advise_buffer", "0rrIIIi_v"),
+        ("command_buffer.flush_buffer", "0rirII_v"),
+        ("command_buffer.invalidate_buffer", "0rirII_v"),
+        ("command_buffer.update_buffer", "0rrIrIIiI_v"),
+        ("command_buffer.collective", "0rriiiirrIIIII_v"),
+        ("command_buffer.dispatch.indirect", "0rrIirIICiDCiirIID_v"),
+        ("device.queue.barrier", "0rIrrI_v"),
+        ("device.queue.update", "0rIrrrIrIII_v"),
+        ("device.queue.write", "0rIrrrIrIII_v"),
     ];
+
+    /// The functions IREE's own `hal` module exports (the pinned runtime's, asked through
+    /// `iree.runtime` with the workspace's `.venv` python) are exactly this module's. Their
+    /// calling conventions are checked where programs import them: iree-run-module refuses
+    /// an import whose convention differs, and the fixtures call each one of the runs.
+    #[test]
+    fn the_hal_module_exports_what_iree_exports() {
+        let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+        let listing = "import iree.runtime as rt\n\
+            hal = rt.create_hal_module(rt.VmInstance(), rt.get_device('local-sync'))\n\
+            print('\\n'.join(hal.function_names))";
+        let output = std::process::Command::new(&python)
+            .args(["-c", listing])
+            .output();
+        let output = match output {
+            Ok(output) if output.status.success() => output,
+            failed => {
+                let why = format!(
+                    "{} cannot list IREE's hal module: {failed:?}",
+                    python.display()
+                );
+                if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") {
+                    eprintln!("SKIPPED (PACTUM_SKIP_PEER=1): {why}");
+                    return;
+                }
+                panic!("{why}; set PACTUM_SKIP_PEER=1 to skip this comparison");
+            }
+        };
+        let mut theirs: Vec<String> = String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        theirs.sort();
+        let hal = HalModule::new(Arc::new(LocalDevice::sync()));
+        let mut ours: Vec<String> = hal.functions().iter().map(|f| f.name.to_string()).collect();
+        ours.sort();
+        assert_eq!(ours, theirs);
+    }
 
     #[test]
     fn the_hal_module_keeps_every_convention_and_its_types_imply_them() {
@@ -1028,6 +1182,65 @@ mod device {
             .unwrap();
         done.wait(Timeout::Infinite).unwrap();
         assert_eq!(sum.to_vec(), f32s(&[1.5, 2.5, 3.5, 4.5]));
+
+        // An indirect dispatch reads its workgroup count when it runs: here the count an
+        // update earlier in the same command buffer wrote into a table slot.
+        let counts = allocator.allocate(params, 16).unwrap();
+        let inputs = allocator
+            .import_copy(params, &f32s(&[1.0, 2.0, 3.0, 4.0, 0.25, 0.25, 0.25, 0.25]))
+            .unwrap();
+        let commands = device.create_command_buffer(3).unwrap();
+        let one_each: Vec<u8> = [1u32, 1, 1].iter().flat_map(|c| c.to_le_bytes()).collect();
+        commands
+            .record(Command::Update {
+                data: one_each.into(),
+                target: BufferRef::Slot(2),
+                offset: 4,
+            })
+            .unwrap();
+        commands
+            .record(Command::DispatchIndirect {
+                executable: executable.clone(),
+                ordinal: ordinal as i64,
+                workgroups: BufferRef::Slot(2),
+                workgroups_offset: 4,
+                constants: vec![],
+                bindings: vec![
+                    (BufferRef::Slot(0), 0, 16),
+                    (BufferRef::Slot(0), 16, 16),
+                    (BufferRef::Slot(1), 0, 16),
+                ],
+            })
+            .unwrap();
+        commands.finalize().unwrap();
+        let table = [inputs, sum.clone(), counts].map(Binding::whole);
+        let done = HalFence::pending();
+        device
+            .queue_execute(
+                Submission::new(&HalFence::empty(), &done),
+                Some(&commands),
+                &table,
+            )
+            .unwrap();
+        done.wait(Timeout::Infinite).unwrap();
+        assert_eq!(sum.to_vec(), f32s(&[1.25, 2.25, 3.25, 4.25]));
+
+        // A count read past the end of its buffer fails the execution.
+        let short = allocator.allocate(params, 8).unwrap();
+        let table = [
+            Binding::whole(allocator.allocate(params, 32).unwrap()),
+            Binding::whole(sum.clone()),
+            Binding::whole(short),
+        ];
+        let done = HalFence::pending();
+        let e = device
+            .queue_execute(
+                Submission::new(&HalFence::empty(), &done),
+                Some(&commands),
+                &table,
+            )
+            .unwrap_err();
+        assert_eq!(e.status, StatusCode::OutOfRange, "{e}");
     }
 
     #[test]

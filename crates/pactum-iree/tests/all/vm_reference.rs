@@ -591,6 +591,72 @@ fn ops() -> Vec<Op> {
     for m in ["cast.si64.f64", "cast.ui64.f64"] {
         add(m, &[I64], F64, single(&ints_to_float));
     }
+    // `fpowi` (new in 3.13): square-and-multiply, exact; the f32 form takes an i32 register,
+    // the f64 form an i64 one whose low 32 bits are the exponent.
+    let exponents = [
+        0i64,
+        1,
+        -1,
+        2,
+        3,
+        -3,
+        7,
+        30,
+        31,
+        -30,
+        127,
+        i32::MIN.into(),
+        i32::MAX.into(),
+    ];
+    let powi_cases = |bases: &[u64], exponent: &dyn Fn(i64) -> u64| -> Vec<Vec<u64>> {
+        bases
+            .iter()
+            .flat_map(|&b| exponents.iter().map(move |&n| vec![b, exponent(n)]))
+            .collect()
+    };
+    add(
+        "fpowi.f32",
+        &[F32, I32],
+        F32,
+        powi_cases(
+            &f32s(&[
+                1.1,
+                -2.0,
+                0.5,
+                0.0,
+                -0.0,
+                3.0,
+                -1.0,
+                1e-20,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                f32::NAN,
+                0.999,
+            ]),
+            &|n| n as i32 as u32 as u64,
+        ),
+    );
+    let mut f64_powi = powi_cases(
+        &f64s(&[
+            1.1,
+            -2.0,
+            0.5,
+            0.0,
+            -0.0,
+            3.0,
+            -1.0,
+            1e-200,
+            f64::INFINITY,
+            f64::NAN,
+            0.999_999,
+        ]),
+        &|n| n as u64,
+    );
+    // Only the low 32 bits of the i64 count: 2^32 + 3 is 3, -2^32 is 0.
+    f64_powi.extend(f64s(&[1.1, -2.0]).into_iter().flat_map(|b| {
+        [(1i64 << 32) + 3, -(1i64 << 32), 0x7FFF_FFFF_0000_0005].map(|n| vec![b, n as u64])
+    }));
+    add("fpowi.f64", &[F64, I64], F64, f64_powi);
     // Transcendentals come from the host libm: compared to within one ulp.
     let n = ops.len();
     let f32_math = f32s(&[0.5, -0.5, 1.5, 2.5, -0.0, 0.1, 3.7, 1e-3, 10.0, -10.0]);

@@ -14,7 +14,7 @@ pub use executable::{LocalExecutable, MAX_WORKGROUPS, is_local_format};
 
 use super::allocator::{BufferParams, HalAllocator, HostAllocator};
 use super::buffer::{Binding, HalBuffer};
-use super::command::{Command, HalCommandBuffer};
+use super::command::{BufferRef, Command, HalCommandBuffer};
 use super::device::{HalDevice, Submission, id_matches};
 use super::executable::HalExecutable;
 use super::file::HalFile;
@@ -122,37 +122,70 @@ impl LocalDevice {
                     *target_offset,
                     *length,
                 )?,
+                Command::Update {
+                    data,
+                    target,
+                    offset,
+                } => target.resolve(table)?.write(*offset, data)?,
                 Command::Dispatch {
                     executable,
                     ordinal,
                     count,
                     constants,
                     bindings,
+                } => self.dispatch(executable, *ordinal, *count, constants, bindings, table)?,
+                Command::DispatchIndirect {
+                    executable,
+                    ordinal,
+                    workgroups,
+                    workgroups_offset,
+                    constants,
+                    bindings,
                 } => {
-                    let bindings = bindings
-                        .iter()
-                        .map(|(r, offset, length)| {
-                            Ok(Binding {
-                                buffer: r.resolve(table)?,
-                                offset: *offset,
-                                length: *length,
-                            })
-                        })
-                        .collect::<Result<Vec<_>, StatusError>>()?;
-                    let executable = executable
-                        .as_any()
-                        .downcast_ref::<LocalExecutable>()
-                        .ok_or_else(|| {
-                            StatusError::invalid_argument(format!(
-                                "the local device cannot run an executable another device \
-                                 made ({executable:?})"
-                            ))
-                        })?;
-                    executable.dispatch(*ordinal, *count, constants, &bindings, &self.workers)?;
+                    let mut bytes = [0u8; 12];
+                    workgroups
+                        .resolve(table)?
+                        .read(*workgroups_offset, &mut bytes)?;
+                    let count = [0, 4, 8].map(|at| {
+                        u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+                    });
+                    self.dispatch(executable, *ordinal, count, constants, bindings, table)?
                 }
             }
         }
         Ok(())
+    }
+
+    /// Runs one dispatch, its binding slots filled from `table`.
+    fn dispatch(
+        &self,
+        executable: &Arc<dyn HalExecutable>,
+        ordinal: i64,
+        count: [u32; 3],
+        constants: &[i32],
+        bindings: &[(BufferRef, i64, i64)],
+        table: &[Binding],
+    ) -> Result<(), StatusError> {
+        let bindings = bindings
+            .iter()
+            .map(|(r, offset, length)| {
+                Ok(Binding {
+                    buffer: r.resolve(table)?,
+                    offset: *offset,
+                    length: *length,
+                })
+            })
+            .collect::<Result<Vec<_>, StatusError>>()?;
+        let executable = executable
+            .as_any()
+            .downcast_ref::<LocalExecutable>()
+            .ok_or_else(|| {
+                StatusError::invalid_argument(format!(
+                    "the local device cannot run an executable another device made \
+                     ({executable:?})"
+                ))
+            })?;
+        executable.dispatch(ordinal, count, constants, &bindings, &self.workers)
     }
 }
 
@@ -216,6 +249,19 @@ impl HalDevice for LocalDevice {
         constants: &[u32],
     ) -> Result<Arc<dyn HalExecutable>, StatusError> {
         Ok(Arc::new(self.load_executable(format, data, constants)?))
+    }
+
+    fn create_command_buffer(
+        &self,
+        binding_capacity: u32,
+    ) -> Result<HalCommandBuffer, StatusError> {
+        let commands = HalCommandBuffer::new(binding_capacity);
+        // IREE's local-sync command buffers take flushes and invalidations as no-ops;
+        // local-task's do not implement them.
+        Ok(match self.workers {
+            Workers::CallerThread => commands,
+            Workers::Pool(_) => commands.without_cache_control(),
+        })
     }
 
     fn queue_alloca(

@@ -73,3 +73,18 @@ pub(super) fn cmp_f64(r: &mut Registers, ftz: bool, op: FCmp, a: Reg64, b: Reg64
     let v = ops::cmp_f64(op, fz64(ftz, r.f64(a)), fz64(ftz, r.f64(b)));
     r.set_i32(d, u32::from(v));
 }
+
+/// `fpowi.f32`: the exponent is the 32 bits at its register, as the reference reads it (the
+/// low half when the compiler names an i64 pair).
+#[inline(always)]
+pub(super) fn powi_f32(r: &mut Registers, ftz: bool, a: Reg, n: Reg, d: Reg) {
+    let v = ops::powi_f32(r.f32(a), r.i32(n) as i32, |x| fz32(ftz, x));
+    r.set_i32(d, v.to_bits());
+}
+
+/// `fpowi.f64`: the exponent is the low 32 bits of its i64 register, as the reference reads it.
+#[inline(always)]
+pub(super) fn powi_f64(r: &mut Registers, ftz: bool, a: Reg64, n: Reg64, d: Reg64) {
+    let v = ops::powi_f64(r.f64(a), r.i64(n) as i32, |x| fz64(ftz, x));
+    r.set_i64(d, v.to_bits());
+}
