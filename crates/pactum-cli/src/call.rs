@@ -223,20 +223,24 @@ impl Printer<'_> {
     }
 }
 
-/// Saves a tensor as `.npy`; a `bfloat16` tensor, which NumPy cannot hold, is saved as its
-/// `uint16` bits (the returned note says so).
+/// Saves a tensor as `.npy`. The types `ml_dtypes` gives NumPy (`bfloat16`, the `float8_*`
+/// types, `int4`...) are written under their names, which `numpy.load` reads with
+/// `ml_dtypes` imported; the returned note says so.
 fn save(file: &Path, tensor: &Tensor) -> Result<&'static str> {
-    let (tensor, note) = if tensor.dtype() == pactum::DataType::BF16 {
-        (
-            tensor
-                .view_as(pactum::DataType::U16)
-                .map_err(|e| anyhow!("{e}"))?,
-            " (bfloat16 saved as its uint16 bits)",
-        )
+    use pactum::sys::dlpack::DLDataTypeCode;
+    let dtype = tensor.dtype();
+    let standard = matches!(
+        dtype.code,
+        DLDataTypeCode::INT
+            | DLDataTypeCode::UINT
+            | DLDataTypeCode::FLOAT
+            | DLDataTypeCode::BOOL
+            | DLDataTypeCode::COMPLEX
+    ) && dtype.bits % 8 == 0;
+    pactum_npy::write_file(file, tensor).map_err(|e| anyhow!("writing {}: {e}", file.display()))?;
+    Ok(if standard {
+        ""
     } else {
-        (tensor.clone(), "")
-    };
-    pactum_npy::write_file(file, &tensor)
-        .map_err(|e| anyhow!("writing {}: {e}", file.display()))?;
-    Ok(note)
+        " (an ml_dtypes type: numpy.load reads it with ml_dtypes imported)"
+    })
 }

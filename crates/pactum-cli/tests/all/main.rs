@@ -3,6 +3,7 @@
 //! `pactum` command in child processes.
 
 mod cli;
+mod element_types;
 mod hostile_cli;
 mod mlir_call;
 mod vmfb_inspect;

@@ -300,11 +300,11 @@ pub const DENSE_ROW_MAJOR: u32 = 1;
 pub const OPAQUE_ENCODING: u32 = 0;
 
 impl HalBufferView {
-    /// The bytes the shape and element type need (`None` on overflow).
+    /// The bytes the shape and element type need (`None` on overflow): sub-byte elements
+    /// packed, as IREE packs them (a `4xi4` view needs 2 bytes).
     pub fn byte_length(shape: &[u64], element_type: HalElementType) -> Option<u64> {
-        shape
-            .iter()
-            .try_fold(element_type.byte_size(), |acc, &d| acc.checked_mul(d))
+        let count = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))?;
+        element_type.dense_byte_length(count)
     }
 
     /// A buffer view from `iree-run-module`'s `--input` text, as IREE parses it
