@@ -178,7 +178,13 @@ impl IreeModule {
             let (signature, coarse_fences) = match module.export_signature(&export).map(|s| s.abi())
             {
                 Some(Ok(abi)) => (
-                    abi.signature().and_then(|s| s.ok()),
+                    abi.signature().and_then(|s| s.ok()).map(|signature| {
+                        if abi.iree_abi.is_none() && abi.sip.is_none() && abi.raw.is_none() {
+                            positional_by_declaration(signature)
+                        } else {
+                            signature
+                        }
+                    }),
                     abi.model.as_deref() == Some("coarse-fences"),
                 ),
                 _ => (None, false),
@@ -370,6 +376,25 @@ impl IreeModule {
             1 => results.remove(0),
             _ => Any::from(Array::new(results)),
         })
+    }
+}
+
+/// A signature read from an `iree.abi.declaration` alone, its arguments positional: the
+/// names there come from `iree.abi.name` (or the source's argument names) and only document
+/// the arguments. IREE's callers (iree-run-module, and iree.runtime, which reads only the
+/// `iree.abi` JSON for keywords) pass such arguments by position, so a name never makes one
+/// keyword-only; a `["named", ...]` record of `iree.abi` JSON does.
+fn positional_by_declaration(signature: Signature) -> Signature {
+    Signature {
+        args: signature
+            .args
+            .into_iter()
+            .map(|arg| match arg {
+                crate::signature::Type::Named(_, inner) => *inner,
+                other => other,
+            })
+            .collect(),
+        results: signature.results,
     }
 }
 

@@ -2,6 +2,7 @@
 //! all its dependencies): one module per area. None needs a process of its own: they run the
 //! `pactum` command in child processes.
 
+mod calling;
 mod cli;
 mod element_types;
 mod hostile_cli;

@@ -240,3 +240,35 @@ fn async_exports_that_fail_or_forget_their_signal_fence_are_errors() {
         "{error}"
     );
 }
+
+/// Arguments that only `iree.abi.name` names (the declaration records the names, no
+/// `iree.abi` JSON) are positional, as iree-run-module and iree.runtime pass them; the result
+/// is the one iree-run-module recorded for the same inputs.
+#[test]
+fn arguments_named_only_in_the_declaration_are_positional() {
+    use pactum_iree::hal::HalBufferView;
+    use pactum_iree::module::{buffer_view_to_tensor, tensor_to_buffer_view};
+    use pactum_testing::iree::{IreeTensor, IreeValue, manifest_runs};
+
+    let module = module("calling_vmvx.vmfb");
+    let run = manifest_runs()
+        .unwrap()
+        .into_iter()
+        .find(|run| run.file == "calling_vmvx.vmfb" && run.function == "scale")
+        .unwrap();
+    let recorded = run.recorded().unwrap();
+    let [IreeValue::Tensor(expected)] = recorded.expect_results() else {
+        panic!("{run}: {recorded:?}");
+    };
+    let x = buffer_view_to_tensor(&HalBufferView::parse(&run.inputs[0]).unwrap())
+        .unwrap()
+        .unwrap();
+    let factor: f64 = run.inputs[1].parse().unwrap();
+    let result = module
+        .function("scale")
+        .unwrap()
+        .call(&[AnyView::from(&x), AnyView::from(factor)])
+        .unwrap_or_else(|e| panic!("{run}: {e}"));
+    let view = tensor_to_buffer_view(&result.cast::<pactum::Tensor>().unwrap()).unwrap();
+    assert_eq!(&IreeTensor::parse(&view.format(1024)).unwrap(), expected);
+}
