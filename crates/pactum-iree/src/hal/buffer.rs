@@ -296,6 +296,10 @@ pub const MAX_RANK: usize = 128;
 /// The dense row-major encoding.
 pub const DENSE_ROW_MAJOR: u32 = 1;
 
+/// The most bytes [`HalBufferView::parse`] makes from text (1 GiB), so that a typo in a shape
+/// is an error, not an allocation the machine cannot make.
+pub const MAX_PARSED_BYTES: u64 = 1 << 30;
+
 /// The opaque encoding: the bytes are not interpreted (IREE lets it pass any encoding check).
 pub const OPAQUE_ENCODING: u32 = 0;
 
@@ -312,7 +316,8 @@ impl HalBufferView {
     /// `f32=2`, `0x4xf32=`), the elements separated by spaces, commas or brackets; one
     /// element fills the whole view. Each element is what
     /// [`HalElementType::parse_element`] reads; sub-byte types are given as their packed
-    /// bytes in hex (`4xi4=21 C3` is the elements 1, 2, 3, -4).
+    /// bytes in hex (`4xi4=21 C3` is the elements 1, 2, 3, -4). Views past
+    /// [`MAX_PARSED_BYTES`] are refused.
     pub fn parse(text: &str) -> Result<HalBufferView, StatusError> {
         let (head, body) = text.split_once('=').unwrap_or((text, ""));
         let (dims, type_name) = match head.rfind('x') {
@@ -336,6 +341,13 @@ impl HalBufferView {
         }
         let length = HalBufferView::byte_length(&shape, element_type)
             .ok_or_else(|| invalid(format!("shape of `{text}` overflows")))?;
+        if length > MAX_PARSED_BYTES {
+            return Err(invalid(format!(
+                "`{}` needs {length} bytes; text inputs hold at most {MAX_PARSED_BYTES} (larger \
+                 tensors belong in files)",
+                head
+            )));
+        }
         // One slot a byte for packed sub-byte types, one an element otherwise.
         let slot = element_type.byte_size();
         let slots = length / slot;

@@ -363,62 +363,78 @@ impl Float8 {
         if negative { -magnitude } else { magnitude }
     }
 
-    /// The nearest value (ties to even); past the largest finite value, infinity where the
-    /// type has one and NaN otherwise.
+    /// The code of `value` as IREE's conversion gives it (learnt from what the pinned
+    /// runtime does with `iree-run-module` inputs; the `f32_of_*` runs of the
+    /// `element_types` fixture record it): the nearest value, ties to the even code (to the
+    /// larger power for `f8E8M0FNU`, which has no mantissa); magnitudes below the smallest
+    /// subnormal flush to zero; past the largest finite value (by more than half a step),
+    /// infinity where the type has one, else NaN (signed for `f8E4M3FN`); zero and negative
+    /// finite values of the unsigned `f8E8M0FNU` give its smallest code (infinities NaN).
     fn encode(self, value: f32) -> u8 {
-        let nan = if self.unsigned || !self.nan_is_negative_zero {
-            if self.ieee {
-                0x7F
-            } else {
-                0x7F | if self.unsigned { 0x80 } else { 0 }
-            }
-        } else {
-            0x80
+        let nan = match (self.unsigned, self.nan_is_negative_zero) {
+            (true, _) => 0xFF,
+            (false, true) => 0x80,
+            (false, false) => 0x7F,
         };
         if value.is_nan() {
             return nan;
         }
+        if self.unsigned && value <= 0.0 && value.is_finite() {
+            return 0;
+        }
         let value = f64::from(value);
-        // Every finite code, by magnitude: the nearest is found by search, which is exact
-        // for 8-bit types (at most 256 codes).
         let sign = if value.is_sign_negative() && !self.unsigned {
             0x80u8
         } else {
             0
         };
+        // A signed zero, except where negative zero's bits are NaN.
+        let zero = if self.nan_is_negative_zero { 0 } else { sign };
         let magnitude = value.abs();
-        let codes: Vec<(u8, f64)> = (0u8..=if self.unsigned { 0xFF } else { 0x7F })
+        // Every finite code, by magnitude: the nearest is found by search, which is exact
+        // for 8-bit types (at most 256 codes).
+        let codes: Vec<(u8, f64)> = (0u8..=if self.unsigned { 0xFE } else { 0x7F })
             .map(|code| (code, self.decode(code)))
             .filter(|(_, v)| v.is_finite())
             .collect();
-        let largest = codes.iter().map(|(_, v)| *v).fold(0.0, f64::max);
+        if !self.unsigned && magnitude < self.decode(1) {
+            return zero;
+        }
+        let (largest_code, largest) =
+            codes.iter().copied().fold(
+                (0, 0.0),
+                |best, (c, v)| if v > best.1 { (c, v) } else { best },
+            );
         if magnitude.is_infinite() || magnitude > largest {
-            let rounding_limit = codes
-                .iter()
-                .find(|(_, v)| *v == largest)
-                .map(|(code, _)| self.decode(code.wrapping_sub(1)))
-                .map_or(largest, |below| largest + (largest - below) / 2.0);
-            if magnitude.is_finite() && magnitude < rounding_limit {
-                let code = codes.iter().find(|(_, v)| *v == largest).map_or(0, |c| c.0);
-                return code | sign;
+            let below = self.decode(largest_code.wrapping_sub(1));
+            let limit = largest + (largest - below) / 2.0;
+            if magnitude < limit || (magnitude == limit && largest_code % 2 == 0) {
+                return largest_code | sign;
             }
-            if self.ieee {
-                return (0x7C) | sign;
-            }
-            return nan;
+            return if self.ieee {
+                0x7C | sign
+            } else if self.nan_is_negative_zero || self.unsigned {
+                nan
+            } else {
+                nan | sign
+            };
         }
         let mut best = (0u8, f64::INFINITY);
         for &(code, v) in &codes {
             let distance = (v - magnitude).abs();
-            if distance < best.1 || (distance == best.1 && code % 2 == 0 && best.0 % 2 == 1) {
+            let wins_tie = if self.unsigned {
+                code > best.0
+            } else {
+                code % 2 == 0 && best.0 % 2 == 1
+            };
+            if distance < best.1 || (distance == best.1 && wins_tie) {
                 best = (code, distance);
             }
         }
-        let code = best.0;
-        if self.nan_is_negative_zero && code == 0 {
-            return 0;
+        if best.0 == 0 && !self.unsigned {
+            return zero;
         }
-        code | sign
+        best.0 | sign
     }
 }
 
