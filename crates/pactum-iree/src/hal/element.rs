@@ -18,7 +18,8 @@
 pub struct HalElementType(pub u32);
 
 impl HalElementType {
-    /// Signless 1-bit integers (stored one per byte).
+    /// Signless 1-bit integers, packed eight a byte as every sub-byte type (IREE's compiler
+    /// stores `i1` tensors a byte an element, as [`BOOL8`](Self::BOOL8)).
     pub const I1: HalElementType = HalElementType(0x1000_0001);
     /// Signless 8-bit integers.
     pub const I8: HalElementType = HalElementType(0x1000_0008);
@@ -488,6 +489,27 @@ pub fn format_tensor(
             .unwrap_or_else(|| format!("{:#010x}", element_type.0)),
     );
     out.push('=');
+    // Packed sub-byte elements are printed one a byte, each as its bits in hex (`0C`), as
+    // `i1` bools are; iree-run-module refuses to print them (OUT_OF_RANGE).
+    let unpacked;
+    let bytes = if element_type.is_sub_byte() {
+        let bits = element_type.bit_count();
+        let per_byte = (8 / bits) as usize;
+        let mask = ((1u16 << bits) - 1) as u8;
+        let count = shape
+            .iter()
+            .product::<u64>()
+            .min(max_elements.saturating_add(1)) as usize;
+        unpacked = (0..count)
+            .map_while(|k| {
+                let byte = bytes.get(k / per_byte)?;
+                Some((byte >> ((k % per_byte) as u32 * bits)) & mask)
+            })
+            .collect::<Vec<u8>>();
+        &unpacked[..]
+    } else {
+        bytes
+    };
     let size = element_type.byte_size() as usize;
     let mut printed = 0u64;
     let mut elided = false;
@@ -641,7 +663,7 @@ mod tests {
             "f32=-INF"
         );
         assert_eq!(
-            format_tensor(&[3], HalElementType::I1, &[1, 1, 0], 1024),
+            format_tensor(&[3], HalElementType::BOOL8, &[1, 1, 0], 1024),
             "3xi1=01 01 00"
         );
         assert_eq!(
@@ -649,5 +671,14 @@ mod tests {
             "3xf32=0 0..."
         );
         assert_eq!(c_format_g(1e10, true), "1E+10");
+        assert_eq!(
+            format_tensor(
+                &[4],
+                HalElementType::parse("i4").unwrap(),
+                &[0x21, 0xC3],
+                1024
+            ),
+            "4xi4=01 02 03 0C"
+        );
     }
 }
