@@ -255,7 +255,7 @@ pub fn parse(text: &str, index: usize) -> Result<CallArg> {
     let fail = |detail: String| anyhow::anyhow!("argument {index} (`{text}`): {detail}");
     if let Some(file) = text.strip_prefix('@') {
         // `@file.npy:bfloat16` reads the file and views its elements as another type of the
-        // same size (NumPy has no bfloat16: such data travels as uint16 bits).
+        // same size (NumPy without ml_dtypes has no bfloat16: such data may travel as uint16 bits).
         let (file, view_as) = match file.rsplit_once(':') {
             Some((name, dtype)) if name.ends_with(".npy") => (name, Some(dtype)),
             _ => (file, None),
