@@ -3,12 +3,15 @@
 //! `@file.npy` tensors (`@file.npy:bfloat16` views the file's elements as another type of the
 //! same size), and iree-run-module's inline tensors: `2x3xf32=1 2 3 4 5 6` (shape, element
 //! type, then the elements in row-major order; one element fills the whole tensor; `2x0xf32=`
-//! is empty; `f32=1.5` has rank 0).
+//! is empty; `f32=1.5` has rank 0; the 8-bit floats by IREE's names, `4xf8E4M3FN=1 2 3 4`;
+//! `i1` elements as `0`/`1` or IREE's hex bytes `00`/`01`; sub-byte integers as their packed
+//! bytes in hex, as IREE reads them: `4xi4=21 C3` is 1 2 3 -4).
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use pactum::{Any, Tensor};
+use pactum_iree::hal::{HalBufferView, HalElementType};
 
 /// One parsed argument.
 #[derive(Debug)]
@@ -81,7 +84,16 @@ fn parse_inline_tensor(text: &str) -> Result<Option<Tensor>, String> {
         return Ok(None);
     };
     let mut parts: Vec<&str> = head.split('x').collect();
-    let Some(dtype) = parts.pop().and_then(inline_dtype) else {
+    let type_name = parts.pop().unwrap_or_default();
+    // The types NumPy lacks (the 8-bit floats, sub-byte integers) are read by IREE's rules
+    // into pactum's tensors of those types (`float8_e4m3fn`, `int4` a byte an element).
+    let iree_only = inline_dtype(type_name)
+        .is_none()
+        .then(|| HalElementType::parse(type_name))
+        .flatten()
+        .filter(|ty| ty.is_sub_byte() || (0x24..=0x28).contains(&ty.numerical_type()))
+        .filter(|&ty| pactum_iree::module::data_type(ty).is_some());
+    let Some(dtype) = inline_dtype(type_name).or(iree_only.map(|_| pactum::DataType::U8)) else {
         return Ok(None);
     };
     if !parts
@@ -101,6 +113,15 @@ fn parse_inline_tensor(text: &str) -> Result<Option<Tensor>, String> {
             .filter(|&c| c <= MAX_INLINE_ELEMENTS)
             .ok_or_else(|| format!("shape `{head}` has too many elements (at most 2^24 inline)"))?;
         shape.push(dim);
+    }
+    if iree_only.is_some() {
+        // IREE's own reading: elements by `HalElementType::parse_element`, sub-byte types as
+        // their packed bytes in hex (`4xi4=21 C3`).
+        let view = HalBufferView::parse(text).map_err(|e| e.message)?;
+        let tensor = pactum_iree::module::buffer_view_to_tensor(&view)
+            .map_err(|e| e.message().into_owned())?
+            .ok_or_else(|| format!("pactum has no tensor type for `{type_name}`"))?;
+        return Ok(Some(tensor));
     }
     let words: Vec<&str> = body
         .split(|c: char| c.is_whitespace() || matches!(c, ',' | '[' | ']'))
@@ -140,9 +161,10 @@ fn parse_inline_tensor(text: &str) -> Result<Option<Tensor>, String> {
     let float = |v: &str| parse_float(v).or_else(|| parse_int(v).map(|i| i as f64));
     use pactum::DataType;
     let tensor = match dtype {
+        // `01`/`00`: iree-run-module's spelling (it reads `i1` elements as hex bytes).
         DataType::BOOL => typed::<u8>(&values, &shape, |v| match v {
-            "1" | "true" => Some(1),
-            "0" | "false" => Some(0),
+            "1" | "01" | "true" => Some(1),
+            "0" | "00" | "false" => Some(0),
             _ => None,
         })
         .and_then(|t| {
@@ -233,7 +255,7 @@ pub fn parse(text: &str, index: usize) -> Result<CallArg> {
     let fail = |detail: String| anyhow::anyhow!("argument {index} (`{text}`): {detail}");
     if let Some(file) = text.strip_prefix('@') {
         // `@file.npy:bfloat16` reads the file and views its elements as another type of the
-        // same size (NumPy has no bfloat16: such data travels as uint16 bits).
+        // same size (NumPy without ml_dtypes has no bfloat16: such data may travel as uint16 bits).
         let (file, view_as) = match file.rsplit_once(':') {
             Some((name, dtype)) if name.ends_with(".npy") => (name, Some(dtype)),
             _ => (file, None),

@@ -11,6 +11,9 @@ use pactum_mlir::MlirLibrary;
 use crate::library;
 use pactum_cli::args::{self, CallArg};
 use pactum_iree::hal::Workers;
+use pactum_iree::module::IreeModule;
+use pactum_iree::signature::Type;
+use pactum_iree::structured::StructuredFunction;
 
 /// The device of a `.vmfb` call, named as iree-run-module's `--device`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -39,10 +42,12 @@ impl Device {
 /// Runs a call and prints its result; tensors go to `out` when given. With `mlir`, the
 /// function is an MLIR-compiled one called through the memref convention with that signature.
 /// `device` (`.vmfb` modules only) picks who runs compiled (llvm-cpu) dispatches.
+/// `named` holds `NAME=VALUE` pairs (`--named`), for `.vmfb` exports only.
 pub fn run(
     library_path: &Path,
     function: &str,
     raw_args: &[String],
+    named: &[String],
     out: Option<&Path>,
     mlir: Option<&str>,
     device: Option<Device>,
@@ -52,10 +57,27 @@ pub fn run(
         .enumerate()
         .map(|(i, a)| args::parse(a, i))
         .collect::<Result<Vec<_>>>()?;
+    let named = named
+        .iter()
+        .map(|pair| {
+            let (name, value) = pair
+                .split_once('=')
+                .filter(|(name, _)| !name.is_empty())
+                .ok_or_else(|| anyhow!("--named `{pair}`: expected NAME=VALUE"))?;
+            let value =
+                args::parse(value, args.len()).with_context(|| format!("--named {name}"))?;
+            Ok((name.to_owned(), value))
+        })
+        .collect::<Result<Vec<_>>>()?;
     if !library_path.exists() {
         return Err(anyhow!("{}: no such file", library_path.display()));
     }
     let is_vmfb = crate::vmfb::looks_like_vmfb(&crate::inspect::head(library_path)?);
+    if !is_vmfb && !named.is_empty() {
+        return Err(anyhow!(
+            "--named is for the iree.abi named arguments of .vmfb exports, not shared libraries"
+        ));
+    }
     let callee = match mlir {
         _ if is_vmfb => {
             if mlir.is_some() {
@@ -63,7 +85,9 @@ pub fn run(
                     "--mlir is for MLIR-compiled shared libraries, not .vmfb modules"
                 ));
             }
-            vmfb_function(library_path, function, device.unwrap_or(Device::LocalTask))?
+            let module = load_vmfb(library_path, device.unwrap_or(Device::LocalTask))?;
+            let result = call_vmfb(&module, function, &args, &named)?;
+            return print_outcome(&args, &result, out);
         }
         _ if device.is_some() => {
             return Err(anyhow!(
@@ -86,13 +110,79 @@ pub fn run(
     print_outcome(&args, &result, out)
 }
 
-/// Export `function` of an IREE bytecode module, run by pactum's VM (plain numbers convert to
-/// the declared parameter types, as iree-run-module does), compiled (llvm-cpu) dispatches on `device`.
-fn vmfb_function(path: &Path, function: &str, device: Device) -> Result<Function> {
+/// An IREE bytecode module, run by pactum's VM, its compiled (llvm-cpu) dispatches on
+/// `device`.
+fn load_vmfb(path: &Path, device: Device) -> Result<IreeModule> {
     let limits = pactum_iree::vm::Limits::default();
-    let module = pactum_iree::module::IreeModule::load_with(path, limits, device.workers())
-        .map_err(|e| anyhow!("{e}"))?;
-    module.function(function).map_err(|e| anyhow!("{e}"))
+    IreeModule::load_with(path, limits, device.workers()).map_err(|e| anyhow!("{e}"))
+}
+
+/// Calls export `function` as iree-run-module does: plain numbers convert to the declared
+/// parameter types, and the arguments fill the parameters in order. Where the export's
+/// `iree.abi` names a parameter (a `["named", ...]` record, which the library and IREE's
+/// Python binding take by keyword only), the argument in its position is passed by that
+/// name; `named` arguments are passed by name.
+fn call_vmfb(
+    module: &IreeModule,
+    function: &str,
+    args: &[CallArg],
+    named: &[(String, CallArg)],
+) -> Result<Any> {
+    let failed = |e: pactum::Error| anyhow!("{function} failed: {e}");
+    let values: Vec<Any> = args.iter().map(CallArg::to_any).collect();
+    let named_values: Vec<(&str, Any)> = named
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.to_any()))
+        .collect();
+    let Some(signature) = module.signature(function).map_err(|e| anyhow!("{e}"))? else {
+        if let Some((name, _)) = named.first() {
+            return Err(anyhow!(
+                "--named {name}: export `{function}` records no iree.abi signature, so its \
+                 arguments have no names; pass them in order"
+            ));
+        }
+        let views: Vec<AnyView<'_>> = values.iter().map(Any::view).collect();
+        let callee = module.function(function).map_err(|e| anyhow!("{e}"))?;
+        return callee.call(&views).map_err(failed);
+    };
+    let names: Vec<&str> = signature
+        .args
+        .iter()
+        .filter_map(|arg| match arg {
+            Type::Named(name, _) => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    if let Some((name, _)) = named
+        .iter()
+        .find(|(name, _)| !names.contains(&name.as_str()))
+    {
+        return Err(anyhow!(
+            "--named {name}: export `{function}` has no iree.abi named argument `{name}` (its \
+             named arguments: {}); pass the others in order",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ));
+    }
+    let flat = module.flat_function(function).map_err(|e| anyhow!("{e}"))?;
+    let structured = StructuredFunction::from_iree_abi(flat, signature).map_err(failed)?;
+    let mut positional = Vec::new();
+    let mut keywords = Vec::new();
+    for (index, value) in values.iter().enumerate() {
+        match signature.args.get(index) {
+            Some(Type::Named(name, _)) => keywords.push((name.as_str(), value.view())),
+            _ => positional.push(value.view()),
+        }
+    }
+    keywords.extend(
+        named_values
+            .iter()
+            .map(|(name, value)| (*name, value.view())),
+    );
+    structured.call(&positional, &keywords).map_err(failed)
 }
 
 /// The `__tvm_ffi_<function>` export of a library.
@@ -223,20 +313,24 @@ impl Printer<'_> {
     }
 }
 
-/// Saves a tensor as `.npy`; a `bfloat16` tensor, which NumPy cannot hold, is saved as its
-/// `uint16` bits (the returned note says so).
+/// Saves a tensor as `.npy`. The types `ml_dtypes` gives NumPy (`bfloat16`, the `float8_*`
+/// types, `int4`...) are written under their names, which `numpy.load` reads with
+/// `ml_dtypes` imported; the returned note says so.
 fn save(file: &Path, tensor: &Tensor) -> Result<&'static str> {
-    let (tensor, note) = if tensor.dtype() == pactum::DataType::BF16 {
-        (
-            tensor
-                .view_as(pactum::DataType::U16)
-                .map_err(|e| anyhow!("{e}"))?,
-            " (bfloat16 saved as its uint16 bits)",
-        )
+    use pactum::sys::dlpack::DLDataTypeCode;
+    let dtype = tensor.dtype();
+    let standard = matches!(
+        dtype.code,
+        DLDataTypeCode::INT
+            | DLDataTypeCode::UINT
+            | DLDataTypeCode::FLOAT
+            | DLDataTypeCode::BOOL
+            | DLDataTypeCode::COMPLEX
+    ) && dtype.bits % 8 == 0;
+    pactum_npy::write_file(file, tensor).map_err(|e| anyhow!("writing {}: {e}", file.display()))?;
+    Ok(if standard {
+        ""
     } else {
-        (tensor.clone(), "")
-    };
-    pactum_npy::write_file(file, &tensor)
-        .map_err(|e| anyhow!("writing {}: {e}", file.display()))?;
-    Ok(note)
+        " (an ml_dtypes type: numpy.load reads it with ml_dtypes imported)"
+    })
 }

@@ -40,8 +40,11 @@ enum Command {
     /// Arguments: numbers with an optional type suffix (7, -2.5, 7:i32, 2.5:f32, 1:bool),
     /// quoted strings ("text"), none, true, false, @file.npy for tensors (@file.npy:bfloat16
     /// views the file's elements as another type of the same size), and iree-run-module's
-    /// inline tensors (2x3xf32=1 2 3 4 5 6). For a .vmfb, plain numbers convert to the
-    /// export's declared parameter types, as iree-run-module does.
+    /// inline tensors (2x3xf32=1 2 3 4 5 6, 4xf8E4M3FN=1 2 3 4, 4xi4=21 C3 for packed
+    /// sub-byte elements in hex). For a .vmfb, plain numbers convert to the export's declared
+    /// parameter types, and the arguments fill the export's parameters in order, as
+    /// iree-run-module does: a parameter that `iree.abi` names (`["named", "k", ...]`) is
+    /// filled by position too, or by name with --named k=VALUE.
     Call {
         /// The shared library, or an IREE `.vmfb` module (run by pactum's VM).
         library: PathBuf,
@@ -65,6 +68,11 @@ enum Command {
         /// local-sync (the calling thread only).
         #[arg(long, value_enum)]
         device: Option<call::Device>,
+        /// For a .vmfb: an argument by its `iree.abi` name (repeatable, anywhere), VALUE in any
+        /// argument syntax: `--named repeat=3`, `--named x=4xf32=1 2 3 4`. (An option, so
+        /// that it cannot be read as an inline tensor such as `f32=1.5`.)
+        #[arg(long, value_name = "NAME=VALUE")]
+        named: Vec<String>,
     },
     /// Run the test functions of an IREE test program, as iree-check-module does.
     ///
@@ -149,12 +157,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             out,
             mlir,
             device,
+            mut named,
         } => {
             let (args, options) = split_call_options(args)?;
+            named.extend(options.named);
             call::run(
                 &library,
                 &function,
                 &args,
+                &named,
                 out.or(options.out).as_deref(),
                 mlir.or(options.mlir).as_deref(),
                 device.or(options.device),
@@ -190,9 +201,11 @@ struct CallOptions {
     out: Option<PathBuf>,
     mlir: Option<String>,
     device: Option<call::Device>,
+    named: Vec<String>,
 }
 
-/// Takes `--out DIR`, `--mlir DECL` and `--device D` (or `--out=DIR`, ...) out of the call
+/// Takes `--out DIR`, `--mlir DECL`, `--device D` and `--named NAME=VALUE` (or `--out=DIR`,
+/// ...) out of the call
 /// arguments (clap reads every word after the function name as an argument, so that values
 /// such as `-7:i32` are not options).
 fn split_call_options(args: Vec<String>) -> anyhow::Result<(Vec<String>, CallOptions)> {
@@ -221,6 +234,13 @@ fn split_call_options(args: Vec<String>) -> anyhow::Result<(Vec<String>, CallOpt
             options.device = Some(call::Device::parse(&device)?);
         } else if let Some(device) = word.strip_prefix("--device=") {
             options.device = Some(call::Device::parse(device)?);
+        } else if word == "--named" {
+            let pair = words
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("--named needs NAME=VALUE"))?;
+            options.named.push(pair);
+        } else if let Some(pair) = word.strip_prefix("--named=") {
+            options.named.push(pair.to_owned());
         } else {
             kept.push(word);
         }

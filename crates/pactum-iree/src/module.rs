@@ -187,7 +187,13 @@ impl IreeModule {
             let (signature, coarse_fences) = match module.export_signature(&export).map(|s| s.abi())
             {
                 Some(Ok(abi)) => (
-                    abi.signature().and_then(|s| s.ok()),
+                    abi.signature().and_then(|s| s.ok()).map(|signature| {
+                        if abi.iree_abi.is_none() && abi.sip.is_none() && abi.raw.is_none() {
+                            positional_by_declaration(signature)
+                        } else {
+                            signature
+                        }
+                    }),
                     abi.model.as_deref() == Some("coarse-fences"),
                 ),
                 _ => (None, false),
@@ -403,6 +409,25 @@ impl IreeModule {
     }
 }
 
+/// A signature read from an `iree.abi.declaration` alone, its arguments positional: the
+/// names there come from `iree.abi.name` (or the source's argument names) and only document
+/// the arguments. IREE's callers (iree-run-module, and iree.runtime, which reads only the
+/// `iree.abi` JSON for keywords) pass such arguments by position, so a name never makes one
+/// keyword-only; a `["named", ...]` record of `iree.abi` JSON does.
+fn positional_by_declaration(signature: Signature) -> Signature {
+    Signature {
+        args: signature
+            .args
+            .into_iter()
+            .map(|arg| match arg {
+                crate::signature::Type::Named(_, inner) => *inner,
+                other => other,
+            })
+            .collect(),
+        results: signature.results,
+    }
+}
+
 /// The argument and result kinds of a calling convention (`0iIfFr_...`).
 #[derive(Clone, Debug)]
 struct Cconv {
@@ -599,8 +624,21 @@ fn from_value(value: Value) -> Result<Any> {
     })
 }
 
-/// The HAL element type of a pactum data type (integers are signless, as the compiler's
-/// tensors are; booleans are `i1` stored in bytes).
+/// The 8-bit float types IREE 3.13 has, as DLPack codes and HAL element types (the DLPack
+/// names are `ml_dtypes`' names: `float8_e4m3fn`).
+const FLOAT8_TYPES: [(DLDataTypeCode, HalElementType); 5] = [
+    (DLDataTypeCode::FLOAT8_E5M2, HalElementType::F8E5M2),
+    (DLDataTypeCode::FLOAT8_E4M3FN, HalElementType::F8E4M3FN),
+    (DLDataTypeCode::FLOAT8_E5M2FNUZ, HalElementType::F8E5M2FNUZ),
+    (DLDataTypeCode::FLOAT8_E4M3FNUZ, HalElementType::F8E4M3FNUZ),
+    (DLDataTypeCode::FLOAT8_E8M0FNU, HalElementType::F8E8M0FNU),
+];
+
+/// The HAL element type of a pactum data type: integers are signless, as the compiler's
+/// tensors are (IREE takes any integer of the same width for them); booleans are IREE's
+/// 8-bit `bool8` (what the compiler asserts for `i1` tensors, and what `iree-run-module`
+/// parses `i1` as); integers narrower than a byte (`int4`, `uint2`) are the packed sub-byte
+/// types; the 8-bit floats are IREE's `f8E4M3FN` and its kin.
 pub fn hal_element_type(dtype: DataType) -> Option<HalElementType> {
     if dtype.lanes != 1 {
         return None;
@@ -609,26 +647,64 @@ pub fn hal_element_type(dtype: DataType) -> Option<HalElementType> {
     let numerical = match dtype.code {
         DLDataTypeCode::FLOAT if matches!(bits, 16 | 32 | 64) => 0x21,
         DLDataTypeCode::BFLOAT if bits == 16 => 0x22,
-        DLDataTypeCode::INT if matches!(bits, 8 | 16 | 32 | 64) => 0x10,
-        DLDataTypeCode::UINT if matches!(bits, 8 | 16 | 32 | 64) => 0x12,
-        DLDataTypeCode::BOOL if bits == 8 => return Some(HalElementType::I1),
+        DLDataTypeCode::INT if matches!(bits, 2 | 4 | 8 | 16 | 32 | 64) => 0x10,
+        DLDataTypeCode::UINT if matches!(bits, 2 | 4 | 8 | 16 | 32 | 64) => 0x12,
+        DLDataTypeCode::BOOL if bits == 8 => return Some(HalElementType::BOOL8),
+        code if bits == 8 => {
+            let (_, ty) = FLOAT8_TYPES.iter().find(|(c, _)| *c == code)?;
+            return Some(*ty);
+        }
         _ => return None,
     };
     Some(HalElementType(numerical << 24 | bits))
 }
 
 /// The pactum data type of a HAL element type (`None` for types pactum has none for).
+/// Sub-byte integers become `int4`/`uint2`... tensors of one element a byte, as `ml_dtypes`
+/// holds them.
 pub fn data_type(element_type: HalElementType) -> Option<DataType> {
     let bits = element_type.bit_count();
     let code = match (element_type.numerical_type(), bits) {
         (0x10 | 0x13, 1) | (0x13, 8) => return Some(DataType::BOOL),
-        (0x10 | 0x11, 8 | 16 | 32 | 64) => DLDataTypeCode::INT,
-        (0x12, 8 | 16 | 32 | 64) => DLDataTypeCode::UINT,
+        (0x10 | 0x11, 2 | 4 | 8 | 16 | 32 | 64) => DLDataTypeCode::INT,
+        (0x12, 2 | 4 | 8 | 16 | 32 | 64) => DLDataTypeCode::UINT,
         (0x21, 16 | 32 | 64) => DLDataTypeCode::FLOAT,
         (0x22, 16) => DLDataTypeCode::BFLOAT,
-        _ => return None,
+        _ => {
+            let (code, _) = FLOAT8_TYPES.iter().find(|(_, ty)| *ty == element_type)?;
+            *code
+        }
     };
     Some(DataType::scalar(code, bits as u8))
+}
+
+/// Sub-byte elements, one a byte (the value's bits in the low bits, as `ml_dtypes` stores
+/// `int4`), packed as IREE packs them: element `k` in the bits `(k * bits) % 8` up of byte
+/// `k * bits / 8`.
+fn pack_sub_byte(elements: &[u8], bits: u32) -> Vec<u8> {
+    let per_byte = (8 / bits) as usize;
+    let mask = ((1u16 << bits) - 1) as u8;
+    elements
+        .chunks(per_byte)
+        .map(|chunk| {
+            chunk
+                .iter()
+                .enumerate()
+                .fold(0u8, |byte, (i, &e)| byte | (e & mask) << (i as u32 * bits))
+        })
+        .collect()
+}
+
+/// The inverse of [`pack_sub_byte`]: `count` elements, one a byte.
+fn unpack_sub_byte(packed: &[u8], bits: u32, count: usize) -> Vec<u8> {
+    let per_byte = (8 / bits) as usize;
+    let mask = ((1u16 << bits) - 1) as u8;
+    (0..count)
+        .map(|k| {
+            let byte = packed.get(k / per_byte).copied().unwrap_or(0);
+            (byte >> ((k % per_byte) as u32 * bits)) & mask
+        })
+        .collect()
 }
 
 /// The unsigned integer type of the same size, to move elements as plain bits.
@@ -729,6 +805,14 @@ pub fn tensor_to_buffer_view(tensor: &Tensor) -> Result<HalBufferView> {
     } else {
         HalBuffer::from_bytes(&tensor_bytes(tensor)?, None).map_err(hal)?
     };
+    // Sub-byte elements are a byte each in the tensor (as `ml_dtypes` holds them) and packed
+    // in the buffer, as IREE's programs read them.
+    let buffer = if element_type.is_sub_byte() {
+        let packed = pack_sub_byte(&buffer.to_vec(), element_type.bit_count());
+        HalBuffer::from_bytes(&packed, None).map_err(hal)?
+    } else {
+        buffer
+    };
     let shape = tensor.shape().iter().map(|&d| d.max(0) as u64).collect();
     HalBufferView::new(buffer, shape, element_type, DENSE_ROW_MAJOR).map_err(hal)
 }
@@ -767,6 +851,27 @@ fn buffer_view_as_tensor(view: &HalBufferView, may_take: bool) -> Result<Option<
         .and_then(|n| usize::try_from(n).ok())
         .filter(|&n| n as u64 <= view.buffer.len())
         .ok_or_else(|| Error::new(ErrorKind::VALUE_ERROR, "buffer view larger than its buffer"))?;
+    if view.element_type.is_sub_byte() {
+        // Packed in the buffer, a byte each in the tensor (as `ml_dtypes` holds them).
+        let count = usize::try_from(view.element_count())
+            .map_err(|_| Error::new(ErrorKind::VALUE_ERROR, "buffer view too large"))?;
+        let mut packed = view.buffer.to_vec();
+        packed.truncate(length);
+        let elements = unpack_sub_byte(&packed, view.element_type.bit_count(), count);
+        let tensor = Tensor::empty(&shape, dtype)?;
+        if count > 0 {
+            // SAFETY: the new tensor holds `count` one-byte elements at its data pointer and
+            // shares its memory with nothing.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    elements.as_ptr(),
+                    tensor.data_ptr().cast::<u8>(),
+                    count,
+                );
+            }
+        }
+        return Ok(Some(tensor));
+    }
     if cfg!(target_endian = "little") {
         let element = dtype.element_bytes().unwrap_or(1);
         if let Some(data) = view.buffer.exclusive_ptr().filter(|_| may_take) {

@@ -5,8 +5,9 @@
 //! Signatures leave layout out on purpose (see `iree-function-abi-raw-and-sip.md`, "Memory
 //! layout"); compiled code takes dense row-major buffers. So a strided tensor is converted by
 //! copying it into a contiguous one, always; a different element type is converted by a cast
-//! only when the caller allows it, because a silent cast changes values; a rank, extent or
-//! non-numeric mismatch is incompatible.
+//! only when the caller allows it, because a silent cast changes values (integers of the same
+//! width are not different: IREE's runtime takes `uint16` data for an `i16` argument as it
+//! is, and so does this oracle); a rank, extent or non-numeric mismatch is incompatible.
 //!
 //! ```
 //! use pactum_iree::tensor_fit::{BufferType, Verdict, assess};
@@ -186,7 +187,23 @@ pub fn fits_as_is(dtype: DataType, dims: Option<&[Option<u64>]>, tensor: &Tensor
             }
         }
     }
-    tensor.dtype() == dtype && tensor.is_contiguous()
+    same_storage(tensor.dtype(), dtype) && tensor.is_contiguous()
+}
+
+/// Whether elements of `actual` can be passed where `wanted` is expected without a cast, by
+/// IREE's rule for tensor arguments (`iree_hal_element_types_are_compatible`, which
+/// `hal.buffer_view.assert` applies; `HalElementType::satisfies` is the HAL's side): equal types, or integers of the same width whatever their signedness (DLPack
+/// `bool` is IREE's 8-bit boolean, an integer), since the program reads the same bytes.
+#[inline]
+pub fn same_storage(actual: DataType, wanted: DataType) -> bool {
+    let integer = |dtype: DataType| {
+        dtype.lanes == 1
+            && matches!(
+                dtype.code,
+                DLDataTypeCode::INT | DLDataTypeCode::UINT | DLDataTypeCode::BOOL
+            )
+    };
+    actual == wanted || (integer(actual) && integer(wanted) && actual.bits == wanted.bits)
 }
 
 /// [`assess`] on the parts of a buffer type, for callers that keep them apart.
@@ -215,7 +232,7 @@ pub fn assess_parts(
         }
     }
     let (from, to) = (tensor.dtype(), scalar_dtype(element));
-    let cast = if from == to {
+    let cast = if same_storage(from, to) {
         None
     } else if is_numeric(from) && is_numeric(to) {
         Some((from, to))

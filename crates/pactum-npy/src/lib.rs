@@ -132,8 +132,11 @@ pub fn read_file(path: impl AsRef<Path>) -> Result<Tensor> {
 /// than 64 KiB), C order, little-endian, data starting at a multiple of 64 bytes.
 ///
 /// Non-contiguous tensors are written in C order by walking their strides from
-/// `data + byte_offset`. Tensors off the CPU, vector dtypes (lanes != 1) and dtypes NumPy has
-/// no equivalent for (bfloat16, float8, ...) are refused with a `ValueError`.
+/// `data + byte_offset`. The types `ml_dtypes` adds to NumPy (bfloat16, the float8 types,
+/// int4, ...) are written with their names as the descr (`'descr': 'float8_e4m3fn'`), which
+/// `numpy.load` reads when `ml_dtypes` is imported. Tensors off the CPU, vector dtypes
+/// (lanes != 1) and dtypes NumPy has no equivalent for (complex32, float6, ...) are refused
+/// with a `ValueError`.
 ///
 /// Like [`Tensor::to_vec`], this reads the tensor's memory directly: nobody may write to it
 /// while `write` runs.
@@ -307,9 +310,53 @@ struct ElementType {
     swap: bool,
 }
 
+/// The NumPy kind of the element types `ml_dtypes` adds (its own marker: their descr is the
+/// type's name, not a kind and a size).
+const ML_DTYPES_KIND: u8 = b'm';
+
+/// The element types `ml_dtypes` gives NumPy, by the names NumPy knows them by once
+/// `ml_dtypes` is imported (`numpy.dtype("float8_e4m3fn")`), which are also DLPack's names.
+/// `numpy.save` writes them as raw bytes (`<V1`), losing the type; pactum writes the name as
+/// the descr, which `numpy.load` reads back as the type when `ml_dtypes` is imported. Each
+/// element takes whole bytes: the sub-byte integers hold their bits in the low bits of a
+/// byte, as `ml_dtypes` stores them.
+const ML_DTYPES: [DataType; 14] = [
+    DataType::BF16,
+    DataType::scalar(DLDataTypeCode::FLOAT8_E3M4, 8),
+    DataType::scalar(DLDataTypeCode::FLOAT8_E4M3, 8),
+    DataType::scalar(DLDataTypeCode::FLOAT8_E4M3B11FNUZ, 8),
+    DataType::scalar(DLDataTypeCode::FLOAT8_E4M3FN, 8),
+    DataType::scalar(DLDataTypeCode::FLOAT8_E4M3FNUZ, 8),
+    DataType::scalar(DLDataTypeCode::FLOAT8_E5M2, 8),
+    DataType::scalar(DLDataTypeCode::FLOAT8_E5M2FNUZ, 8),
+    DataType::scalar(DLDataTypeCode::FLOAT8_E8M0FNU, 8),
+    DataType::scalar(DLDataTypeCode::FLOAT4_E2M1FN, 4),
+    DataType::scalar(DLDataTypeCode::INT, 2),
+    DataType::scalar(DLDataTypeCode::INT, 4),
+    DataType::scalar(DLDataTypeCode::UINT, 2),
+    DataType::scalar(DLDataTypeCode::UINT, 4),
+];
+
 impl ElementType {
-    /// Parses a descr string (`<f4`, `|b1`, `>c16`, `i8`); `None` when unsupported.
+    /// An `ml_dtypes` type ([`ML_DTYPES`]).
+    fn ml_dtype(dtype: DataType) -> ElementType {
+        ElementType {
+            dtype,
+            kind: ML_DTYPES_KIND,
+            itemsize: dtype.element_bytes().unwrap_or(1),
+            swap: false,
+        }
+    }
+
+    /// Parses a descr string (`<f4`, `|b1`, `>c16`, `i8`, or an `ml_dtypes` name such as
+    /// `float8_e4m3fn`); `None` when unsupported.
     fn from_descr(descr: &[u8]) -> Option<ElementType> {
+        if let Some(&dtype) = ML_DTYPES
+            .iter()
+            .find(|dtype| dtype.to_string().as_bytes() == descr)
+        {
+            return Some(ElementType::ml_dtype(dtype));
+        }
         let (order, rest) = match descr.split_first() {
             Some((&order @ (b'<' | b'>' | b'|' | b'='), rest)) => (order, rest),
             _ => (b'=', descr),
@@ -359,12 +406,14 @@ impl ElementType {
             (DLDataTypeCode::UINT, 8 | 16 | 32 | 64) => Some(b'u'),
             (DLDataTypeCode::FLOAT, 16 | 32 | 64) => Some(b'f'),
             (DLDataTypeCode::COMPLEX, 64 | 128) => Some(b'c'),
+            _ if ML_DTYPES.contains(&dtype) => return Ok(ElementType::ml_dtype(dtype)),
             _ => None,
         };
         let kind = kind.ok_or_else(|| {
             write_error(format!(
                 "dtype {dtype} has no NumPy equivalent (supported: bool, int8-64, uint8-64, \
-                 float16/32/64, complex64/128)"
+                 float16/32/64, complex64/128, and ml_dtypes' bfloat16, float8_*, \
+                 float4_e2m1fn, int2/4, uint2/4)"
             ))
         })?;
         Ok(ElementType {
@@ -377,6 +426,9 @@ impl ElementType {
 
     /// The little-endian descr `numpy.save` writes for this type.
     fn descr(&self) -> String {
+        if self.kind == ML_DTYPES_KIND {
+            return self.dtype.to_string();
+        }
         let order = if self.itemsize == 1 { '|' } else { '<' };
         format!("{order}{}{}", char::from(self.kind), self.itemsize)
     }
@@ -1375,16 +1427,28 @@ mod tests {
     }
 
     #[test]
+    fn ml_dtypes_types_are_written_by_name_and_read_back() {
+        for dtype in ML_DTYPES {
+            let tensor = Tensor::empty(&[3], dtype).unwrap();
+            let bytes = write(&tensor).unwrap();
+            let text = String::from_utf8_lossy(&bytes[..128]).into_owned();
+            assert!(text.contains(&format!("'descr': '{dtype}'")), "{text}");
+            let back = read(&bytes).unwrap();
+            assert_eq!(back.dtype(), dtype);
+            assert_eq!(back.shape(), &[3]);
+        }
+    }
+
+    #[test]
     fn refuses_dtypes_without_numpy_equivalent() {
         for dtype in [
-            DataType::BF16,
-            DataType::scalar(DLDataTypeCode::FLOAT8_E4M3FN, 8),
+            DataType::scalar(DLDataTypeCode::FLOAT6_E2M3FN, 6),
             DataType {
                 code: DLDataTypeCode::FLOAT,
                 bits: 32,
                 lanes: 4,
             },
-            DataType::scalar(DLDataTypeCode::INT, 4),
+            DataType::scalar(DLDataTypeCode::INT, 3),
         ] {
             let tensor = Tensor::empty(&[2], dtype).unwrap();
             let error = write(&tensor).unwrap_err();

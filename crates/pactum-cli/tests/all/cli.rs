@@ -18,7 +18,7 @@ fn kernels() -> PathBuf {
     library
 }
 
-fn pactum(args: &[&str], dir: &Path) -> Output {
+pub(crate) fn pactum(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pactum"))
         .args(args)
         .current_dir(dir)
@@ -27,15 +27,15 @@ fn pactum(args: &[&str], dir: &Path) -> Output {
         .expect("run pactum")
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-fn scratch(name: &str) -> PathBuf {
+pub(crate) fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pactum-cli-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -487,7 +487,7 @@ fn sig_bad_input_is_a_one_line_error_with_the_byte_offset() {
     );
 }
 
-fn vmfb_fixture(name: &str) -> String {
+pub(crate) fn vmfb_fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../pactum-iree/tests/fixtures/vmfb")
         .join(name)

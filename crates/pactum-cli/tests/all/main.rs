@@ -2,7 +2,9 @@
 //! all its dependencies): one module per area. None needs a process of its own: they run the
 //! `pactum` command in child processes.
 
+mod calling;
 mod cli;
+mod element_types;
 mod hostile_cli;
 mod mlir_call;
 mod test_command;

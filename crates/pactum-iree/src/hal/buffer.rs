@@ -323,12 +323,88 @@ pub const MAX_RANK: usize = 128;
 /// The dense row-major encoding.
 pub const DENSE_ROW_MAJOR: u32 = 1;
 
+/// The most bytes [`HalBufferView::parse`] makes from text (1 GiB), so that a typo in a shape
+/// is an error, not an allocation the machine cannot make.
+pub const MAX_PARSED_BYTES: u64 = 1 << 30;
+
+/// The opaque encoding: the bytes are not interpreted (IREE lets it pass any encoding check).
+pub const OPAQUE_ENCODING: u32 = 0;
+
 impl HalBufferView {
-    /// The bytes the shape and element type need (`None` on overflow).
+    /// The bytes the shape and element type need (`None` on overflow): sub-byte elements
+    /// packed, as IREE packs them (a `4xi4` view needs 2 bytes).
     pub fn byte_length(shape: &[u64], element_type: HalElementType) -> Option<u64> {
-        shape
-            .iter()
-            .try_fold(element_type.byte_size(), |acc, &d| acc.checked_mul(d))
+        let count = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))?;
+        element_type.dense_byte_length(count)
+    }
+
+    /// A buffer view from `iree-run-module`'s `--input` text, as IREE parses it
+    /// (`iree_hal_buffer_view_parse`): `SHAPExTYPE=ELEMENTS` (`2x3xf32=1 2 3 4 5 6`,
+    /// `f32=2`, `0x4xf32=`), the elements separated by spaces, commas or brackets; one
+    /// element fills the whole view. Each element is what
+    /// [`HalElementType::parse_element`] reads; sub-byte types are given as their packed
+    /// bytes in hex (`4xi4=21 C3` is the elements 1, 2, 3, -4). Views past
+    /// [`MAX_PARSED_BYTES`] are refused.
+    pub fn parse(text: &str) -> Result<HalBufferView, StatusError> {
+        let (head, body) = text.split_once('=').unwrap_or((text, ""));
+        let (dims, type_name) = match head.rfind('x') {
+            Some(at) => (&head[..at], &head[at + 1..]),
+            None => ("", head),
+        };
+        let element_type = HalElementType::parse(type_name)
+            .ok_or_else(|| invalid(format!("unknown element type `{type_name}` in `{text}`")))?;
+        let shape = if dims.is_empty() {
+            Vec::new()
+        } else {
+            dims.split('x')
+                .map(|d| {
+                    d.parse::<u64>()
+                        .map_err(|_| invalid(format!("bad dimension `{d}` in `{text}`")))
+                })
+                .collect::<Result<Vec<u64>, _>>()?
+        };
+        if shape.len() > MAX_RANK {
+            return Err(invalid(format!("`{text}` has a rank past {MAX_RANK}")));
+        }
+        let length = HalBufferView::byte_length(&shape, element_type)
+            .ok_or_else(|| invalid(format!("shape of `{text}` overflows")))?;
+        if length > MAX_PARSED_BYTES {
+            return Err(invalid(format!(
+                "`{}` needs {length} bytes; text inputs hold at most {MAX_PARSED_BYTES} (larger \
+                 tensors belong in files)",
+                head
+            )));
+        }
+        // One slot a byte for packed sub-byte types, one an element otherwise.
+        let slot = element_type.byte_size();
+        let slots = length / slot;
+        let tokens: Vec<&str> = body
+            .split(|c: char| c.is_whitespace() || matches!(c, ',' | '[' | ']'))
+            .filter(|t| !t.is_empty())
+            .collect();
+        let mut bytes = Vec::new();
+        match tokens.as_slice() {
+            [] if slots == 0 => {}
+            [one] if slots > 1 => {
+                let element = element_type.parse_element(one).map_err(invalid)?;
+                for _ in 0..slots {
+                    bytes.extend_from_slice(&element);
+                }
+            }
+            _ if tokens.len() as u64 == slots => {
+                for token in &tokens {
+                    bytes.extend(element_type.parse_element(token).map_err(invalid)?);
+                }
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "`{text}` gives {} element(s) for {slots}",
+                    tokens.len()
+                )));
+            }
+        }
+        let buffer = HalBuffer::from_bytes(&bytes, None)?;
+        HalBufferView::new(buffer, shape, element_type, DENSE_ROW_MAJOR)
     }
 
     /// A view of `buffer` with `shape`; the buffer must hold the elements.

@@ -94,7 +94,8 @@ mod workers;
 
 pub use allocator::{BufferParams, FREE_BLOCK_CACHE_BYTES, HalAllocator, HostAllocator};
 pub use buffer::{
-    Binding, DENSE_ROW_MAJOR, HalBuffer, HalBufferView, MAX_RANK, WHOLE_BUFFER, shape_text,
+    Binding, DENSE_ROW_MAJOR, HalBuffer, HalBufferView, MAX_PARSED_BYTES, MAX_RANK,
+    OPAQUE_ENCODING, WHOLE_BUFFER, shape_text,
 };
 pub use command::{BufferRef, Command, HalCommandBuffer, MAX_COMMANDS};
 pub use device::{ANY_QUEUE, HalDevice, Submission, id_matches};

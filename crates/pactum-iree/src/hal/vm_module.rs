@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::allocator::{BufferParams, HalAllocator};
-use super::buffer::{Binding, HalBuffer, HalBufferView, shape_text};
+use super::buffer::{Binding, HalBuffer, HalBufferView, OPAQUE_ENCODING, shape_text};
 use super::command::{BufferRef, Command, HalCommandBuffer};
 use super::device::{HalDevice, Submission};
 use super::element::HalElementType;
@@ -188,19 +188,21 @@ fn buffer_view_assert(
     let element_type = HalElementType(element_type as u32);
     let encoding = encoding as u32;
     let expected = dims(shape)?;
-    if view.element_type != element_type {
+    // IREE checks the encoding first (a wrong encoding is worse than a wrong shape); an
+    // opaque encoding (0) passes, as the caller then only carries the bytes around.
+    if view.encoding_type != OPAQUE_ENCODING && view.encoding_type != encoding {
+        return Err(invalid(format!(
+            "{} encoding mismatch; expected {encoding:#010x} but have {:#010x}",
+            message(),
+            view.encoding_type
+        )));
+    }
+    if !view.element_type.satisfies(element_type) {
         return Err(invalid(format!(
             "{} element type mismatch; expected {} but have {}",
             message(),
             element_type.describe(),
             view.element_type.describe()
-        )));
-    }
-    if view.encoding_type != encoding {
-        return Err(invalid(format!(
-            "{} encoding mismatch; expected {encoding:#010x} but have {:#010x}",
-            message(),
-            view.encoding_type
         )));
     }
     let shapes = || {

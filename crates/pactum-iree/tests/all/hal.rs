@@ -1645,3 +1645,58 @@ fn waits_on_fences_are_bounded_by_the_wait_limit() {
     );
     signaller.join().unwrap();
 }
+
+/// Sub-byte elements are packed, as IREE packs them: a `4xi4` view needs 2 bytes (IREE's
+/// compiled programs make such views over 2-byte buffers), `3xi4` rounds up to 2.
+#[test]
+fn sub_byte_views_need_their_packed_bytes() {
+    use pactum_iree::hal::{DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType};
+    let i4 = HalElementType::parse("i4").unwrap();
+    assert_eq!(HalBufferView::byte_length(&[4], i4), Some(2));
+    assert_eq!(HalBufferView::byte_length(&[3], i4), Some(2));
+    assert_eq!(
+        HalBufferView::byte_length(&[8], HalElementType::parse("ui2").unwrap()),
+        Some(2)
+    );
+    let buffer = HalBuffer::from_bytes(&[0x21, 0xC3], None).unwrap();
+    let view = HalBufferView::new(buffer.clone(), vec![4], i4, DENSE_ROW_MAJOR).unwrap();
+    assert_eq!(view.to_bytes(), vec![0x21, 0xC3]);
+    let error = HalBufferView::new(buffer, vec![5], i4, DENSE_ROW_MAJOR).unwrap_err();
+    assert!(
+        error.message.contains("needs 3 bytes; the buffer holds 2"),
+        "{}",
+        error.message
+    );
+}
+
+/// iree-run-module's `--input` text: what IREE refuses is an error naming the text, never a
+/// panic or an allocation the machine cannot make.
+#[test]
+fn parsed_inputs_refuse_what_iree_refuses() {
+    use pactum_iree::hal::HalBufferView;
+    let view = HalBufferView::parse("4xi4=21 C3").unwrap();
+    assert_eq!(view.to_bytes(), vec![0x21, 0xC3]);
+    assert_eq!(
+        HalBufferView::parse("2xi1=01 00").unwrap().to_bytes(),
+        vec![1, 0]
+    );
+    assert_eq!(
+        HalBufferView::parse("3xf8E4M3FN=1").unwrap().to_bytes(),
+        vec![0x38; 3]
+    );
+    for (text, says) in [
+        ("4xq7=1", "unknown element type"),
+        ("3xf32=1 2", "gives 2 element(s) for 3"),
+        ("2xi1=1 0", "hex"),
+        ("4xi4=1 2 3 4", "gives 4 element(s) for 2"),
+        ("2xi8=1 200", "not a valid i8"),
+        ("2xui8=-1 2", "not a valid ui8"),
+        ("99999999999x99999999999xf32=0", "overflows"),
+        ("4000000000xf32=0", "at most"),
+        ("2xfoo3=1", "unknown element type"),
+        ("ax2xf32=1", "bad dimension"),
+    ] {
+        let error = HalBufferView::parse(text).unwrap_err();
+        assert!(error.message.contains(says), "{text}: {}", error.message);
+    }
+}

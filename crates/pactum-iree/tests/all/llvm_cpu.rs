@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use pactum::{Any, AnyView, Array, Function, Map, Tensor};
-use pactum_iree::hal::{HalFence, HalModule, LocalDevice, Workers, c_format_g, hal_ref};
+use pactum_iree::hal::{
+    HalBufferView, HalFence, HalModule, LocalDevice, Workers, c_format_g, hal_ref,
+};
 use pactum_iree::module::{IreeModule, buffer_view_to_tensor, tensor_to_buffer_view};
 use pactum_iree::vm::{Context, Limits, Ref, Value};
 use pactum_iree::vmfb::VmfbFile;
@@ -30,44 +32,18 @@ fn load(name: &str, workers: Workers) -> IreeModule {
 
 /// An iree-run-module input (`2x3xf32=1 2 3 4 5 6`, `0xf32=`, `7`, `0.5`) as a pactum value.
 fn input(text: &str) -> Any {
-    let Some((head, body)) = text.split_once('=') else {
+    if !text.contains('=') {
         return match text.parse::<i64>() {
             Ok(int) => Any::from(int),
             Err(_) => Any::from(text.parse::<f64>().unwrap()),
         };
-    };
-    let mut parts: Vec<&str> = head.split('x').collect();
-    let ty = parts.pop().unwrap();
-    let shape: Vec<i64> = parts.iter().map(|d| d.parse().unwrap()).collect();
-    let count = shape.iter().product::<i64>() as usize;
-    let tokens: Vec<&str> = body
-        .split([' ', '[', ']'])
-        .filter(|t| !t.is_empty())
-        .collect();
-    // iree-run-module repeats a single value to fill the shape.
-    let token = |k: usize| {
-        if tokens.len() == 1 {
-            tokens[0]
-        } else {
-            tokens[k]
-        }
-    };
-    let tensor = match ty {
-        "f32" => {
-            let values: Vec<f32> = (0..count).map(|k| token(k).parse().unwrap()).collect();
-            Tensor::from_slice(&values, &shape)
-        }
-        "i32" => {
-            let values: Vec<i32> = (0..count).map(|k| token(k).parse().unwrap()).collect();
-            Tensor::from_slice(&values, &shape)
-        }
-        "i64" => {
-            let values: Vec<i64> = (0..count).map(|k| token(k).parse().unwrap()).collect();
-            Tensor::from_slice(&values, &shape)
-        }
-        other => panic!("element type {other} in {text:?}"),
-    };
-    Any::from(tensor.unwrap())
+    }
+    // Read as iree-run-module reads it, then as the tensor pactum's callers pass.
+    let view = HalBufferView::parse(text).unwrap_or_else(|e| panic!("input {text:?}: {e}"));
+    let tensor = buffer_view_to_tensor(&view)
+        .unwrap()
+        .unwrap_or_else(|| panic!("no pactum tensor type for {text:?}"));
+    Any::from(tensor)
 }
 
 /// A tensor's type, shape and bytes.

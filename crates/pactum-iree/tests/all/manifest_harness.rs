@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use pactum_iree::hal::{
-    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, c_format_g, hal_ref,
-};
+use pactum_iree::hal::{HalBufferView, HalFence, c_format_g, hal_ref};
 use pactum_iree::vm::{Context, Ref, StatusCode, Value, VmError};
 use pactum_iree::vmfb::VmfbFile;
 use pactum_testing::iree::{IreeTensor, IreeValue, ManifestRun, render_results};
@@ -38,45 +36,10 @@ pub(crate) fn printed(value: &Value) -> IreeValue {
     }
 }
 
-/// A tensor input (`2x3xf32=1 2 3 4 5 6`, `0xf32=`, `f32=2`) as a buffer view.
+/// A tensor input (`2x3xf32=1 2 3 4 5 6`, `0xf32=`, `f32=2`) as a buffer view, parsed by
+/// pactum's reading of iree-run-module's syntax.
 fn tensor_input(text: &str) -> Value {
-    let (head, body) = text.split_once('=').unwrap();
-    let mut parts: Vec<&str> = head.split('x').collect();
-    let ty = HalElementType::parse(parts.pop().unwrap()).unwrap();
-    let shape: Vec<u64> = parts.iter().map(|d| d.parse().unwrap()).collect();
-    let count: u64 = shape.iter().product();
-    let tokens: Vec<&str> = body
-        .split([' ', '[', ']'])
-        .filter(|t| !t.is_empty())
-        .collect();
-    let mut bytes = Vec::new();
-    for k in 0..count as usize {
-        // iree-run-module repeats a single value to fill the shape.
-        let token = if tokens.len() == 1 {
-            tokens[0]
-        } else {
-            tokens[k]
-        };
-        let size = ty.byte_size() as usize;
-        if ty.numerical_type() == 0x21 {
-            let v: f64 = match token {
-                "nan" | "NAN" => f64::NAN,
-                "inf" | "INF" => f64::INFINITY,
-                "-inf" | "-INF" => f64::NEG_INFINITY,
-                _ => token.parse().unwrap(),
-            };
-            match size {
-                4 => bytes.extend((v as f32).to_le_bytes()),
-                8 => bytes.extend(v.to_le_bytes()),
-                _ => panic!("float size {size}"),
-            }
-        } else {
-            let v: i64 = token.parse().unwrap();
-            bytes.extend(&v.to_le_bytes()[..size]);
-        }
-    }
-    let buffer = HalBuffer::from_bytes(&bytes, None).unwrap();
-    let view = HalBufferView::new(buffer, shape, ty, DENSE_ROW_MAJOR).unwrap();
+    let view = HalBufferView::parse(text).unwrap_or_else(|e| panic!("input {text:?}: {e}"));
     Value::Ref(Some(Ref::Object(Arc::new(view))))
 }
 

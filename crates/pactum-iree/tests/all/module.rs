@@ -275,3 +275,35 @@ fn modules_importing_check_get_one_and_failed_expectations_are_errors() {
     let passing = IreeModule::load(fixture("check_success_vmvx.vmfb")).unwrap();
     assert!(passing.call("eq_views", &[]).unwrap().is_none());
 }
+
+/// Arguments that only `iree.abi.name` names (the declaration records the names, no
+/// `iree.abi` JSON) are positional, as iree-run-module and iree.runtime pass them; the result
+/// is the one iree-run-module recorded for the same inputs.
+#[test]
+fn arguments_named_only_in_the_declaration_are_positional() {
+    use pactum_iree::hal::HalBufferView;
+    use pactum_iree::module::{buffer_view_to_tensor, tensor_to_buffer_view};
+    use pactum_testing::iree::{IreeTensor, IreeValue, manifest_runs};
+
+    let module = module("calling_vmvx.vmfb");
+    let run = manifest_runs()
+        .unwrap()
+        .into_iter()
+        .find(|run| run.file == "calling_vmvx.vmfb" && run.function == "scale")
+        .unwrap();
+    let recorded = run.recorded().unwrap();
+    let [IreeValue::Tensor(expected)] = recorded.expect_results() else {
+        panic!("{run}: {recorded:?}");
+    };
+    let x = buffer_view_to_tensor(&HalBufferView::parse(&run.inputs[0]).unwrap())
+        .unwrap()
+        .unwrap();
+    let factor: f64 = run.inputs[1].parse().unwrap();
+    let result = module
+        .function("scale")
+        .unwrap()
+        .call(&[AnyView::from(&x), AnyView::from(factor)])
+        .unwrap_or_else(|e| panic!("{run}: {e}"));
+    let view = tensor_to_buffer_view(&result.cast::<pactum::Tensor>().unwrap()).unwrap();
+    assert_eq!(&IreeTensor::parse(&view.format(1024)).unwrap(), expected);
+}

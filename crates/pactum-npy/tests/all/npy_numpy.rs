@@ -470,3 +470,51 @@ fn numpy_reads_what_rust_writes() {
     assert_eq!(checked, files + 8 + 1);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The types `ml_dtypes` adds to NumPy, written by pactum with their names as the descr:
+/// NumPy (with `ml_dtypes` imported) loads each file as that type, with pactum's bytes.
+#[test]
+fn numpy_with_ml_dtypes_loads_what_pactum_writes_for_its_types() {
+    let Some(python) = python() else { return };
+    let dir = scratch("ml-dtypes");
+    let names = [
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "int4",
+        "uint4",
+        "int2",
+        "uint2",
+    ];
+    for name in names {
+        let dtype = DataType::parse(name).unwrap();
+        let tensor = Tensor::empty(&[2, 3], dtype).unwrap();
+        let size = dtype.element_bytes().unwrap();
+        // SAFETY: a fresh compact CPU tensor of 6 elements of `size` bytes, referenced by
+        // nothing else.
+        let data =
+            unsafe { std::slice::from_raw_parts_mut(tensor.data_ptr().cast::<u8>(), 6 * size) };
+        for (j, byte) in data.iter_mut().enumerate() {
+            // Valid bits for every type: the sub-byte integers use only their low bits.
+            *byte = (j % 3) as u8;
+        }
+        npy::write_file(dir.join(format!("{name}.npy")), &tensor).unwrap();
+    }
+    let script = format!(
+        r#"
+import sys, pathlib, numpy as np, ml_dtypes
+d = pathlib.Path(sys.argv[1])
+for name in {names:?}:
+    a = np.load(d / (name + ".npy"))
+    assert a.dtype == np.dtype(name), (name, a.dtype)
+    assert a.shape == (2, 3), (name, a.shape)
+    raw = a.reshape(-1).view(np.uint8).tolist()
+    assert raw == [j % 3 for j in range(6 * a.dtype.itemsize)], (name, raw)
+print("ok")
+"#
+    );
+    assert_eq!(run_python(&python, &script, &dir).trim(), "ok");
+}
