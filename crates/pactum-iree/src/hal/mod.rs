@@ -100,8 +100,9 @@ pub use command::{BufferRef, Command, HalCommandBuffer, MAX_COMMANDS};
 pub use device::{ANY_QUEUE, HalDevice, Submission, id_matches};
 pub use element::{HalElementType, c_format_g, format_tensor};
 pub use executable::{
-    DISPATCH_CCONV, EmbeddedExecutable, HalExecutable, VMVX_FORMAT, VmvxExecutable,
-    embedded_elf_format, executables_in_vmfb, is_elf_format, system_elf_format, vm_view,
+    DISPATCH_CCONV, EmbeddedExecutable, HalExecutable, VMVX_FORMAT, VMVX_MODULE_NAME,
+    VMVX_MODULE_VERSION, VmvxExecutable, embedded_elf_format, executables_in_vmfb, is_elf_format,
+    system_elf_format, vm_view, vmvx_module,
 };
 #[cfg(feature = "llvm-cpu")]
 pub use executable::{ElfError, ElfExecutable, ElfSummary, check_elf_executable};

@@ -23,3 +23,4 @@ mod vm_manifest;
 mod vm_reference;
 mod vmfb;
 mod vmfb_loader;
+mod vmvx_module;
