@@ -16,7 +16,8 @@
 //!   on the calling thread, [`Workers::CallerThread`]). Queue operations complete before they
 //!   return.
 //! - **Executable loaders** (`executable/`): `vmvx-bytecode-fb` ([`VmvxExecutable`], a VM
-//!   bytecode module run by pactum's interpreter in a context of its own) and
+//!   bytecode module run by pactum's interpreter in a context of its own, with the `vmvx`
+//!   module of microkernels, [`vmvx_module`], registered) and
 //!   `embedded-elf-<arch>` / `system-elf-<arch>` ([`ElfExecutable`], machine code from the
 //!   `llvm-cpu` backend, loaded by pactum's own ELF loader). [`executables_in_vmfb`] finds
 //!   the executables a `.vmfb` carries.
