@@ -6,12 +6,14 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use pactum_iree::hal::{executables_in_vmfb, vmvx_module};
 use pactum_iree::vm::{
     ByteSource, Context, Limits, NativeModule, Ref, StatusCode, Value, VmBuffer, VmError,
 };
 use pactum_iree::vmfb::VmfbFile;
+use pactum_testing::hostile::Stopwatch;
 use pactum_testing::iree::fixtures_dir;
 
 /// IREE 3.13's export table (`runtime/src/iree/modules/vmvx/exports.inl`): name and calling
@@ -384,4 +386,109 @@ fn pack_and_unpack_refuse_inconsistent_shapes() {
     args.push(Value::I32(0x02));
     let (status, message) = status_of(context.call("vmvx.unpack", &args));
     assert_eq!(status, StatusCode::InvalidArgument, "{message}");
+}
+
+/// A small deterministic generator (xorshift64*), so a failure reproduces.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[(self.next() % items.len() as u64) as usize]
+    }
+}
+
+/// Random arguments (sizes, strides and offsets from 0 to `i64::MAX` and negative, every
+/// flag family, buffers of 0 to 96 bytes, some read-only) for random exports: each call
+/// returns or fails naming its function, within half a second of CPU time (zero sizes with
+/// huge others, or a K0 of zero with a huge K, do no work).
+#[test]
+fn random_calls_of_every_export_return_or_fail_without_a_panic() {
+    let context = context();
+    let bytes: &'static [u8] = &[0x5A; 96];
+    let source: Arc<dyn ByteSource> = Arc::new(bytes);
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let sizes: &[i64] = &[
+        -1,
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+        8,
+        16,
+        1 << 31,
+        1 << 40,
+        i64::MAX,
+        i64::MIN,
+    ];
+    let flags: &[i32] = &[
+        0, 1, 2, 3, 4, 0x101, 0x102, 0x201, 0x301, 0x302, 0x303, 0x401, 0x601, 0x602, 0x203, -1,
+    ];
+    let (mut ok, mut failed) = (0, 0);
+    for _ in 0..20_000 {
+        let (name, cconv) = rng.pick(IREE_EXPORTS);
+        let (params, _) = cconv[1..].split_once('_').unwrap();
+        let args: Vec<Value> = params
+            .chars()
+            .map(|kind| match kind {
+                'r' => match rng.next() % 4 {
+                    0 => Value::Ref(Some(Ref::Buffer(Arc::new(
+                        VmBuffer::read_only(source.clone(), 0..96).unwrap(),
+                    )))),
+                    n => buffer(&vec![0xA5; [0, 16, 64, 96][n as usize]]),
+                },
+                'I' => Value::I64(rng.pick(sizes)),
+                'i' => Value::I32(rng.pick(flags)),
+                other => panic!("{name}: unexpected argument kind {other}"),
+            })
+            .collect();
+        let one = Stopwatch::start();
+        let result = context.call(&format!("vmvx.{name}"), &args);
+        one.assert_within(&format!("vmvx.{name} {args:?}"), Duration::from_millis(500));
+        match result {
+            Ok(_) => ok += 1,
+            Err(error) => {
+                assert!(
+                    error.to_string().contains(&format!("vmvx.{name}")),
+                    "{error}"
+                );
+                failed += 1;
+            }
+        }
+    }
+    // Both outcomes are reached, so the calls are not all refused up front.
+    assert!(ok > 500 && failed > 500, "{ok} returned, {failed} failed");
+}
+
+#[test]
+fn empty_work_with_huge_other_sizes_returns_at_once() {
+    let context = context();
+    let data = buffer(&[0; 16]);
+    let out = buffer(&[0; 16]);
+    let one = Stopwatch::start();
+    // i64::MAX rows of no elements.
+    let mut args = Vec::new();
+    args.extend(operand(&data, 0, [0, 1]));
+    args.extend(operand(&out, 0, [0, 1]));
+    args.extend([Value::I64(i64::MAX), Value::I64(0)]);
+    context.call("vmvx.copy.2d.x32", &args).unwrap();
+    // K of 2^31 - 1 steps of K0 = 0 elements: 2x2 tiles of zero sums.
+    let args = mmt4d_args(
+        &data,
+        &data,
+        &out,
+        [1, 1, i64::from(i32::MAX)],
+        [2, 2, 0],
+        1,
+    );
+    context.call("vmvx.mmt4d", &args).unwrap();
+    one.assert_within("empty work", Duration::from_millis(500));
 }

@@ -387,6 +387,9 @@ fn binary_2d(
     let lhs_layout = layout(function, "lhs", lhs, sizes, 4)?;
     let rhs_layout = layout(function, "rhs", rhs, sizes, 4)?;
     let out_layout = output_layout(function, "out", out, sizes, 4)?;
+    if sizes.contains(&0) {
+        return Ok(());
+    }
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..sizes[0] {
         read_row(function, "lhs", lhs.buffer, &lhs_layout, i, &mut a)?;
@@ -414,6 +417,9 @@ fn unary_2d(
     let sizes = sizes(function, size0, size1)?;
     let in_layout = layout(function, "in", input, sizes, 4)?;
     let out_layout = output_layout(function, "out", out, sizes, 4)?;
+    if sizes.contains(&0) {
+        return Ok(());
+    }
     let (mut a, mut c) = (Vec::new(), Vec::new());
     for i in 0..sizes[0] {
         read_row(function, "in", input.buffer, &in_layout, i, &mut a)?;
@@ -435,6 +441,9 @@ fn copy_2d(
     let sizes = sizes(function, size0, size1)?;
     let in_layout = layout(function, "in", input, sizes, element)?;
     let out_layout = output_layout(function, "out", out, sizes, element)?;
+    if sizes.contains(&0) {
+        return Ok(());
+    }
     let mut row = Vec::new();
     for i in 0..sizes[0] {
         read_row(function, "in", input.buffer, &in_layout, i, &mut row)?;
@@ -447,6 +456,9 @@ fn fill_2d_x32(value: i32, out: Rows<'_>, size0: i64, size1: i64) -> Result<(), 
     const F: &str = "vmvx.fill.2d.x32";
     let sizes = sizes(F, size0, size1)?;
     let layout = output_layout(F, "out", out.strided(), sizes, 4)?;
+    if sizes.contains(&0) {
+        return Ok(());
+    }
     let pattern = value.to_le_bytes();
     for i in 0..sizes[0] {
         out.buffer
@@ -533,9 +545,12 @@ fn mmt4d(
     let lhs_layout = layout(F, "lhs", lhs.strided(), [m, lhs_row], in_size)?;
     let rhs_layout = layout(F, "rhs", rhs.strided(), [n, rhs_row], in_size)?;
     let out_layout = output_layout(F, "out", out.strided(), [m, n * out_tile], 4)?;
-    if m == 0 || n == 0 || (k == 0 && accumulate) {
+    // Nothing to write (IREE returns early for M or N of zero too), or nothing to add.
+    if m == 0 || n == 0 || out_tile == 0 || (k == 0 && accumulate) {
         return Ok(());
     }
+    // A K0 of zero makes every K step empty: the sums are over nothing.
+    let k = if k0 == 0 { 0 } else { k };
     let (mut lhs_bytes, mut rhs_bytes, mut out_bytes) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..m {
         read_row(F, "lhs", lhs.buffer, &lhs_layout, i, &mut lhs_bytes)?;
