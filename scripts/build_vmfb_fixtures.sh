@@ -67,7 +67,15 @@ def die(msg):
 
 
 def tool(name):
-    return str(BIN / name)
+    """The pinned package's console script, or the binary the runtime wheel ships in
+    iree/_runtime_libs when the venv has no script for it."""
+    script = BIN / name
+    if script.exists():
+        return str(script)
+    for libs in sorted(ROOT.glob(".venv-iree/lib/python3*/site-packages/iree/_runtime_libs")):
+        if (libs / name).exists():
+            return str(libs / name)
+    return str(script)
 
 
 # ---------------------------------------------------------------- sources
@@ -228,6 +236,8 @@ def verify(path, fx):
         "llvm-cpu-system": b"system-elf-x86_64" in emb
                            and any(b.startswith(b"\x7fELF") for b in ext_bytes),
         "vmvx": b"vmvx-bytecode-fb" in emb,
+        "vmvx_microkernels": b"vmvx-bytecode-fb" in emb
+                             and any(re.search(rb"vmvx\.[a-z]", b) for b in ext_bytes),
         "zip_container": kind == "zip",
         "bare_container": kind == "flatbuffer",
     }
@@ -259,7 +269,8 @@ with tempfile.TemporaryDirectory(prefix="vmfb-fixtures-") as tmp:
         if container != flags_kind:
             die(f"{f['file']}: container {container}, flags say {flags_kind}")
         backends = [fl.split("=", 1)[1] for fl in f["flags"]
-                    if fl.startswith("--iree-hal-target-backends=")]
+                    if fl.startswith(("--iree-hal-target-backends=",
+                                      "--iree-hal-local-target-device-backends="))]
         run_entries = []
         for r in f["runs"]:
             cmd = [tool("iree-run-module")]

@@ -16,7 +16,8 @@
 //!   on the calling thread, [`Workers::CallerThread`]). Queue operations complete before they
 //!   return.
 //! - **Executable loaders** (`executable/`): `vmvx-bytecode-fb` ([`VmvxExecutable`], a VM
-//!   bytecode module run by pactum's interpreter in a context of its own) and
+//!   bytecode module run by pactum's interpreter in a context of its own, with the `vmvx`
+//!   module of microkernels, [`vmvx_module`], registered) and
 //!   `embedded-elf-<arch>` / `system-elf-<arch>` ([`ElfExecutable`], machine code from the
 //!   `llvm-cpu` backend, loaded by pactum's own ELF loader). [`executables_in_vmfb`] finds
 //!   the executables a `.vmfb` carries.
@@ -101,8 +102,9 @@ pub use command::{BufferRef, Command, HalCommandBuffer, MAX_COMMANDS};
 pub use device::{ANY_QUEUE, HalDevice, Submission, id_matches};
 pub use element::{HalElementType, c_format_g, format_tensor};
 pub use executable::{
-    DISPATCH_CCONV, EmbeddedExecutable, HalExecutable, VMVX_FORMAT, VmvxExecutable,
-    embedded_elf_format, executables_in_vmfb, is_elf_format, system_elf_format, vm_view,
+    DISPATCH_CCONV, EmbeddedExecutable, HalExecutable, VMVX_FORMAT, VMVX_MODULE_NAME,
+    VMVX_MODULE_VERSION, VmvxExecutable, embedded_elf_format, executables_in_vmfb, is_elf_format,
+    system_elf_format, vm_view, vmvx_module,
 };
 #[cfg(feature = "llvm-cpu")]
 pub use executable::{ElfError, ElfExecutable, ElfSummary, check_elf_executable};

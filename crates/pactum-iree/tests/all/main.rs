@@ -24,3 +24,4 @@ mod vm_manifest;
 mod vm_reference;
 mod vmfb;
 mod vmfb_loader;
+mod vmvx_module;

@@ -14,7 +14,11 @@
 //!
 //! [`executables_in_vmfb`] finds the executables a `.vmfb` carries in its read-only data.
 //!
-//! Layers: `elf` ← `mapping` ← `library` (with `fpu`); `vmvx` and `in_vmfb` beside them; this module on top.
+//! - The `vmvx` VM module ([`vmvx_module`]): the microkernels vmvx executables import when
+//!   compiled with `--iree-vmvx-enable-microkernels`, registered in each one's context.
+//!
+//! Layers: `elf` ← `mapping` ← `library` (with `fpu`); `vmvx_module` ← `vmvx`, and `in_vmfb`,
+//! beside them; this module on top.
 
 #[cfg(feature = "llvm-cpu")]
 mod elf;
@@ -26,6 +30,7 @@ mod library;
 #[cfg(feature = "llvm-cpu")]
 mod mapping;
 mod vmvx;
+mod vmvx_module;
 
 use std::any::Any;
 use std::fmt;
@@ -36,6 +41,7 @@ pub use in_vmfb::{EmbeddedExecutable, executables_in_vmfb};
 #[cfg(feature = "llvm-cpu")]
 pub use library::ElfExecutable;
 pub use vmvx::{DISPATCH_CCONV, VmvxExecutable, vm_view};
+pub use vmvx_module::{VMVX_MODULE_NAME, VMVX_MODULE_VERSION, vmvx_module};
 
 /// A loaded executable: named dispatch functions (exports), by ordinal.
 pub trait HalExecutable: Send + Sync + fmt::Debug + Any {

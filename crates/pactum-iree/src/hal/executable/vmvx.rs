@@ -7,11 +7,16 @@
 //! `!vm.buffer`s, each a view of the bound HAL buffer range), then the workgroup id, the
 //! workgroup size and the workgroup count, x, y, z each. Every workgroup of the grid runs
 //! once, x fastest.
+//!
+//! The context has the `vmvx` module ([`vmvx_module`]) registered first, as IREE's vmvx
+//! loader does, so executables compiled with `--iree-vmvx-enable-microkernels` link their
+//! `vmvx.*` imports against it.
 
 use std::sync::Arc;
 
+use super::vmvx_module::vmvx_module;
 use crate::hal::buffer::{Binding, HalBuffer};
-use crate::status::{StatusCode, StatusError};
+use crate::status::StatusError;
 use crate::vm::{Context, ElementType, Function, Limits, Ref, RefType, Value, VmBuffer, VmList};
 use crate::vmfb::VmfbFile;
 
@@ -48,22 +53,15 @@ impl VmvxExecutable {
             let module = file
                 .module()
                 .map_err(|e| invalid(format!("vmvx executable is not a VM module: {e}")))?;
-            if let Some(import) = module.imports().find(|i| i.full_name.starts_with("vmvx.")) {
-                return Err(StatusError::new(
-                    StatusCode::Unimplemented,
-                    format!(
-                        "vmvx executable imports `{}`: microkernels \
-                         (--iree-vmvx-enable-microkernels) are not supported",
-                        import.full_name
-                    ),
-                ));
-            }
             module
                 .exports()
                 .map(|e| e.local_name.to_owned())
                 .collect::<Vec<_>>()
         };
         let mut context = Context::new(limits);
+        context
+            .register_native(vmvx_module())
+            .map_err(|e| invalid(format!("vmvx executable: {e}")))?;
         let name = context
             .load_bytecode(file)
             .map_err(|e| invalid(format!("vmvx executable failed to load: {e}")))?;
