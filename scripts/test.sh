@@ -84,6 +84,7 @@ say "ONNX conformance slice: onnx's node tests, compiled by iree-compile, run by
 # in target/onnx-conformance. Fails when pactum differs from IREE outside
 # conformance/onnx/known_differences.txt, or a listed difference is gone.
 cargo build -q -p pactum-cli
+.venv/bin/python -m pytest -q conformance/onnx
 .venv/bin/python conformance/onnx/corpus.py --slice --jobs "$(nproc)"
 
 if [ "${PACTUM_SKIP_LINT:-0}" != 1 ]; then
