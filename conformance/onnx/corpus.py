@@ -260,11 +260,18 @@ def build_case(case, tools: Tools, cache: pathlib.Path) -> dict:
 def outputs_match(expected, actual, rtol: float, atol: float):
     """onnx's backend-test rule (onnx.backend.test.runner.Runner.assert_similar_outputs):
     equal shape, equal dtype, then numpy's assert_allclose(rtol, atol) (NaN equals NaN); bool
-    and integer results therefore compare exactly. Returns None or what differs."""
+    and integer results therefore compare exactly. Integers of the same width but another
+    signedness are compared by their bits (IREE's integers are signless). Returns None or
+    what differs."""
     import numpy as np
 
     if actual.shape != expected.shape:
         return f"shape {actual.shape}, expected {expected.shape}"
+    if (actual.dtype != expected.dtype and actual.dtype.kind in "iu" and expected.dtype.kind in "iu"
+            and actual.dtype.itemsize == expected.dtype.itemsize):
+        # IREE's integers are signless (iN): iree-run-module writes them as signed, and a
+        # uint16 result comes back as int16 with the same bits.
+        actual = actual.view(expected.dtype)
     if actual.dtype != expected.dtype:
         return f"dtype {actual.dtype}, expected {expected.dtype}"
     try:
@@ -329,7 +336,12 @@ def pactum_cause(text: str) -> str:
 
 
 def error_text(stderr: str) -> str:
+    """The line of a tool's stderr that says what went wrong: IREE's status line
+    (`file.c:12: INVALID_ARGUMENT; ...`), else the first line naming an error, else the last."""
     lines = [l.strip() for l in stderr.splitlines() if l.strip()]
+    for line in lines:
+        if re.search(r":\d+: [A-Z_]{4,}; ", line):
+            return line[:400]
     for line in lines:
         if line.startswith("Error:") or "error" in line.lower():
             return line[:400]
@@ -390,8 +402,10 @@ def run_case(record, backend: str, tools: Tools, cache: pathlib.Path) -> dict:
         if rc != 0:
             text = error_text(err)
             result["outcome"], result["class"] = "pactum-wrong", pactum_cause(text)
-            result["detail"] = text if rc is not None else f"timed out after {RUN_TIMEOUT_S} s"
-            if rc is not None and rc < 0:
+            result["detail"] = text
+            if rc is None:
+                result["class"], result["detail"] = "timeout", f"timed out after {RUN_TIMEOUT_S} s"
+            elif rc < 0:
                 result["class"], result["detail"] = "crash", f"killed by signal {-rc}"
             return result
         problem = compare_outputs(folder, out, [f"result_{i}.npy" for i in range(record["outputs"])],

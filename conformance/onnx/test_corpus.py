@@ -14,6 +14,9 @@ def test_outputs_match_is_onnx_rule():
     assert "Mismatch" in corpus.outputs_match(f, f * 1.01, 1e-3, 1e-7)
     assert "dtype" in corpus.outputs_match(f, f.astype(np.float64), 1e-3, 1e-7)
     assert "shape" in corpus.outputs_match(f, f[:2], 1e-3, 1e-7)
+    unsigned = np.array([65535, 1], dtype=np.uint16)
+    assert corpus.outputs_match(unsigned, unsigned.view(np.int16), 1e-3, 1e-7) is None
+    assert "dtype" in corpus.outputs_match(unsigned, unsigned.astype(np.int32), 1e-3, 1e-7)
     ints = np.array([1, 2], dtype=np.int64)
     assert corpus.outputs_match(ints, ints + np.array([0, 1]), 1e-3, 1e-7) is not None
 
@@ -64,5 +67,5 @@ def test_list_files_parse():
     listed = corpus.read_slice()
     assert listed and len(set(listed)) == len(listed)
     known = corpus.read_known()
-    assert all(cause in {c for c, _ in corpus.PACTUM_CAUSES} | {"other", "wrong-values", "crash"}
+    assert all(cause in {c for c, _ in corpus.PACTUM_CAUSES} | {"other", "wrong-values", "crash", "timeout"}
                for cause in known.values())
