@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every pactum test on a fresh machine: installs what the tests need (C/C++ compilers,
-# Debian's MLIR 22 and LLVM 22 tools, the pinned peer packages in .venv), then format and lint
-# checks, the Rust tests (which run the C/C++ conformance suite against the official
-# libtvm_ffi.so and pactum's, and lower and call the MLIR test modules), and the docs.
+# Debian's MLIR 22 and LLVM 22 tools, valgrind, the pinned peer packages in .venv), then format
+# and lint checks, the Rust tests (which run the C/C++ conformance suite against the official
+# libtvm_ffi.so and pactum's, and lower and call the MLIR test modules), the Python package,
+# the ONNX conformance slice (conformance/onnx/), and the docs.
 #
 # Environment: PACTUM_SKIP_LINT=1 skips fmt/clippy/doc (for quick local runs).
 set -euo pipefail
