@@ -314,7 +314,9 @@ def memcheck_class(valgrind_text: str):
         if not (frames and frames[0].startswith("???") and len(frames) > 1
                 and "executable::library::Call::run" in frames[1]):
             own += 1
-    return ("pactum-wrong", "memcheck") if own else ("iree-wrong", "compiled-code-reads-outside-bindings")
+    if own:
+        return ("pactum-wrong", "memcheck")
+    return ("iree-wrong", "compiled-code-reads-outside-bindings")
 
 
 def outputs_identical(first: pathlib.Path, second: pathlib.Path, count: int):
@@ -377,7 +379,8 @@ def run_case(record, backend: str, tools: Tools, cache: pathlib.Path) -> dict:
         problem = compare_outputs(folder, tmp, [f"iree_{i}.npy" for i in range(record["outputs"])],
                                   record)
         if problem:
-            result["outcome"], result["class"], result["detail"] = "iree-wrong", "iree-wrong", problem
+            result.update(outcome="iree-wrong", detail=problem)
+            result["class"] = "iree-wrong"
             return result
         # Twice more, with a longer output path (which moves the heap), on the default device
         # and on local-task: compiled code that reads memory outside its bindings gives other
@@ -408,10 +411,11 @@ def run_case(record, backend: str, tools: Tools, cache: pathlib.Path) -> dict:
             elif rc < 0:
                 result["class"], result["detail"] = "crash", f"killed by signal {-rc}"
             return result
-        problem = compare_outputs(folder, out, [f"result_{i}.npy" for i in range(record["outputs"])],
-                                  record)
+        problem = compare_outputs(folder, out,
+                                  [f"result_{i}.npy" for i in range(record["outputs"])], record)
         if problem:
-            result["outcome"], result["class"], result["detail"] = "pactum-wrong", "wrong-values", problem
+            result.update(outcome="pactum-wrong", detail=problem)
+            result["class"] = "wrong-values"
             return result
     result["outcome"], result["class"] = "both-right", "both-right"
     return result
@@ -465,8 +469,10 @@ def read_slice() -> list:
     """(case, backend, memcheck) per line `CASE BACKEND [memcheck]`."""
     out = []
     for n, fields in read_list(SLICE_FILE):
-        if len(fields) not in (2, 3) or fields[1] not in BACKENDS or fields[2:] not in ([], ["memcheck"]):
-            die(f"{SLICE_FILE.name}:{n}: expected `CASE BACKEND [memcheck]`, got {' '.join(fields)}")
+        if (len(fields) not in (2, 3) or fields[1] not in BACKENDS
+                or fields[2:] not in ([], ["memcheck"])):
+            die(f"{SLICE_FILE.name}:{n}: expected `CASE BACKEND [memcheck]`, "
+                f"got {' '.join(fields)}")
         out.append((fields[0], fields[1], fields[2:] == ["memcheck"]))
     return out
 
