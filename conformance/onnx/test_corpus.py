@@ -51,6 +51,11 @@ COMPILED = """==1== Invalid read of size 4
 ==1==  Address 0x4c9249c is 28 bytes after a block of size 16 in arena "client"
 ==1== 
 """
+VECTOR_LANES = """==1== Conditional jump or move depends on uninitialised value(s)
+==1==    at 0x4859AF9: ???
+==1==    by 0x7836BC: pactum_iree::hal::executable::library::Call::run (library.rs:496)
+==1== 
+"""
 OWN = """==1== Conditional jump or move depends on uninitialised value(s)
 ==1==    at 0x7836BC: pactum_iree::vm::interp::Machine::execute (interp.rs:1)
 ==1== 
@@ -61,6 +66,8 @@ def test_memcheck_tells_compiled_code_from_pactum():
     assert corpus.memcheck_class(COMPILED) == ("iree-wrong",
                                                "compiled-code-reads-outside-bindings")
     assert corpus.memcheck_class(COMPILED + OWN) == ("pactum-wrong", "memcheck")
+    assert corpus.memcheck_class(VECTOR_LANES) == ("memcheck-clean",
+                                                   "compiled-code-uses-uninitialised-values")
 
 
 def test_list_files_parse():
