@@ -76,3 +76,23 @@ def test_list_files_parse():
     known = corpus.read_known()
     causes = {c for c, _ in corpus.PACTUM_CAUSES} | {"other", "wrong-values", "crash", "timeout"}
     assert set(known.values()) <= causes
+
+
+def outcome(case, outcome_, cls, memcheck=False):
+    return {"case": case, "backend": "llvm-cpu", "outcome": outcome_, "class": cls,
+            "detail": "", "memcheck": memcheck}
+
+
+def test_slice_check_fails_on_new_differences_and_on_fixed_listed_ones():
+    known = {("a", "llvm-cpu"): "unsigned-int-refused"}
+    listed_fails = outcome("a", "pactum-wrong", "unsigned-int-refused")
+    assert corpus.check_slice([listed_fails, outcome("b", "both-right", "both-right")],
+                              known) == 0
+    # a new difference
+    assert corpus.check_slice([listed_fails, outcome("b", "pactum-wrong", "other")], known) == 1
+    # the listed case now passes, or fails for another cause
+    assert corpus.check_slice([outcome("a", "both-right", "both-right")], known) == 1
+    assert corpus.check_slice([outcome("a", "pactum-wrong", "wrong-values")], known) == 1
+    # an error valgrind finds in pactum's own code
+    assert corpus.check_slice([listed_fails, outcome("a", "pactum-wrong", "memcheck", True)],
+                              known) == 1
