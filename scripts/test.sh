@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every pactum test on a fresh machine: installs what the tests need (C/C++ compilers,
-# Debian's MLIR 22 and LLVM 22 tools, the pinned peer packages in .venv), then format and lint
-# checks, the Rust tests (which run the C/C++ conformance suite against the official
-# libtvm_ffi.so and pactum's, and lower and call the MLIR test modules), and the docs.
+# Debian's MLIR 22 and LLVM 22 tools, valgrind, the pinned peer packages in .venv), then format
+# and lint checks, the Rust tests (which run the C/C++ conformance suite against the official
+# libtvm_ffi.so and pactum's, and lower and call the MLIR test modules), the Python package,
+# the ONNX conformance slice (conformance/onnx/), and the docs.
 #
 # Environment: PACTUM_SKIP_LINT=1 skips fmt/clippy/doc (for quick local runs).
 set -euo pipefail
@@ -19,6 +20,8 @@ command -v python3 >/dev/null || missing+=(python3 python3-venv)
 mlir_bin="${PACTUM_MLIR_BIN:-/usr/lib/llvm-22/bin}"
 [ -x "$mlir_bin/mlir-opt" ] && [ -x "$mlir_bin/mlir-translate" ] || missing+=(mlir-22-tools)
 [ -x "$mlir_bin/llc" ] || missing+=(llvm-22)
+# valgrind memchecks pactum on a few ONNX conformance cases (conformance/onnx/).
+command -v valgrind >/dev/null || missing+=(valgrind)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -q
@@ -31,6 +34,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -r scripts/requirements-peer.txt
 .venv/bin/python -c 'import tvm_ffi, numpy; print("apache-tvm-ffi", tvm_ffi.__version__, "| numpy", numpy.__version__)'
+.venv/bin/python -c 'from importlib.metadata import version as v; print("onnx", v("onnx"), "| iree-base-compiler", v("iree-base-compiler"))'
 export PACTUM_TVM_FFI_CONFIG="$PWD/.venv/bin/tvm-ffi-config"
 say "the official apache-tvm-ffi test suite (pinned sdist, .peer/tvm-ffi-tests)"
 scripts/fetch_peer_tests.sh
@@ -78,6 +82,15 @@ say "python package (python/): pip install ./python into .venv, then its pytest 
 # setuptools-rust builds crates/pactum-python (release) in this workspace's target directory.
 .venv/bin/python -m pip install -q --disable-pip-version-check ./python
 .venv/bin/python -m pytest -q python/tests
+
+say "ONNX conformance slice: onnx's node tests, compiled by iree-compile, run by iree-run-module and pactum"
+# A deterministic slice of the corpus (conformance/onnx/slice.txt; the whole corpus is
+# `conformance/onnx/corpus.py` without --slice, docs/CONFORMANCE.md). Compiled cases are cached
+# in target/onnx-conformance. Fails when pactum differs from IREE outside
+# conformance/onnx/known_differences.txt, or a listed difference is gone.
+cargo build -q -p pactum-cli
+.venv/bin/python -m pytest -q conformance/onnx
+.venv/bin/python conformance/onnx/corpus.py --slice --jobs "$(nproc)"
 
 if [ "${PACTUM_SKIP_LINT:-0}" != 1 ]; then
   say "cargo doc"
