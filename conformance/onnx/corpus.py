@@ -306,8 +306,11 @@ def memcheck_class(valgrind_text: str):
     module's own: invalid reads there are reads outside its bindings (IREE's compiled code is
     wrong, whatever values it gets); uses of uninitialised values there (vector lanes the code
     loads but does not use, as far as valgrind can tell) are noted, not judged. Any other error
-    is pactum's."""
-    own = outside = undefined = 0
+    is pactum's, except one: when the compiled code read outside its bindings or used
+    uninitialised values, its results carry those bytes, and valgrind reports them where
+    pactum writes the results to a file (`Syscall param write(buf)`); those are the compiled
+    code's too."""
+    own = written = outside = undefined = 0
     for error in re.split(r"==\d+== (?=\S)", valgrind_text):
         if not re.match(r"(Invalid|Conditional|Use of uninitialised|Syscall param)", error):
             continue
@@ -315,12 +318,15 @@ def memcheck_class(valgrind_text: str):
         compiled = (len(frames) > 1 and frames[0].startswith("???")
                     and "executable::library::Call::run" in frames[1])
         if not compiled:
-            own += 1
+            if error.startswith("Syscall param write(buf) points to uninitialised"):
+                written += 1
+            else:
+                own += 1
         elif error.startswith("Invalid"):
             outside += 1
         else:
             undefined += 1
-    if own:
+    if own or (written and not (outside or undefined)):
         return ("pactum-wrong", "memcheck")
     if outside:
         return ("iree-wrong", "compiled-code-reads-outside-bindings")

@@ -61,11 +61,22 @@ OWN = """==1== Conditional jump or move depends on uninitialised value(s)
 ==1== 
 """
 
+RESULTS_WRITTEN = """==1== Syscall param write(buf) points to uninitialised byte(s)
+==1==    at 0x4A53350: write (write.c:26)
+==1==    by 0x478979: pactum_npy::write_file (lib.rs:193)
+==1== 
+"""
+
 
 def test_memcheck_tells_compiled_code_from_pactum():
     assert corpus.memcheck_class(COMPILED) == ("iree-wrong",
                                                "compiled-code-reads-outside-bindings")
     assert corpus.memcheck_class(COMPILED + OWN) == ("pactum-wrong", "memcheck")
+    # Results computed from what the compiled code read outside its bindings are written out
+    # with those bytes: the compiled code's doing, unless it read nothing it should not.
+    assert corpus.memcheck_class(COMPILED + RESULTS_WRITTEN) == (
+        "iree-wrong", "compiled-code-reads-outside-bindings")
+    assert corpus.memcheck_class(RESULTS_WRITTEN) == ("pactum-wrong", "memcheck")
     assert corpus.memcheck_class(VECTOR_LANES) == ("memcheck-clean",
                                                    "compiled-code-uses-uninitialised-values")
 
