@@ -52,23 +52,6 @@ pub fn run(
     mlir: Option<&str>,
     device: Option<Device>,
 ) -> Result<()> {
-    let args = raw_args
-        .iter()
-        .enumerate()
-        .map(|(i, a)| args::parse(a, i))
-        .collect::<Result<Vec<_>>>()?;
-    let named = named
-        .iter()
-        .map(|pair| {
-            let (name, value) = pair
-                .split_once('=')
-                .filter(|(name, _)| !name.is_empty())
-                .ok_or_else(|| anyhow!("--named `{pair}`: expected NAME=VALUE"))?;
-            let value =
-                args::parse(value, args.len()).with_context(|| format!("--named {name}"))?;
-            Ok((name.to_owned(), value))
-        })
-        .collect::<Result<Vec<_>>>()?;
     if !library_path.exists() {
         return Err(anyhow!("{}: no such file", library_path.display()));
     }
@@ -78,17 +61,28 @@ pub fn run(
             "--named is for the iree.abi named arguments of .vmfb exports, not shared libraries"
         ));
     }
-    let callee = match mlir {
-        _ if is_vmfb => {
-            if mlir.is_some() {
-                return Err(anyhow!(
-                    "--mlir is for MLIR-compiled shared libraries, not .vmfb modules"
-                ));
-            }
-            let module = load_vmfb(library_path, device.unwrap_or(Device::LocalTask))?;
-            let result = call_vmfb(&module, function, &args, &named)?;
-            return print_outcome(&args, &result, out);
+    if is_vmfb {
+        if mlir.is_some() {
+            return Err(anyhow!(
+                "--mlir is for MLIR-compiled shared libraries, not .vmfb modules"
+            ));
         }
+        let module = load_vmfb(library_path, device.unwrap_or(Device::LocalTask))?;
+        // `NAME=VALUE` where NAME is one of the export's iree.abi named arguments passes that
+        // argument by name, as --named does; any other argument fills the next position.
+        let names = named_parameters(&module, function)?;
+        let (bare_named, positional): (Vec<&String>, Vec<&String>) =
+            raw_args.iter().partition(|raw| {
+                raw.split_once('=')
+                    .is_some_and(|(name, _)| names.iter().any(|n| n == name))
+            });
+        let args = parse_positional(positional.into_iter())?;
+        let named = parse_named(named.iter().chain(bare_named), args.len())?;
+        let result = call_vmfb(&module, function, &args, &named)?;
+        return print_outcome(&args, &result, out);
+    }
+    let args = parse_positional(raw_args.iter())?;
+    let callee = match mlir {
         _ if device.is_some() => {
             return Err(anyhow!(
                 "--device is for .vmfb modules (local-task or local-sync), not shared libraries"
@@ -108,6 +102,48 @@ pub fn run(
         .call(&views)
         .map_err(|e| anyhow!("{function} failed: {e}"))?;
     print_outcome(&args, &result, out)
+}
+
+/// The call arguments, in order.
+fn parse_positional<'a>(raw: impl Iterator<Item = &'a String>) -> Result<Vec<CallArg>> {
+    raw.enumerate().map(|(i, a)| args::parse(a, i)).collect()
+}
+
+/// `NAME=VALUE` pairs (from --named, or bare ones naming an iree.abi named argument); values
+/// are numbered after the `positional` arguments in messages.
+fn parse_named<'a>(
+    pairs: impl Iterator<Item = &'a String>,
+    positional: usize,
+) -> Result<Vec<(String, CallArg)>> {
+    pairs
+        .map(|pair| {
+            let (name, value) = pair
+                .split_once('=')
+                .filter(|(name, _)| !name.is_empty())
+                .ok_or_else(|| anyhow!("--named `{pair}`: expected NAME=VALUE"))?;
+            let value =
+                args::parse(value, positional).with_context(|| format!("argument {name}"))?;
+            Ok((name.to_owned(), value))
+        })
+        .collect()
+}
+
+/// The names of export `function`'s iree.abi named arguments (none without an iree.abi
+/// signature).
+fn named_parameters(module: &IreeModule, function: &str) -> Result<Vec<String>> {
+    let signature = module.signature(function).map_err(|e| anyhow!("{e}"))?;
+    Ok(signature
+        .map(|signature| {
+            signature
+                .args
+                .iter()
+                .filter_map(|arg| match arg {
+                    Type::Named(name, _) => Some(name.clone()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default())
 }
 
 /// An IREE bytecode module, run by pactum's VM, its compiled (llvm-cpu) dispatches on

@@ -44,7 +44,7 @@ enum Command {
     /// sub-byte elements in hex). For a .vmfb, plain numbers convert to the export's declared
     /// parameter types, and the arguments fill the export's parameters in order, as
     /// iree-run-module does: a parameter that `iree.abi` names (`["named", "k", ...]`) is
-    /// filled by position too, or by name with --named k=VALUE.
+    /// filled by position too, or by name with `k=VALUE` or --named k=VALUE.
     Call {
         /// The shared library, or an IREE `.vmfb` module (run by pactum's VM).
         library: PathBuf,
@@ -69,8 +69,9 @@ enum Command {
         #[arg(long, value_enum)]
         device: Option<call::Device>,
         /// For a .vmfb: an argument by its `iree.abi` name (repeatable, anywhere), VALUE in any
-        /// argument syntax: `--named repeat=3`, `--named x=4xf32=1 2 3 4`. (An option, so
-        /// that it cannot be read as an inline tensor such as `f32=1.5`.)
+        /// argument syntax: `--named repeat=3`, `--named x=4xf32=1 2 3 4`. A bare `repeat=3`
+        /// argument does the same when `repeat` is one of the export's named arguments; the
+        /// option is never read as an inline tensor such as `f32=1.5`.
         #[arg(long, value_name = "NAME=VALUE")]
         named: Vec<String>,
     },

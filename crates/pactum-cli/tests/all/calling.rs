@@ -104,10 +104,12 @@ fn iree_abi_named_arguments_are_filled_in_order_or_by_name() {
     );
     let repeat_named = format!("repeat={repeat}");
     let x_named = format!("x={x}");
-    let forms: [(&str, Vec<&str>); 3] = [
+    let forms: [(&str, Vec<&str>); 5] = [
         ("in order", vec![x, repeat]),
         ("by name", vec![x, "--named", &repeat_named]),
         ("by name first", vec!["--named", &repeat_named, x]),
+        ("bare NAME=VALUE", vec![x, &repeat_named]),
+        ("bare NAME=VALUE first", vec![&repeat_named, x]),
     ];
     for (k, (form, args)) in forms.iter().enumerate() {
         let out = format!("dict{k}");
@@ -147,10 +149,11 @@ fn iree_abi_named_arguments_are_filled_in_order_or_by_name() {
         panic!("{run}: {expected:?}");
     };
     let (x_named, k_named) = (format!("x={x}"), format!("k={k}"));
-    let forms: [(&str, Vec<&str>); 3] = [
+    let forms: [(&str, Vec<&str>); 4] = [
         ("in order", vec![x, k]),
         ("by name", vec!["--named", &k_named, "--named", &x_named]),
         ("mixed", vec![x, "--named", &k_named]),
+        ("bare NAME=VALUE", vec![&k_named, &x_named]),
     ];
     for (n, (form, args)) in forms.iter().enumerate() {
         let out = format!("pair{n}");
