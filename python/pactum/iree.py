@@ -175,14 +175,46 @@ def _convert(value: Any, desc: Any) -> Any:
 _PLAIN = frozenset([int, float, bool, str, bytes, type(None)])
 
 
+def _narrow_type_array(tensor: Any) -> Any:
+    """A NumPy array (a copy) of a tensor whose element type DLPack-to-NumPy refuses: bfloat16,
+    the float8 formats and int4/uint4, as the ``ml_dtypes`` types NumPy users have (pactum
+    keeps sub-byte integers one element a byte, as ``ml_dtypes`` does)."""
+    import ctypes
+
+    name = str(tensor.dtype)
+    try:
+        import ml_dtypes
+    except ImportError as error:
+        raise TypeError(f"a {name} result needs the ml_dtypes package (pip install ml_dtypes)") from error
+    dtype = getattr(ml_dtypes, name, None)
+    if dtype is None:
+        raise TypeError(f"a {name} result has no NumPy form (neither NumPy nor ml_dtypes has {name})")
+    dtype = np.dtype(dtype)
+    if not tensor.is_contiguous():
+        raise TypeError(f"a {name} result that is not contiguous has no NumPy form")
+    shape = tuple(tensor.shape)
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = ctypes.string_at(tensor.data_ptr(), count * dtype.itemsize) if count else b""
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+
+
+def _tensor_to_numpy(tensor: Any) -> Any:
+    """A result tensor as NumPy: shared memory through DLPack, or a copy for the types DLPack
+    cannot give NumPy (:func:`_narrow_type_array`)."""
+    try:
+        return np.from_dlpack(tensor)
+    except (BufferError, RuntimeError):  # bfloat16: BufferError; float8: RuntimeError
+        return _narrow_type_array(tensor)
+
+
 def to_python(value: Any) -> Any:
     """Converts a result of a vmfb export to plain Python: tensors to NumPy arrays (sharing
-    memory), maps to dicts, arrays to lists; scalars and strings as they are."""
+    memory; a copy for bfloat16, float8 and int4, as ml_dtypes types), maps to dicts, arrays to lists; scalars and strings as they are."""
     kind = type(value)
     if kind in _PLAIN:  # the common case, without isinstance on tvm_ffi's ABC-based containers
         return value
     if kind is tvm_ffi.Tensor or isinstance(value, tvm_ffi.Tensor):
-        return np.from_dlpack(value)
+        return _tensor_to_numpy(value)
     if isinstance(value, tvm_ffi.Map):
         return {str(k): to_python(v) for k, v in value.items()}
     if isinstance(value, tvm_ffi.Array):
@@ -247,7 +279,7 @@ def _result_builder(desc: Any) -> Any:
     kind = desc[0]
     if kind == "ndarray":
         def tensor(value: Any) -> Any:
-            return np.from_dlpack(value) if isinstance(value, tvm_ffi.Tensor) else to_python(value)
+            return _tensor_to_numpy(value) if isinstance(value, tvm_ffi.Tensor) else to_python(value)
         return tensor
     if kind == "sdict" and all(isinstance(f, list) and len(f) == 2 for f in desc[1:]):
         fields = [(f[0], _result_builder(f[1])) for f in desc[1:]]
@@ -266,7 +298,7 @@ def _result_builder(desc: Any) -> Any:
                     if kind in _PLAIN:
                         out[k] = item
                     elif kind is _TENSOR:
-                        out[k] = np.from_dlpack(item)
+                        out[k] = _tensor_to_numpy(item)
                     else:
                         out[k] = build(item)
             except (KeyError, IndexError):

@@ -4,6 +4,7 @@ now through pactum.iree's Python-side conversions, which accept what IREE accept
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -88,3 +89,14 @@ def test_same_as_iree(label, module, function, args, kwargs, names):
     else:
         assert actual[0] == "error", f"IREE refused ({expected[1]}), pactum returned {actual[1]!r}"
         assert names and names in actual[1], f"pactum's error {actual[1]!r} does not name {names!r}"
+
+
+def test_float8_results_as_iree():
+    """A float8 result comes back as the ml_dtypes array iree.runtime returns, bit for bit
+    (NumPy's DLPack import refuses the type, so pactum copies it)."""
+    x = np.array([1, -2.5, 0.3, 1000, 1e-9, -0.0, np.nan, -np.inf], np.float32)
+    ours = pactum.iree.load(vmfb("element_types_vmvx.vmfb")).to_f8e4m3fn(x[:4])
+    theirs = _iree("element_types_vmvx.vmfb").to_f8e4m3fn(x[:4]).to_host()
+    assert ours.dtype == theirs.dtype == np.dtype(ml_dtypes.float8_e4m3fn)
+    assert ours.shape == theirs.shape == (4,)
+    assert ours.tobytes() == theirs.tobytes()
