@@ -511,57 +511,39 @@ pub fn format_tensor(
         bytes
     };
     let size = element_type.byte_size() as usize;
-    let mut printed = 0u64;
-    let mut elided = false;
-    format_level(
-        shape,
-        bytes,
-        size,
-        element_type,
-        max_elements,
-        &mut printed,
-        &mut elided,
-        &mut out,
-    );
-    if elided {
-        out.push_str("...");
-    }
+    let mut remaining = max_elements;
+    format_level(shape, bytes, size, element_type, &mut remaining, &mut out);
     out
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One level of `shape`, as IREE's `iree_hal_format_buffer_elements` writes it: every row of
+/// an outer dimension in brackets, and in each innermost row the elements left of the
+/// `remaining` budget, then `...` when some were left out, so that rows past the budget print
+/// as `[...]` (`2x3xi32=[1 2 3][4...]` with a budget of 4).
 fn format_level(
     shape: &[u64],
     bytes: &[u8],
     size: usize,
     ty: HalElementType,
-    max: u64,
-    printed: &mut u64,
-    elided: &mut bool,
+    remaining: &mut u64,
     out: &mut String,
 ) {
     match shape {
-        [] => {
-            if *printed >= max {
-                *elided = true;
-                return;
-            }
-            out.push_str(&ty.format_element(bytes.get(..size).unwrap_or(&[])));
-            *printed += 1;
-        }
+        // A scalar prints as a row of one.
+        [] => format_level(&[1], bytes, size, ty, remaining, out),
         [n] => {
-            for i in 0..*n {
-                if *printed >= max {
-                    *elided = true;
-                    return;
-                }
+            let count = (*remaining).min(*n);
+            *remaining -= count;
+            for i in 0..count {
                 if i > 0 {
                     out.push(' ');
                 }
                 let at = (i as usize).saturating_mul(size);
                 let element = bytes.get(at..at.saturating_add(size)).unwrap_or(&[]);
                 out.push_str(&ty.format_element(element));
-                *printed += 1;
+            }
+            if count < *n {
+                out.push_str("...");
             }
         }
         [n, rest @ ..] => {
@@ -569,9 +551,6 @@ fn format_level(
                 .iter()
                 .fold(size as u64, |acc, d| acc.saturating_mul(*d));
             for i in 0..*n {
-                if *elided {
-                    return;
-                }
                 let at = (i.saturating_mul(stride)).min(bytes.len() as u64) as usize;
                 out.push('[');
                 format_level(
@@ -579,9 +558,7 @@ fn format_level(
                     bytes.get(at..).unwrap_or(&[]),
                     size,
                     ty,
-                    max,
-                    printed,
-                    elided,
+                    remaining,
                     out,
                 );
                 out.push(']');

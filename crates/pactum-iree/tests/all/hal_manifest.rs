@@ -102,3 +102,38 @@ fn every_llvm_cpu_fixture_run_matches_iree_run_module() {
         "every_llvm_cpu_fixture_run_matches_iree_run_module",
     );
 }
+
+/// Results of over 1,024 elements are printed as iree-run-module prints them: every row of
+/// an outer dimension in brackets, elements up to the budget, then `...` in the row where it
+/// runs out and `[...]` for each row after (the MLP's dynamic batch, rank 2 and rank 2 with
+/// a partly printed last row).
+#[test]
+fn long_results_are_elided_as_iree_run_module_elides_them() {
+    if tool_or_skip(
+        "iree-run-module",
+        "long_results_are_elided_as_iree_run_module_elides_them",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let base = manifest_runs()
+        .unwrap()
+        .into_iter()
+        .find(|run| run.file == "mlp_llvm_cpu.vmfb" && run.function == "predict_dyn")
+        .unwrap();
+    for rows in [103, 150, 200] {
+        let run = ManifestRun {
+            inputs: vec![format!("{rows}x16xf32=0.25")],
+            ..base.clone()
+        };
+        let iree = run.run().unwrap_or_else(|e| panic!("{run}: {e}"));
+        assert!(iree.results.is_ok(), "{run}: {iree:?}");
+        let ours = run_in_pactum(&run).unwrap_or_else(|e| panic!("{run}: {e:?}"));
+        assert!(ours.contains("...]"), "{run}: {ours}");
+        assert_eq!(
+            ours, iree.stdout,
+            "{run}: pactum (left) vs iree-run-module (right)"
+        );
+    }
+}
