@@ -20,6 +20,7 @@ functions without the Python-side conversions.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from dataclasses import dataclass, field
@@ -402,9 +403,22 @@ class IreeModule:
 
     def __init__(self, path: PathLike) -> None:
         self.path = os.fspath(path)
-        #: The underlying ``tvm_ffi.Module`` (kind ``vmfb``).
-        self.ffi_module = tvm_ffi.load_module(self.path)
-        info = inspect(self.path)
+        # What Python users expect of a file that is not there (iree.runtime raises the same),
+        # rather than the loader's ValueError.
+        if not os.path.exists(self.path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.path)
+        if os.path.isdir(self.path):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
+        try:
+            #: The underlying ``tvm_ffi.Module`` (kind ``vmfb``).
+            self.ffi_module = tvm_ffi.load_module(self.path)
+            info = inspect(self.path)
+        except (ValueError, RuntimeError, TypeError) as error:
+            # A corrupt or foreign file: the same exception, naming the file first.
+            message = str(error)
+            if not message.startswith(self.path):
+                message = f"{self.path}: {message}"
+            raise type(error)(message) from error
         #: The module's name (``@name`` in the bytecode).
         self.name: str = info.get("name", "")
         self._signatures = {
@@ -455,7 +469,9 @@ class IreeModule:
 
 
 def load(path: PathLike) -> IreeModule:
-    """Loads the ``.vmfb`` at `path`; its exports are attributes and items of the result."""
+    """Loads the ``.vmfb`` at `path`; its exports are attributes and items of the result.
+    A missing file is a ``FileNotFoundError``; a file that is not a valid module a
+    ``ValueError`` (or ``RuntimeError``) whose message starts with its path."""
     return IreeModule(path)
 
 

@@ -100,3 +100,23 @@ def test_float8_results_as_iree():
     assert ours.dtype == theirs.dtype == np.dtype(ml_dtypes.float8_e4m3fn)
     assert ours.shape == theirs.shape == (4,)
     assert ours.tobytes() == theirs.tobytes()
+
+
+def test_missing_and_corrupt_files_fail_as_in_iree(tmp_path):
+    """A missing file is a FileNotFoundError and a corrupt one a ValueError, in both runtimes;
+    pactum's message names the file."""
+    missing = tmp_path / "missing.vmfb"
+    with pytest.raises(FileNotFoundError):
+        ireert.load_vm_flatbuffer_file(str(missing), driver="local-sync")
+    with pytest.raises(FileNotFoundError) as ours:
+        pactum.iree.load(missing)
+    assert ours.value.filename == str(missing)
+
+    corrupt = tmp_path / "corrupt.vmfb"
+    whole = open(vmfb("vm_scalars.vmfb"), "rb").read()
+    corrupt.write_bytes(whole[:2000])
+    with pytest.raises(ValueError):
+        ireert.load_vm_flatbuffer_file(str(corrupt), driver="local-sync")
+    with pytest.raises(ValueError) as ours:
+        pactum.iree.load(corrupt)
+    assert str(ours.value).startswith(f"{corrupt}: "), ours.value
