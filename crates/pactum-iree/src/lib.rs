@@ -65,5 +65,8 @@ pub mod hal;
 #[cfg(feature = "check")]
 pub mod check;
 
+#[cfg(feature = "parameters")]
+pub mod parameters;
+
 #[cfg(feature = "module")]
 pub mod module;

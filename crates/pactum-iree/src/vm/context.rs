@@ -173,6 +173,11 @@ impl Context {
         }
     }
 
+    /// The names of the registered modules, in registration order.
+    pub fn module_names(&self) -> Vec<String> {
+        self.modules.iter().map(|m| m.name().to_owned()).collect()
+    }
+
     /// The limits.
     pub fn limits(&self) -> &Limits {
         &self.limits

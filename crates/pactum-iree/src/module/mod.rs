@@ -8,7 +8,8 @@
 //! buffers as `Bytes`, buffer views as `Tensor`s, and any other reference as an
 //! [`Obj<VmRef>`] that can be passed back into calls.
 //!
-//! Every module's context holds IREE's `hal` module ([`HalModule`]) over a [`LocalDevice`],
+//! Every module's context holds IREE's `hal` module ([`HalModule`](crate::hal::HalModule)) over a
+//! [`LocalDevice`](crate::hal::LocalDevice),
 //! so modules compiled for the `vmvx` backend (run by pactum's VM) and for `llvm-cpu` (machine
 //! code, run by pactum's ELF loader) both run in-process. ELF dispatches run on
 //! [`Workers::shared`], the process-wide pool (IREE's `local-task`), unless the module is
@@ -49,8 +50,7 @@ use pactum_sys::tvm_ffi::TVMFFITypeIndex;
 
 use crate::check::CheckModule;
 use crate::hal::{
-    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, HalModule, LocalDevice,
-    Timeout, Workers, hal_ref,
+    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, Timeout, Workers, hal_ref,
 };
 use crate::status::StatusCode;
 
@@ -59,7 +59,10 @@ use crate::structured::StructuredFunction;
 use crate::vm::{
     Context, ElementType, Function as VmFunction, Limits, Ref, Value, VmBuffer, VmList,
 };
-use crate::vmfb::VmfbFile;
+
+mod builder;
+
+pub use builder::{LinkedModule, ModuleBuilder};
 
 /// A VM reference that pactum has no value type for (a HAL object, an opaque ref), held as an
 /// FFI object so that it can be passed back into calls.
@@ -67,6 +70,27 @@ use crate::vmfb::VmfbFile;
 pub struct VmRef(pub Ref);
 
 pactum::object_type!(VmRef, "pactum.iree.VmRef");
+
+/// A parameter index as an FFI object (`pactum.iree.ParameterIndex`), so that bindings (the
+/// Python package) can build one and hand it to a load.
+#[derive(Debug, Default)]
+pub struct ParameterIndexObject(pub std::sync::Mutex<crate::parameters::ParameterIndex>);
+
+pactum::object_type!(ParameterIndexObject, "pactum.iree.ParameterIndex");
+
+/// A native module as an FFI object (`pactum.iree.NativeModule`), so that bindings (the Python
+/// package) can hand modules written in their language to a load.
+pub struct NativeModuleObject(pub Arc<dyn crate::vm::NativeModule>);
+
+impl std::fmt::Debug for NativeModuleObject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("NativeModuleObject")
+            .field(&self.0.name())
+            .finish()
+    }
+}
+
+pactum::object_type!(NativeModuleObject, "pactum.iree.NativeModule");
 
 /// A `.vmfb` module loaded in its own VM context.
 #[derive(Clone)]
@@ -117,15 +141,16 @@ fn vm_error(error: crate::vm::VmError) -> Error {
 
 impl IreeModule {
     /// Loads, verifies and links the module at `path` with the default [`Limits`]; ELF
-    /// dispatches run on the shared worker pool.
+    /// dispatches run on the shared worker pool. For other workers, limits, linked modules or
+    /// parameters, see [`IreeModule::builder`].
     pub fn load(path: impl AsRef<Path>) -> Result<IreeModule> {
-        IreeModule::load_with_limits(path, Limits::default())
+        IreeModule::builder().load(path)
     }
 
     /// Loads the module at `path` with `limits` on every call (stack depth, instructions,
     /// memory); ELF dispatches run on the shared worker pool.
     pub fn load_with_limits(path: impl AsRef<Path>, limits: Limits) -> Result<IreeModule> {
-        IreeModule::load_with(path, limits, Workers::shared())
+        IreeModule::builder().limits(limits).load(path)
     }
 
     /// Loads the module at `path` with `limits` on every call, its ELF (`llvm-cpu`)
@@ -153,26 +178,31 @@ impl IreeModule {
         limits: Limits,
         workers: Workers,
     ) -> Result<IreeModule> {
-        let path = path.as_ref();
-        let file = VmfbFile::open(path).map_err(|e| {
-            Error::new(
-                ErrorKind::VALUE_ERROR,
-                format!("cannot load {}: {e}", path.display()),
-            )
-        })?;
-        IreeModule::from_file(Arc::new(file), limits, workers)
+        IreeModule::builder()
+            .limits(limits)
+            .workers(workers)
+            .load(path)
     }
 
     /// Loads a module from its bytes (either container); ELF dispatches run on the shared
     /// worker pool.
     pub fn from_bytes(bytes: Vec<u8>, limits: Limits) -> Result<IreeModule> {
-        IreeModule::from_bytes_with(bytes, limits, Workers::shared())
+        IreeModule::builder().limits(limits).load_bytes(bytes)
     }
 
     /// Loads a module from its bytes, its ELF dispatches run by `workers` (see
     /// [`load_with`](Self::load_with)).
     pub fn from_bytes_with(bytes: Vec<u8>, limits: Limits, workers: Workers) -> Result<IreeModule> {
-        IreeModule::from_file(Arc::new(VmfbFile::from_bytes(bytes)), limits, workers)
+        IreeModule::builder()
+            .limits(limits)
+            .workers(workers)
+            .load_bytes(bytes)
+    }
+
+    /// A builder for a module loaded with other modules in its context (IREE's repeated
+    /// `--module`), other workers or limits, or a trace sink.
+    pub fn builder() -> ModuleBuilder {
+        ModuleBuilder::new()
     }
 
     /// Who runs the module's ELF dispatches.
@@ -180,63 +210,10 @@ impl IreeModule {
         &self.inner.workers
     }
 
-    fn from_file(file: Arc<VmfbFile>, limits: Limits, workers: Workers) -> Result<IreeModule> {
-        let module = file.module()?;
-        let mut signatures = Vec::new();
-        for export in module.exports() {
-            let (signature, coarse_fences) = match module.export_signature(&export).map(|s| s.abi())
-            {
-                Some(Ok(abi)) => (
-                    abi.signature().and_then(|s| s.ok()).map(|signature| {
-                        if abi.iree_abi.is_none() && abi.sip.is_none() && abi.raw.is_none() {
-                            positional_by_declaration(signature)
-                        } else {
-                            signature
-                        }
-                    }),
-                    abi.model.as_deref() == Some("coarse-fences"),
-                ),
-                _ => (None, false),
-            };
-            signatures.push((export.local_name.to_owned(), signature, coarse_fences));
-        }
-        let imports_check = module
-            .imports()
-            .any(|import| import.full_name.starts_with("check."));
-        let mut context = Context::new(limits.clone());
-        let check = imports_check.then(|| Arc::new(CheckModule::new()));
-        if let Some(check) = &check {
-            context.register_native(check.clone()).map_err(vm_error)?;
-        }
-        let device = LocalDevice::new(workers.clone())
-            .with_memory_budget(context.memory_budget().cloned())
-            .with_vmvx_limits(limits.clone());
-        let hal = HalModule::with_wait_limit(Arc::new(device), limits.max_wait);
-        context.register_native(Arc::new(hal)).map_err(vm_error)?;
-        let name = context.load_bytecode(file.clone()).map_err(vm_error)?;
-        let exports = signatures
-            .into_iter()
-            .map(|(export, signature, coarse_fences)| {
-                let function = context
-                    .lookup_export(&format!("{name}.{export}"))
-                    .map_err(vm_error)?;
-                Ok(Export {
-                    name: export,
-                    function,
-                    signature,
-                    coarse_fences,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(IreeModule {
-            inner: Arc::new(Inner {
-                context,
-                name,
-                exports,
-                workers,
-                check,
-            }),
-        })
+    /// The names of the modules in this module's context, in registration order: the
+    /// native ones (`hal`, and `check` when imported), the linked ones, then this one.
+    pub fn context_modules(&self) -> Vec<String> {
+        self.inner.context.module_names()
     }
 
     /// The module's name.
