@@ -6,6 +6,10 @@
 //! `iree-run-module --parameters=SCOPE=FILE` does: a program's `#flow.parameter.named<"model"::"w">`
 //! is key `w` in scope `model`; the empty scope is the one a bare `--parameters=FILE` names.
 
+mod io_module;
+
+pub use io_module::{IO_PARAMETERS_MODULE_NAME, IO_PARAMETERS_MODULE_VERSION, IoParametersModule};
+
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
