@@ -11,12 +11,15 @@ Reads one JSON object on stdin:
 
 where an entry is {"key": "w", "data": "<hex bytes>"} (an in-memory buffer, IREE's
 `ParameterIndex.add_buffer`) or {"key": "b", "splat": "<hex pattern>", "length": 16}
-(`add_splat`), and inputs are float32 tensors given by their bit patterns. Every scope gets
+(`add_splat`), or {"archive": "<path>"} (a file IREE reads, `ParameterIndex.load`), and inputs are float32 tensors given by their bit patterns. Every scope gets
 its own provider (`ParameterIndex.create_provider(scope=...)`); with no scope at all the
 io_parameters module is registered with no provider, as iree-run-module does without
 `--parameters`.
 
-Prints one JSON object: {"ok": [{"shape": [...], "bits": [<u32>...]}, ...]} (float32 results
+With {"dump": "<path of an archive>"} instead, prints the archive's entries as IREE reads
+them: {"entries": [{"key": "w", "data": "<hex>"} or {"key": "b", "splat": "<hex>", "length": N}]}.
+
+Otherwise prints one JSON object: {"ok": [{"shape": [...], "bits": [<u32>...]}, ...]} (float32 results
 by bit pattern) or {"error": "<IREE's message>"}.
 """
 
@@ -29,13 +32,28 @@ import iree.runtime as ireert
 
 def main():
     spec = json.load(sys.stdin)
+    if "dump" in spec:
+        index = ireert.ParameterIndex()
+        index.load(spec["dump"])
+        entries = []
+        for key, entry in index.items():
+            if entry.is_splat:
+                entries.append(
+                    {"key": key, "splat": bytes(entry.splat_pattern).hex(), "length": entry.length}
+                )
+            else:
+                entries.append({"key": key, "data": bytes(memoryview(entry.file_view)).hex()})
+        print(json.dumps({"entries": entries}))
+        return
     config = ireert.Config(spec["driver"])
     instance = config.vm_instance
     providers = []
     for scope, entries in spec["scopes"]:
         index = ireert.ParameterIndex()
         for entry in entries:
-            if "data" in entry:
+            if "archive" in entry:
+                index.load(entry["archive"])
+            elif "data" in entry:
                 index.add_buffer(entry["key"], bytes.fromhex(entry["data"]))
             else:
                 index.add_splat(entry["key"], bytes.fromhex(entry["splat"]), entry["length"])
