@@ -674,3 +674,315 @@ fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_ire
     }
     assert_eq!(compared, 4);
 }
+
+// ------------------------------------------------------------------ the functions, directly
+
+/// The module's function indexes, in IREE's export order.
+const LOAD: usize = 0;
+const GATHER: usize = 1;
+const SCATTER: usize = 2;
+
+fn text(bytes: &[u8]) -> Value {
+    Value::Ref(Some(Ref::Buffer(Arc::new(VmBuffer::from_bytes(bytes)))))
+}
+
+fn object<T: pactum_iree::vm::RefObject + 'static>(object: T) -> Value {
+    Value::Ref(Some(Ref::Object(Arc::new(object))))
+}
+
+/// The key table, key data and span buffers of a call: (key, parameter offset, buffer
+/// offset, length) per parameter.
+fn span_args(spans: &[(&str, u64, u64, u64)]) -> [Value; 3] {
+    let (mut table, mut data, mut bytes) = (Vec::new(), Vec::new(), Vec::new());
+    for (key, parameter_offset, buffer_offset, length) in spans {
+        table.extend((data.len() as u32).to_le_bytes());
+        table.extend((key.len() as u32).to_le_bytes());
+        data.extend(key.as_bytes());
+        for v in [parameter_offset, buffer_offset, length] {
+            bytes.extend(v.to_le_bytes());
+        }
+    }
+    [text(&table), text(&data), text(&bytes)]
+}
+
+/// The module over scope `model` with a data entry `d` (bytes 0..40) and splats `s4` (a
+/// 4-byte pattern) and `s16` (a 16-byte pattern, which no HAL fill takes), and a device.
+fn direct_setup() -> (IoParametersModule, Arc<dyn HalDevice>) {
+    let mut index = ParameterIndex::new();
+    let source: Vec<u8> = (0..48).collect();
+    index.insert(ParameterEntry {
+        key: "d".into(),
+        metadata: Vec::new(),
+        // The entry is bytes 8..48 of a larger buffer: offsets count from the entry.
+        storage: ParameterStorage::Data {
+            source: Arc::new(source),
+            offset: 8,
+            length: 40,
+        },
+    });
+    index.insert(ParameterEntry {
+        key: "s4".into(),
+        metadata: Vec::new(),
+        storage: ParameterStorage::Splat {
+            pattern: vec![1, 2, 3, 4],
+            length: 64,
+        },
+    });
+    index.insert(ParameterEntry {
+        key: "s16".into(),
+        metadata: Vec::new(),
+        storage: ParameterStorage::Splat {
+            pattern: (100..116).collect(),
+            length: 64,
+        },
+    });
+    let mut provider = ParameterProvider::new();
+    provider.add("model", index);
+    let device: Arc<dyn HalDevice> = Arc::new(LocalDevice::new(Workers::CallerThread));
+    (IoParametersModule::new(provider), device)
+}
+
+fn call_args(
+    device: &Arc<dyn HalDevice>,
+    wait: Option<HalFence>,
+    signal: Option<HalFence>,
+    middle: Vec<Value>,
+    spans: &[(&str, u64, u64, u64)],
+) -> Vec<Value> {
+    let fence = |f: Option<HalFence>| f.map_or(Value::Ref(None), object);
+    let mut args = vec![
+        object(device.clone()),
+        Value::I64(-1),
+        fence(wait),
+        fence(signal),
+    ];
+    args.extend(middle);
+    args.extend(span_args(spans));
+    args
+}
+
+#[test]
+fn gather_copies_data_and_fills_splats_at_their_offsets_and_signals_its_fence() {
+    let (module, device) = direct_setup();
+    assert_eq!(module.version(), 0);
+    let calling: Vec<(&str, &str)> = module
+        .functions()
+        .iter()
+        .map(|f| (f.name.as_ref(), f.cconv.as_ref()))
+        .collect();
+    assert_eq!(
+        calling,
+        [
+            ("load", "0rIrrrIiirrr_r"),
+            ("gather", "0rIrrrrrrr_v"),
+            ("scatter", "0rIrrrrrrr_v"),
+        ]
+    );
+    module.check_signatures().unwrap();
+    let target = device
+        .allocator()
+        .allocate(BufferParams::default(), 64)
+        .unwrap();
+    let signal_semaphore = HalSemaphore::new(0);
+    let args = call_args(
+        &device,
+        None,
+        Some(HalFence::at(signal_semaphore.clone(), 1)),
+        vec![text(b"model"), object(target.clone())],
+        &[
+            ("d", 4, 0, 8),      // entry bytes 4..12: source bytes 12..20
+            ("s4", 1, 8, 8),     // a splat read from inside its pattern: 2 3 4 1 ...
+            ("s16", 18, 16, 20), // 16-byte pattern from byte 2 of it, 20 bytes
+        ],
+    );
+    assert!(module.call(GATHER, &args).unwrap().is_empty());
+    assert_eq!(signal_semaphore.value().unwrap(), 1);
+    let bytes = target.to_vec();
+    assert_eq!(&bytes[..8], &[12, 13, 14, 15, 16, 17, 18, 19]);
+    assert_eq!(&bytes[8..16], &[2, 3, 4, 1, 2, 3, 4, 1]);
+    let expected: Vec<u8> = (102..116).chain(100..106).collect();
+    assert_eq!(&bytes[16..36], &expected[..]);
+}
+
+#[test]
+fn load_makes_one_buffer_per_parameter_after_the_wait_fence() {
+    let (module, device) = direct_setup();
+    let wait_semaphore = HalSemaphore::new(0);
+    let signal_semaphore = HalSemaphore::new(0);
+    // The wait fence is reached from another thread a little later: the buffers are filled
+    // after it, and the signal fence is reached when the call returns (the local device
+    // completes its queue operations before it returns).
+    let waker = {
+        let wait_semaphore = wait_semaphore.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            wait_semaphore.signal(1).unwrap();
+        })
+    };
+    let args = call_args(
+        &device,
+        Some(HalFence::at(wait_semaphore.clone(), 1)),
+        Some(HalFence::at(signal_semaphore.clone(), 7)),
+        vec![text(b"model"), Value::I64(-1), Value::I32(0), Value::I32(0)],
+        &[("s16", 0, 0, 32), ("d", 0, 0, 40)],
+    );
+    let results = module.call(LOAD, &args).unwrap();
+    waker.join().unwrap();
+    assert_eq!(wait_semaphore.value().unwrap(), 1);
+    assert_eq!(signal_semaphore.value().unwrap(), 7);
+    let [Value::Ref(Some(Ref::List(list)))] = &results[..] else {
+        panic!("load returned {results:?}");
+    };
+    assert_eq!(list.len(), 2);
+    let buffer = |k: u32| -> Vec<u8> {
+        let Some(Value::Ref(Some(r))) = list.get(k) else {
+            panic!("element {k}");
+        };
+        r.downcast_ref::<HalBuffer>().unwrap().to_vec()
+    };
+    let splat: Vec<u8> = (100..116).chain(100..116).collect();
+    assert_eq!(buffer(0), splat);
+    assert_eq!(buffer(1), (8..48).collect::<Vec<u8>>());
+}
+
+#[test]
+fn bad_calls_are_errors_naming_scope_and_key_that_fail_the_signal_fence() {
+    let (module, device) = direct_setup();
+    let target = device
+        .allocator()
+        .allocate(BufferParams::default(), 16)
+        .unwrap();
+    let gather = |scope: &[u8], spans: &[(&str, u64, u64, u64)]| {
+        let semaphore = HalSemaphore::new(0);
+        let args = call_args(
+            &device,
+            None,
+            Some(HalFence::at(semaphore.clone(), 1)),
+            vec![text(scope), object(target.clone())],
+            spans,
+        );
+        let error = module.call(GATHER, &args).unwrap_err();
+        // The failure reaches whoever waits on the signal fence.
+        let failure = semaphore.value().unwrap_err();
+        assert_eq!(failure, error);
+        error
+    };
+    let cases: Vec<(Vec<u8>, Vec<(&str, u64, u64, u64)>, StatusCode, &str)> = vec![
+        (
+            b"weights".to_vec(),
+            vec![("d", 0, 0, 4)],
+            StatusCode::NotFound,
+            "no parameters registered for scope \"weights\" (scopes: \"model\")",
+        ),
+        (
+            b"model".to_vec(),
+            vec![("d", 0, 0, 4), ("nope", 0, 4, 4)],
+            StatusCode::NotFound,
+            "parameter \"nope\" not found in scope \"model\"",
+        ),
+        (
+            b"model".to_vec(),
+            vec![("d", 36, 0, 8)],
+            StatusCode::OutOfRange,
+            "parameter \"d\" in scope \"model\": range out of bounds (offset=36, length=8, size=40)",
+        ),
+        (
+            b"model".to_vec(),
+            vec![("d", u64::MAX, 0, 2)],
+            StatusCode::OutOfRange,
+            "parameter \"d\" in scope \"model\": range out of bounds",
+        ),
+        (
+            b"model".to_vec(),
+            vec![("d", 0, 12, 8)],
+            StatusCode::OutOfRange,
+            "parameter \"d\" in scope \"model\": ",
+        ),
+        (
+            b"model".to_vec(),
+            vec![("s4", 0, 0, 6)],
+            StatusCode::InvalidArgument,
+            "parameter \"s4\" in scope \"model\": ",
+        ),
+    ];
+    for (scope, spans, status, message) in cases {
+        let error = gather(&scope, &spans);
+        assert_eq!(error.status, status, "{error}");
+        assert!(error.message.starts_with(message), "{error}");
+    }
+
+    // Malformed descriptions of the parameters.
+    let mut args = call_args(
+        &device,
+        None,
+        None,
+        vec![text(b"model"), object(target.clone())],
+        &[("d", 0, 0, 4)],
+    );
+    args[8] = text(&[0; 23]);
+    let error = module.call(GATHER, &args).unwrap_err();
+    assert_eq!(error.status, StatusCode::InvalidArgument, "{error}");
+    assert!(error.message.contains("24-byte spans"), "{error}");
+    let mut args = call_args(
+        &device,
+        None,
+        None,
+        vec![text(b"model"), object(target.clone())],
+        &[("d", 0, 0, 4)],
+    );
+    args[6] = text(&[0, 0, 0, 0, 9, 0, 0, 0]);
+    let error = module.call(GATHER, &args).unwrap_err();
+    assert_eq!(error.status, StatusCode::OutOfRange, "{error}");
+    assert!(
+        error.message.contains("key 0 (offset=0, length=9)"),
+        "{error}"
+    );
+
+    // Parameters are read-only: scatter refuses, naming the parameter.
+    let args = call_args(
+        &device,
+        None,
+        None,
+        vec![object(target.clone()), text(b"model")],
+        &[("d", 0, 0, 4)],
+    );
+    let error = module.call(SCATTER, &args).unwrap_err();
+    assert_eq!(error.status, StatusCode::PermissionDenied, "{error}");
+    assert!(
+        error
+            .message
+            .starts_with("parameter \"d\" in scope \"model\" is read-only"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_wait_fence_never_reached_is_an_error_after_the_wait_limit() {
+    let (unbounded, device) = direct_setup();
+    let module = IoParametersModule::with_wait_limit(
+        Arc::new(unbounded.provider().clone()),
+        Some(std::time::Duration::from_millis(30)),
+    );
+    let target = device
+        .allocator()
+        .allocate(BufferParams::default(), 16)
+        .unwrap();
+    let never = HalSemaphore::new(0);
+    let signal = HalSemaphore::new(0);
+    let args = call_args(
+        &device,
+        Some(HalFence::at(never, 1)),
+        Some(HalFence::at(signal.clone(), 1)),
+        vec![text(b"model"), object(target)],
+        &[("d", 0, 0, 4)],
+    );
+    let error = module.call(GATHER, &args).unwrap_err();
+    assert_eq!(error.status, StatusCode::DeadlineExceeded, "{error}");
+    assert!(
+        error
+            .message
+            .starts_with("parameter \"d\" in scope \"model\": "),
+        "{error}"
+    );
+    assert_eq!(signal.value().unwrap_err(), error);
+}
