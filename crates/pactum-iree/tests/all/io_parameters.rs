@@ -136,6 +136,12 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Parameter scopes and their parameters.
+type Scopes = Vec<(&'static str, Vec<Param>)>;
+
+/// One parameter of a direct call: key, parameter offset, buffer offset, length.
+type SpanSpec<'a> = (&'a str, u64, u64, u64);
+
 /// A float32 tensor by shape and bit patterns: what both sides return.
 type Bits = (Vec<i64>, Vec<u32>);
 
@@ -413,7 +419,7 @@ fn missing_scopes_keys_and_short_parameters_fail_as_in_iree_naming_them() {
     };
     let mut short = full.clone();
     short[0].1[0] = Param::Data("w", f32_bytes(&[1.0, 2.0]));
-    let cases: Vec<(&str, Vec<(&'static str, Vec<Param>)>, &str, &[&str])> = vec![
+    let cases: Vec<(&str, Scopes, &str, &[&str])> = vec![
         (
             "no parameters",
             Vec::new(),
@@ -867,7 +873,7 @@ fn bad_calls_are_errors_naming_scope_and_key_that_fail_the_signal_fence() {
         assert_eq!(failure, error);
         error
     };
-    let cases: Vec<(Vec<u8>, Vec<(&str, u64, u64, u64)>, StatusCode, &str)> = vec![
+    let cases: Vec<(Vec<u8>, Vec<SpanSpec<'_>>, StatusCode, &str)> = vec![
         (
             b"weights".to_vec(),
             vec![("d", 0, 0, 4)],
