@@ -7,8 +7,11 @@
 //! is key `w` in scope `model`; the empty scope is the one a bare `--parameters=FILE` names.
 
 mod gguf;
+mod io_module;
 mod irpa;
 mod safetensors;
+
+pub use io_module::{IO_PARAMETERS_MODULE_NAME, IO_PARAMETERS_MODULE_VERSION, IoParametersModule};
 
 use std::collections::HashMap;
 use std::fmt;
