@@ -16,6 +16,7 @@ mod iree_runs;
 mod llvm_cpu;
 mod manifest_harness;
 mod module;
+mod parameters;
 mod structured;
 mod structured_vs_iree;
 mod tensor_fit;
