@@ -379,6 +379,7 @@ fn named_parameters_give_the_results_iree_runtime_gives() {
         );
     }
     assert_eq!(compared, 4);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The status name a failure message starts with or contains (`NOT_FOUND`, ...).
@@ -473,6 +474,50 @@ fn missing_scopes_keys_and_short_parameters_fail_as_in_iree_naming_them() {
         stderr.contains("NOT_FOUND") && stderr.contains("'model'"),
         "{stderr}"
     );
+    // Archives on disk that lack `w`: pactum reading them and iree-run-module fail alike.
+    let write = |name: &str, params: &[Param]| {
+        let path = dir.join(name);
+        index_of(params).write_irpa_file(&path).unwrap();
+        path
+    };
+    let scopes = without("w");
+    let model = write("model.irpa", &scopes[0].1);
+    let extra = write("extra.irpa", &scopes[1].1);
+    let ours = IreeModule::builder()
+        .parameters("model", ParameterIndex::open(&model).unwrap())
+        .parameters("extra", ParameterIndex::open(&extra).unwrap())
+        .load(&vmfb)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        ours.contains("NOT_FOUND") && ours.contains("parameter \"w\" not found in scope \"model\""),
+        "{ours}"
+    );
+    let theirs = run_iree_run_module(
+        &vmfb,
+        "affine",
+        &[("model", &model), ("extra", &extra)],
+        &x_input()[0],
+        &dir,
+    )
+    .unwrap_err();
+    assert!(
+        theirs.contains("NOT_FOUND") && theirs.contains("key 'w'"),
+        "{theirs}"
+    );
+    // With `w` in the archive, the same files run.
+    let model = write("model.irpa", &full[0].1);
+    let ours = run_pactum(&vmfb, "affine", &full, &x_input(), Workers::CallerThread).unwrap();
+    let theirs = run_iree_run_module(
+        &vmfb,
+        "affine",
+        &[("model", &model), ("extra", &extra)],
+        &x_input()[0],
+        &dir,
+    )
+    .unwrap();
+    assert_eq!(ours, vec![theirs]);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A two-layer MLP whose weights are constant globals (`iree-opt`'s export pass turns them
@@ -582,6 +627,56 @@ fn archive_entries(python: &Path, archive: &Path) -> Vec<Param> {
         .collect()
 }
 
+/// Runs `function` of `vmfb` in `iree-run-module` with `--parameters=` for each archive and
+/// one float32 input, returning the result read back from the `.npy` it writes (float32
+/// results by bit pattern), or its stderr when it fails.
+fn run_iree_run_module(
+    vmfb: &Path,
+    function: &str,
+    archives: &[(&str, &Path)],
+    input: &(Vec<i64>, Vec<f32>),
+    out_dir: &Path,
+) -> Result<Bits, String> {
+    let dims: Vec<String> = input.0.iter().map(|d| d.to_string()).collect();
+    let values: Vec<String> = input.1.iter().map(|v| format!("{v:?}")).collect();
+    let npy = out_dir.join(format!("{function}-out.npy"));
+    let _ = std::fs::remove_file(&npy);
+    let mut command = Command::new(pactum_testing::iree::tool("iree-run-module").unwrap());
+    command
+        .arg("--device=local-task")
+        .arg(format!("--module={}", vmfb.display()))
+        .arg(format!("--function={function}"))
+        .arg(format!(
+            "--input={}xf32={}",
+            dims.join("x"),
+            values.join(" ")
+        ))
+        .arg(format!("--output=@{}", npy.display()));
+    for (scope, archive) in archives {
+        command.arg(format!("--parameters={scope}={}", archive.display()));
+    }
+    let output = command.output().expect("start iree-run-module");
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    let bytes = std::fs::read(&npy).unwrap();
+    // NumPy format 1.0: magic, version, u16 header length, the header (a dict), the data.
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = String::from_utf8_lossy(&bytes[10..10 + header_len]).into_owned();
+    assert!(header.contains("'descr': '<f4'"), "{header}");
+    let shape_text = &header[header.find("'shape': (").unwrap() + 10..];
+    let shape: Vec<i64> = shape_text[..shape_text.find(')').unwrap()]
+        .split(',')
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| d.trim().parse().unwrap())
+        .collect();
+    let bits = bytes[10 + header_len..]
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    Ok((shape, bits))
+}
+
 fn mlp_input() -> Vec<(Vec<i64>, Vec<f32>)> {
     let x: Vec<f32> = (0..16)
         .map(|k| ((k * 3) % 11) as f32 / 4.0 - 1.25)
@@ -669,6 +764,40 @@ fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_ire
             )
             .unwrap_or_else(|e| panic!("{backend} {what}: IREE: {e}"));
             assert_eq!(ours, theirs, "{backend} {what}");
+            // The archive file itself, memory-mapped by pactum's reader, against
+            // iree-run-module reading the same file.
+            let index =
+                ParameterIndex::open(file).unwrap_or_else(|e| panic!("{backend} {what}: {e}"));
+            let from_file = IreeModule::builder()
+                .parameters("model", index)
+                .load(&with_parameters)
+                .unwrap_or_else(|e| panic!("{backend} {what}: {e}"));
+            let x = Tensor::from_slice(&mlp_input()[0].1, &mlp_input()[0].0).unwrap();
+            let result: Tensor = from_file
+                .function("mlp")
+                .unwrap()
+                .call_typed((&x,))
+                .unwrap();
+            let from_file_bits: Vec<u32> = result
+                .to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            assert_eq!(
+                vec![(result.shape().to_vec(), from_file_bits)],
+                ours,
+                "{backend} {what}"
+            );
+            let tool = run_iree_run_module(
+                &with_parameters,
+                "mlp",
+                &[("model", file)],
+                &mlp_input()[0],
+                &dir,
+            )
+            .unwrap_or_else(|e| panic!("{backend} {what}: iree-run-module: {e}"));
+            assert_eq!(vec![tool], ours, "{backend} {what}: iree-run-module");
             compared += 1;
             if what == "exported" {
                 assert_eq!(ours, inline_result, "{backend}: exported vs inline weights");
@@ -679,6 +808,7 @@ fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_ire
         }
     }
     assert_eq!(compared, 4);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ------------------------------------------------------------------ the functions, directly
