@@ -653,7 +653,11 @@ fn run_iree_run_module(
         ))
         .arg(format!("--output=@{}", npy.display()));
     for (scope, archive) in archives {
-        command.arg(format!("--parameters={scope}={}", archive.display()));
+        // A bare `--parameters=FILE` is the unnamed scope.
+        command.arg(match scope {
+            &"" => format!("--parameters={}", archive.display()),
+            scope => format!("--parameters={scope}={}", archive.display()),
+        });
     }
     let output = command.output().expect("start iree-run-module");
     if !output.status.success() {
@@ -808,6 +812,73 @@ fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_ire
         }
     }
     assert_eq!(compared, 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_unnamed_scope_is_what_a_bare_parameters_flag_names() {
+    let test = "the_unnamed_scope_is_what_a_bare_parameters_flag_names";
+    let Some((iree_compile, _)) = peer_tools(test) else {
+        return;
+    };
+    let dir = pactum_testing::hostile::scratch("io-parameters-unnamed");
+    let source = r#"
+util.global private @w = #flow.parameter.named<"w"> : tensor<4xf32>
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %w = util.global.load @w : tensor<4xf32>
+  %0 = arith.mulf %x, %w : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"#;
+    let vmfb = compile(&iree_compile, &dir, "unnamed", source, "llvm-cpu", &[]);
+    // The archive is IREE's own (iree-create-parameters), a splat entry.
+    let archive = dir.join("unnamed.irpa");
+    let created = Command::new(pactum_testing::iree::tool("iree-create-parameters").unwrap())
+        .arg("--splat=w=4xf32=2.5")
+        .arg(format!("--output={}", archive.display()))
+        .output()
+        .unwrap();
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let input = (vec![4], vec![1.0f32, 2.0, 3.0, 4.0]);
+    let module = IreeModule::builder()
+        .parameters("", ParameterIndex::open(&archive).unwrap())
+        .load(&vmfb)
+        .unwrap();
+    let x = Tensor::from_slice(&input.1, &input.0).unwrap();
+    let ours: Tensor = module.function("f").unwrap().call_typed((&x,)).unwrap();
+    assert_eq!(ours.to_vec::<f32>().unwrap(), [2.5, 5.0, 7.5, 10.0]);
+    assert_eq!(
+        module.context_modules(),
+        ["hal", "io_parameters", "module"]
+    );
+    let bits: Vec<u32> = ours
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    let theirs = run_iree_run_module(&vmfb, "f", &[("", &archive)], &input, &dir).unwrap();
+    assert_eq!(theirs, (vec![4], bits));
+    // The same archive under a named scope leaves the unnamed one empty, in both.
+    let ours = IreeModule::builder()
+        .parameters("model", ParameterIndex::open(&archive).unwrap())
+        .load(&vmfb)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        ours.contains("NOT_FOUND")
+            && ours.contains("no parameters registered for scope \"\" (scopes: \"model\")"),
+        "{ours}"
+    );
+    let theirs = run_iree_run_module(&vmfb, "f", &[("model", &archive)], &input, &dir).unwrap_err();
+    assert!(
+        theirs.contains("NOT_FOUND") && theirs.contains("scopes like ''"),
+        "{theirs}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
