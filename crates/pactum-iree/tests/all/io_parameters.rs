@@ -851,10 +851,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
     let x = Tensor::from_slice(&input.1, &input.0).unwrap();
     let ours: Tensor = module.function("f").unwrap().call_typed((&x,)).unwrap();
     assert_eq!(ours.to_vec::<f32>().unwrap(), [2.5, 5.0, 7.5, 10.0]);
-    assert_eq!(
-        module.context_modules(),
-        ["hal", "io_parameters", "module"]
-    );
+    assert_eq!(module.context_modules(), ["hal", "io_parameters", "module"]);
     let bits: Vec<u32> = ours
         .to_vec::<f32>()
         .unwrap()
@@ -1192,4 +1189,59 @@ fn a_wait_fence_never_reached_is_an_error_after_the_wait_limit() {
         "{error}"
     );
     assert_eq!(signal.value().unwrap_err(), error);
+}
+
+#[test]
+fn large_parameters_arrive_whole_and_a_bad_range_moves_no_byte() {
+    // More than two of the device's read pieces, not a multiple of one.
+    let length = 2 * pactum_iree::hal::READ_CHUNK + 4099;
+    let source: Vec<u8> = (0..length + 16).map(|k| (k % 251) as u8).collect();
+    let mut index = ParameterIndex::new();
+    index.insert(ParameterEntry {
+        key: "big".into(),
+        metadata: Vec::new(),
+        storage: ParameterStorage::Data {
+            source: Arc::new(source.clone()),
+            offset: 16,
+            length,
+        },
+    });
+    let mut provider = ParameterProvider::new();
+    provider.add("model", index);
+    let module = IoParametersModule::new(provider);
+    let device: Arc<dyn HalDevice> = Arc::new(LocalDevice::new(Workers::CallerThread));
+    let target = device
+        .allocator()
+        .allocate(BufferParams::default(), length as i64 + 64)
+        .unwrap();
+    target.fill(0, length as i64 + 64, 0xee, 1).unwrap();
+    let read = (length - 7) as u64;
+    let args = call_args(
+        &device,
+        None,
+        None,
+        vec![text(b"model"), object(target.clone())],
+        &[("big", 7, 64, read)],
+    );
+    module.call(GATHER, &args).unwrap();
+    let bytes = target.to_vec();
+    assert!(bytes[..64].iter().all(|&b| b == 0xee));
+    let end = 64 + read as usize;
+    assert!(
+        bytes[64..end] == source[16 + 7..],
+        "the gathered bytes differ"
+    );
+    assert!(bytes[end..].iter().all(|&b| b == 0xee));
+    // A target range one byte too long: refused before anything is written.
+    target.fill(0, length as i64 + 64, 0xee, 1).unwrap();
+    let args = call_args(
+        &device,
+        None,
+        None,
+        vec![text(b"model"), object(target.clone())],
+        &[("big", 0, 65, length as u64)],
+    );
+    let error = module.call(GATHER, &args).unwrap_err();
+    assert_eq!(error.status, StatusCode::OutOfRange, "{error}");
+    assert!(target.to_vec().iter().all(|&b| b == 0xee));
 }
