@@ -522,11 +522,10 @@ fn missing_scopes_keys_and_short_parameters_fail_as_in_iree_naming_them() {
 
 /// A two-layer MLP whose weights are constant globals (`iree-opt`'s export pass turns them
 /// into parameters). The pass runs before compiling, not as `iree-compile
-/// --iree-parameter-export`: 3.13 runs that export after const-eval has already folded the
-/// weights into the code (private globals are inlined; public ones are exported, yet the
-/// program computes with the folded copies: iree-run-module gives the same results with a
-/// splat archive of zeros), so only the pass's output makes a program whose results depend on
-/// the archive. Weights and inputs are multiples of 1/8 and 1/4, small enough that every
+/// --iree-parameter-export`: with 3.13 that flag leaves private globals inlined (no archive
+/// entries), and for public ones it writes the archive but the program it compiles computes the
+/// same results with a splat archive of zeros (seen with iree-run-module, const-eval on or
+/// off), so only the pass's output makes a program whose results depend on the archive. Weights and inputs are multiples of 1/8 and 1/4, small enough that every
 /// sum is exact: any order of summation gives the same bits.
 fn mlp_source() -> String {
     let dense = |rows: usize, cols: usize, seed: usize| {
