@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use super::{ParameterEntry, ParameterError, ParameterIndex, ParameterStorage, SharedBytes};
+use super::index::{ParameterEntry, ParameterError, ParameterIndex, ParameterStorage, SharedBytes};
 
 const DEFAULT_ALIGNMENT: u64 = 32;
 
@@ -71,7 +71,7 @@ impl<'a> Cursor<'a> {
     }
 
     fn take(&mut self, what: &str, length: u64) -> Result<&'a [u8], ParameterError> {
-        let bytes = super::read_range(self.bytes, self.at, length)
+        let bytes = super::index::read_range(self.bytes, self.at, length)
             .ok_or_else(|| self.truncated(what, length))?;
         self.at += length;
         Ok(bytes)

@@ -16,7 +16,7 @@
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use super::{
+use super::index::{
     ParameterEntry, ParameterError, ParameterIndex, ParameterStorage, SharedBytes, check_splat,
     read_range, read_u16, read_u32, read_u64,
 };

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{ParameterEntry, ParameterError, ParameterIndex, ParameterStorage, SharedBytes};
+use super::index::{ParameterEntry, ParameterError, ParameterIndex, ParameterStorage, SharedBytes};
 
 /// Where the JSON header starts in the file.
 const HEADER_START: u64 = 8;
@@ -19,7 +19,7 @@ const HEADER_START: u64 = 8;
 pub(super) fn read(source: &SharedBytes) -> Result<ParameterIndex, ParameterError> {
     let bytes: &[u8] = (**source).as_ref();
     let file_len = bytes.len() as u64;
-    let header_len = super::read_u64(bytes, 0).ok_or_else(|| {
+    let header_len = super::index::read_u64(bytes, 0).ok_or_else(|| {
         ParameterError::at(
             0,
             format!("safetensors header length truncated: the file has {file_len} bytes, 8 needed"),

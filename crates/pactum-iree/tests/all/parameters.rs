@@ -893,3 +893,30 @@ proptest! {
         }
     }
 }
+
+/// Two archives linked by `next_header_offset` in one file (IREE's format allows appending
+/// archives this way) read as one index. IREE 3.13's reader misreads such files (it resolves
+/// the second archive's segments with the first header), so pactum is checked against the
+/// entries it wrote, not against IREE.
+#[test]
+fn linked_irpa_archives_read_one_after_the_other() {
+    let mut first = ParameterIndex::new();
+    first.add_data("a", vec![1u8; 10]);
+    let mut second = ParameterIndex::new();
+    second.add_data("b", vec![2u8; 5]);
+    second.add_splat("c", &[3], 7).unwrap();
+    let mut bytes = Vec::new();
+    first.write_irpa(&mut bytes).unwrap();
+    let second_at = bytes.len();
+    put_u64(&mut bytes, 16, second_at as u64);
+    second.write_irpa(&mut bytes).unwrap();
+    let index = read_bytes(bytes).unwrap();
+    let keys: Vec<&str> = index.entries().iter().map(|e| e.key.as_str()).collect();
+    assert_eq!(keys, ["a", "b", "c"]);
+    assert_eq!(index.get("a").unwrap().storage.data(), Some(&[1u8; 10][..]));
+    assert_eq!(index.get("b").unwrap().storage.data(), Some(&[2u8; 5][..]));
+    let ParameterStorage::Data { offset, .. } = index.get("b").unwrap().storage else {
+        panic!("a data entry");
+    };
+    assert!(offset > second_at, "b lives in the second archive");
+}
