@@ -58,7 +58,8 @@ pub enum ParameterStorage {
         /// Byte length of the entry.
         length: usize,
     },
-    /// `length` bytes made of `pattern` repeated (1, 2, 4, 8 or 16 bytes, as IREE allows).
+    /// `length` bytes made of `pattern` repeated (1, 2, 4, 8 or 16 bytes, as IREE allows); the
+    /// last repetition is cut short when `length` is not a multiple of the pattern's size.
     Splat {
         /// The repeated bytes.
         pattern: Vec<u8>,
@@ -192,16 +193,16 @@ impl ParameterIndex {
         Ok(())
     }
 
-    /// Adds (or replaces) a splat entry `key`: `length` bytes of `pattern` repeated. The
-    /// pattern has 1, 2, 4, 8 or 16 bytes and `length` is a multiple of its size, as IREE's
-    /// archives require.
+    /// Adds (or replaces) a splat entry `key`: `length` bytes of `pattern` repeated (the last
+    /// repetition cut short when `length` is not a multiple of its size). The pattern has 1,
+    /// 2, 4, 8 or 16 bytes, as IREE's archives require.
     pub fn add_splat(
         &mut self,
         key: impl Into<String>,
         pattern: &[u8],
         length: u64,
     ) -> Result<(), ParameterError> {
-        check_splat(pattern.len(), length).map_err(|message| ParameterError {
+        check_splat(pattern.len()).map_err(|message| ParameterError {
             path: None,
             offset: None,
             message,
@@ -243,6 +244,14 @@ impl ParameterIndex {
         }
     }
 
+    /// Adds an entry unless one named `key` is already there: an archive's readers keep the
+    /// first of entries with the same key, the one IREE's lookup finds.
+    pub(super) fn insert_first(&mut self, entry: ParameterEntry) {
+        if !self.by_key.contains_key(&entry.key) {
+            self.insert(entry);
+        }
+    }
+
     /// The entry named `key`.
     pub fn get(&self, key: &str) -> Option<&ParameterEntry> {
         self.by_key.get(key).map(|&k| &self.entries[k])
@@ -264,16 +273,14 @@ impl ParameterIndex {
     }
 }
 
-/// Why a splat of a `pattern_len`-byte pattern over `length` bytes is refused, if it is.
-pub(super) fn check_splat(pattern_len: usize, length: u64) -> Result<(), String> {
+/// Why a splat with a `pattern_len`-byte pattern is refused, if it is. Its length need not be
+/// a multiple of the pattern's: IREE's tools write such splats
+/// (`iree-convert-parameters --splat=w=x32=..` over a 5-byte entry), the last repetition cut
+/// short.
+pub(super) fn check_splat(pattern_len: usize) -> Result<(), String> {
     if !matches!(pattern_len, 1 | 2 | 4 | 8 | 16) {
         return Err(format!(
             "splat pattern of {pattern_len} bytes: must be 1, 2, 4, 8 or 16 bytes"
-        ));
-    }
-    if length % pattern_len as u64 != 0 {
-        return Err(format!(
-            "splat of {length} bytes is not a whole number of its {pattern_len}-byte pattern"
         ));
     }
     Ok(())

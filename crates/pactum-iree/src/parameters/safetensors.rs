@@ -75,7 +75,7 @@ pub(super) fn read(source: &SharedBytes) -> Result<ParameterIndex, ParameterErro
             ));
         }
         // Inside the file, so inside `usize`.
-        index.insert(ParameterEntry {
+        index.insert_first(ParameterEntry {
             key,
             metadata: Vec::new(),
             storage: ParameterStorage::Data {
