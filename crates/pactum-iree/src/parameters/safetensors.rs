@@ -1,5 +1,7 @@
 //! `.safetensors` files, indexed as IREE indexes them: every tensor is a data entry keyed by
-//! its name, in the order of the header; `__metadata__` is not an entry.
+//! its name, in the order of the header; `__metadata__` is not an entry. A name with JSON
+//! escapes (`\u00e4`, `\"`) is unescaped (`ä`, `"`), as the safetensors format means it;
+//! IREE 3.13 keeps such names escaped.
 //!
 //! Layout: a little-endian `u64` header length, that many bytes of a JSON object
 //! `{"NAME": {"dtype": .., "shape": [..], "data_offsets": [BEGIN, END]}, ..}`, then the data;
