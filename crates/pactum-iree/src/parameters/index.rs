@@ -138,12 +138,6 @@ impl ParameterIndex {
         ParameterIndex::default()
     }
 
-    /// Reads the archive at `path` (`.irpa`, `.safetensors` or `.gguf`, told apart by their
-    /// contents, not by the file name), memory-mapped: data entries point into the mapping,
-    /// which lives as long as any of them.
-    ///
-    /// Errors name the file, the byte offset of what was wrong and what it was; every
-    /// Reads an archive held in memory (`.irpa`, `.safetensors` or `.gguf`, told apart by
     /// Adds (or replaces) a data entry `key` holding `bytes` (kept, not copied).
     pub fn add_data(
         &mut self,
@@ -230,9 +224,6 @@ impl ParameterIndex {
         }
     }
 
-    /// Writes the index as an IREE parameter archive (`.irpa`) that IREE's tools and
-    /// runtime read: data entries copied into the archive (each aligned to 64 bytes), splats
-    /// Writes the index as an IREE parameter archive at `path` (see
     /// Adds (or replaces) an entry.
     pub fn insert(&mut self, entry: ParameterEntry) {
         match self.by_key.get(&entry.key) {

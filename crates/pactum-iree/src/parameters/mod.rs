@@ -54,7 +54,6 @@ mod index;
 mod irpa;
 mod safetensors;
 
-use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -76,10 +75,10 @@ impl ArchiveFormat {
         if contents.starts_with(b"GGUF") {
             return Ok(ArchiveFormat::Gguf);
         }
-        // safetensors: a little-endian u64 header length, then that many bytes of JSON object.
-        // The length is checked by the reader, which names it when it is wrong.
-        let json = contents.get(8..).map(|rest| rest.trim_ascii_start());
-        if json.is_some_and(|j| j.starts_with(b"{")) {
+        // safetensors: a little-endian u64 header length, then that many bytes of a JSON
+        // object, which starts right away (as IREE requires). The length is checked by the
+        // reader, which names it when it is wrong.
+        if contents.get(8) == Some(&b'{') {
             return Ok(ArchiveFormat::Safetensors);
         }
         Err(ParameterError::at(
@@ -95,6 +94,11 @@ impl ArchiveFormat {
 }
 
 impl ParameterIndex {
+    /// Reads the archive at `path` (`.irpa`, `.safetensors` or `.gguf`, told apart by their
+    /// contents, not by the file name), memory-mapped: data entries point into the mapping,
+    /// which lives as long as any of them.
+    ///
+    /// Errors name the file, the byte offset of what was wrong and what it was; every
     /// offset and length the archive declares is checked against the file before use.
     pub fn open(path: impl AsRef<Path>) -> Result<ParameterIndex, ParameterError> {
         let path = path.as_ref();
@@ -116,6 +120,7 @@ impl ParameterIndex {
         })
     }
 
+    /// Reads an archive held in memory (`.irpa`, `.safetensors` or `.gguf`, told apart by
     /// their contents): data entries point into `bytes` without a copy.
     pub fn from_bytes(bytes: SharedBytes) -> Result<ParameterIndex, ParameterError> {
         let contents = (*bytes).as_ref();
@@ -126,21 +131,39 @@ impl ParameterIndex {
         }
     }
 
+    /// Writes the index as an IREE parameter archive (`.irpa`) that IREE's tools and
+    /// runtime read: data entries copied into the archive (each aligned to 64 bytes), splats
     /// and metadata kept. The archive is padded to a multiple of 4096 bytes, as IREE's.
     pub fn write_irpa(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
         irpa::write(self, out)
     }
 
-    /// [`write_irpa`](ParameterIndex::write_irpa)); the file is replaced.
+    /// Writes the index as an IREE parameter archive at `path` (see
+    /// [`write_irpa`](ParameterIndex::write_irpa)), replacing the file.
+    ///
+    /// The archive is written to a new file next to `path` and renamed over it when complete:
+    /// an index read from `path` itself (whose data entries point into the old file's mapping)
+    /// can be written back to it, and a failed write leaves the old file as it was.
     pub fn write_irpa_file(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
         let path = path.as_ref();
-        let file = std::fs::File::create(path).map_err(|e| {
-            std::io::Error::new(e.kind(), format!("{}: cannot create: {e}", path.display()))
-        })?;
-        let mut out = std::io::BufWriter::new(file);
-        self.write_irpa(&mut out)
-            .and_then(|()| out.flush())
-            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+        let mut partial = path.as_os_str().to_owned();
+        partial.push(format!(".partial-{}", std::process::id()));
+        let partial = std::path::PathBuf::from(partial);
+        let written = std::fs::File::create(&partial).and_then(|file| {
+            let mut out = std::io::BufWriter::new(file);
+            self.write_irpa(&mut out)?;
+            out.into_inner().map_err(|e| e.into_error())?.sync_all()
+        });
+        match written.and_then(|()| std::fs::rename(&partial, path)) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                let _ = std::fs::remove_file(&partial);
+                Err(std::io::Error::new(
+                    e.kind(),
+                    format!("{}: {e}", path.display()),
+                ))
+            }
+        }
     }
 }
 

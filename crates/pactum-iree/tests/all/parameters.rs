@@ -1092,3 +1092,26 @@ fn safetensors_names_with_escapes_are_unescaped() {
     assert_eq!(iree.len(), 1);
     assert_eq!(iree[0]["key"], r"a\u00e4");
 }
+
+/// An index read from a file can be written back over that file: its data entries point into
+/// the old file's mapping, which the write must not truncate under them.
+#[test]
+fn an_archive_rewritten_in_place_keeps_its_data() {
+    let dir = scratch("an_archive_rewritten_in_place_keeps_its_data");
+    let path = dir.join("model.irpa");
+    index_from_spec(&sample_spec())
+        .write_irpa_file(&path)
+        .unwrap();
+    let mut index = ParameterIndex::open(&path).unwrap();
+    index.add_data("added", vec![5u8; 100]);
+    index.write_irpa_file(&path).unwrap();
+    let reread = ParameterIndex::open(&path).unwrap();
+    assert_eq!(reread.len(), 11);
+    for entry in index.entries() {
+        let again = reread.get(&entry.key).unwrap();
+        assert_eq!(again.storage.data(), entry.storage.data(), "{}", entry.key);
+        assert_eq!(again.metadata, entry.metadata, "{}", entry.key);
+    }
+    let files = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(files, 1, "no partial file is left behind");
+}
