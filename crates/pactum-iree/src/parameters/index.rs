@@ -125,7 +125,8 @@ pub struct ParameterEntry {
     pub storage: ParameterStorage,
 }
 
-/// Named parameters, in the order added; a key added again replaces the earlier entry.
+/// Named parameters, in the order added; a key added again replaces the earlier entry (when
+/// an archive holds a key twice, its readers keep the first, the one IREE's lookup finds).
 #[derive(Clone, Debug, Default)]
 pub struct ParameterIndex {
     entries: Vec<ParameterEntry>,

@@ -1115,3 +1115,29 @@ fn an_archive_rewritten_in_place_keeps_its_data() {
     let files = std::fs::read_dir(&dir).unwrap().count();
     assert_eq!(files, 1, "no partial file is left behind");
 }
+
+/// Opening maps the file: a 4 GiB entry (a sparse file) is indexed in a moment and read in
+/// place, without its bytes being copied or even read.
+#[test]
+fn a_large_archive_is_mapped_not_read() {
+    const LARGE: u64 = 4 << 30;
+    let dir = scratch("a_large_archive_is_mapped_not_read");
+    let path = dir.join("large.irpa");
+    let mut index = ParameterIndex::new();
+    index.add_data("w", vec![9u8; 64]);
+    let mut head = Vec::new();
+    index.write_irpa(&mut head).unwrap();
+    // The entry (at byte 96; its storage range at 96 + 60) and the storage segment (header
+    // byte 72) grow to 4 GiB; the file is extended, sparse, to hold them.
+    let storage_offset = u64::from_le_bytes(head[72..80].try_into().unwrap());
+    put_u64(&mut head, 80, LARGE);
+    put_u64(&mut head, 96 + 68, LARGE);
+    pactum_testing::hostile::sparse_file(&path, &head, storage_offset + LARGE);
+    let index = quickly("opening a 4 GiB archive", || ParameterIndex::open(&path)).unwrap();
+    let data = index.get("w").unwrap().storage.data().unwrap();
+    assert_eq!(data.len() as u64, LARGE);
+    assert_eq!(&data[..64], &[9u8; 64][..]);
+    assert_eq!(data[data.len() - 1], 0, "the sparse tail reads as zeros");
+    drop(index);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
