@@ -5,9 +5,10 @@
 //! (`add_buffer`, `add_splat`, `create_archive_file`) and reports what
 //! `iree.runtime.ParameterIndex.load` finds in an archive (key, length, metadata, splat
 //! pattern, data offset and bytes); `iree-dump-parameters` prints its table of entries and
-//! `iree-convert-parameters` turns `.safetensors` and `.gguf` files into `.irpa`. Every archive
-//! is compared entry by entry, in IREE's order. Hostile archives (truncated, corrupted,
-//! hostile lengths) must give errors naming the byte, never a panic.
+//! `iree-convert-parameters` turns `.safetensors` and `.gguf` files into `.irpa`;
+//! `iree-create-parameters` and `iree-compile --iree-parameter-export` (`.venv-iree`) write
+//! archives too. Every archive is compared entry by entry, in IREE's order. Hostile archives
+//! (truncated, corrupted, hostile lengths) must give errors naming the byte, never a panic.
 //!
 //! Without the python and `iree.runtime`, or without the IREE tools, the comparisons fail,
 //! unless `PACTUM_SKIP_PEER=1`, when they are skipped with a message.
@@ -1140,4 +1141,80 @@ fn a_large_archive_is_mapped_not_read() {
     assert_eq!(data[data.len() - 1], 0, "the sparse tail reads as zeros");
     drop(index);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Globals whose values `iree-compile --iree-parameter-export` moves into an archive.
+const EXPORTED_GLOBALS: &str = r#"
+util.global @w0 = dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+util.global @b0 = dense<[7, 8, 9]> : tensor<3xi32>
+util.global @big = dense<1.5> : tensor<100xf16>
+func.func @main(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xi32>, tensor<100xf16>) {
+  %w = util.global.load @w0 : tensor<2x3xf32>
+  %b = util.global.load @b0 : tensor<3xi32>
+  %g = util.global.load @big : tensor<100xf16>
+  %r = arith.addf %x, %w : tensor<2x3xf32>
+  return %r, %b, %g : tensor<2x3xf32>, tensor<3xi32>, tensor<100xf16>
+}
+"#;
+
+/// The archive the compiler writes when it exports a program's weights (data entries, and a
+/// splat for a splat constant), read as IREE's runtime reads it.
+#[test]
+fn irpa_exported_by_iree_compile_reads_as_iree_reads_it() {
+    let test = "irpa_exported_by_iree_compile_reads_as_iree_reads_it";
+    let Some(python) = peer_python(test) else {
+        return;
+    };
+    let Some(dump) = tool_or_skip("iree-dump-parameters", test) else {
+        return;
+    };
+    let compiler = manifest_dir().join("../../.venv-iree/bin/iree-compile");
+    if !compiler.exists() {
+        let why = format!(
+            "{} (iree-base-compiler 3.13) is missing",
+            compiler.display()
+        );
+        if std::env::var("PACTUM_SKIP_PEER").is_ok_and(|v| v == "1") {
+            eprintln!("SKIPPED {test} (PACTUM_SKIP_PEER=1): {why}");
+            return;
+        }
+        panic!("{why}; set PACTUM_SKIP_PEER=1 to skip this comparison");
+    }
+    let dir = scratch(test);
+    let source = dir.join("globals.mlir");
+    std::fs::write(&source, EXPORTED_GLOBALS).unwrap();
+    let archive = dir.join("exported.irpa");
+    run_tool(
+        &compiler,
+        &[
+            source.display().to_string(),
+            "--iree-hal-target-device=local".into(),
+            "--iree-hal-local-target-device-backends=vmvx".into(),
+            format!("--iree-parameter-export=model={}", archive.display()),
+            "--iree-parameter-export-minimum-size=0".into(),
+            format!("-o={}", dir.join("globals.vmfb").display()),
+        ],
+    );
+    let index = ParameterIndex::open(&archive).unwrap();
+    let f32s: Vec<u8> = (1..=6).flat_map(|v| (v as f32).to_le_bytes()).collect();
+    let i32s: Vec<u8> = (7..=9).flat_map(|v: i32| v.to_le_bytes()).collect();
+    assert_eq!(index.get("w0").unwrap().storage.data(), Some(&f32s[..]));
+    assert_eq!(index.get("b0").unwrap().storage.data(), Some(&i32s[..]));
+    match &index.get("big").unwrap().storage {
+        ParameterStorage::Splat { pattern, length } => {
+            // f16 1.5 is 0x3e00.
+            assert_eq!((pattern.as_slice(), *length), (&[0x00, 0x3e][..], 200));
+        }
+        other => panic!("the splat constant is a splat entry, got {other:?}"),
+    }
+    assert_same_entries(
+        &index,
+        &iree_entries(&python, &archive),
+        "iree-compile's export",
+    );
+    assert_same_table(
+        &index,
+        &iree_dump_tool(&dump, &archive),
+        "iree-compile's export",
+    );
 }
