@@ -375,8 +375,8 @@ mod tests {
     #[test]
     fn time_columns_narrow_their_decimals_as_google_benchmark_does() {
         assert_eq!(time_column(0.0021), "     0.002");
-        assert_eq!(time_column(3.14159), "      3.14");
-        assert_eq!(time_column(31.4159), "      31.4");
-        assert_eq!(time_column(314.159), "       314");
+        assert_eq!(time_column(4.5678), "      4.57");
+        assert_eq!(time_column(27.1828), "      27.2");
+        assert_eq!(time_column(271.828), "       272");
     }
 }

@@ -361,7 +361,7 @@ fn parse_value(
             }
             expect_ref(kinds)?;
             let rest = &bytes[*position..];
-            let length = npy_array_length(rest).with_context(|| format!("{path}"))?;
+            let length = npy_array_length(rest).with_context(|| path.to_owned())?;
             let array = rest
                 .get(..length)
                 .ok_or_else(|| anyhow!("{path}: truncated array at byte {position}"))?;
