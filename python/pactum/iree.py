@@ -629,7 +629,7 @@ class IreeModule:
             raise TypeError(f"trace: expected a callable (key, tensors), got {type(trace).__name__}")
         if isinstance(modules, (str, bytes, os.PathLike)):
             raise TypeError("modules: expected a list of modules, got a single one (wrap it in a list)")
-        options: Dict[str, Any] = {"device": device}
+        options: Dict[str, Any] = {"device": device, "allow_casts": bool(allow_casts)}
         if threads is not None:
             options["threads"] = threads
         linked = [_linked_module(m, i) for i, m in enumerate(modules)]
@@ -739,8 +739,9 @@ def load(
     - `trace`: called as ``trace(key, [arrays])`` for each ``hal.buffer_view.trace`` the
       program runs (``flow.tensor.trace``, ``--iree-flow-trace-dispatch-tensors``), as
       ``iree.runtime.HalModuleDebugSink``'s callback; an exception it raises fails the call;
-    - `allow_casts`: convert NumPy arrays of another dtype than an export declares (as
-      iree.runtime does) instead of refusing them with a ``TypeError``.
+    - `allow_casts`: convert NumPy arrays and DLPack tensors of another dtype than an export
+      declares (iree.runtime converts NumPy arrays always) instead of refusing them with a
+      ``TypeError`` naming the argument's path and both dtypes.
 
     A missing file (module or archive) is a ``FileNotFoundError``; a bad device a
     ``ValueError`` naming the choices; a file that is not a valid module a ``ValueError`` (or

@@ -18,7 +18,9 @@
 //! - `"parameters"`: an `Array` of `[scope, archive]` pairs, the archive a path (read by
 //!   [`ParameterIndex::open`]) or a `pactum.iree.ParameterIndex` object;
 //! - `"trace"`: `None` or a `Function` called with `(key: str, tensors: Array)` for each
-//!   `hal.buffer_view.trace` the program runs ([`ModuleBuilder::trace_sink`]).
+//!   `hal.buffer_view.trace` the program runs ([`ModuleBuilder::trace_sink`]);
+//! - `"allow_casts"`: whether the exports convert tensors of another element type than their
+//!   signature declares ([`StructuredFunction::allow_casts`]; default: refused).
 //!
 //! Errors are `ValueError`s (`TypeError`s for a value of the wrong kind) naming the option and
 //! item they are about; a module that fails to load is named by its path (the builder's
@@ -32,11 +34,12 @@ use pactum::{
 };
 use pactum_iree::hal::{HalBufferView, TraceSink, Workers};
 use pactum_iree::module::{
-    IreeModule, LinkedModule, ModuleBuilder, NativeModuleObject, ParameterIndexObject,
+    IreeModule, LinkedModule, ModuleBuilder, NativeModuleObject, ParameterIndexObject, VMFB_KIND,
     buffer_view_to_tensor,
 };
 use pactum_iree::parameters::ParameterIndex;
 use pactum_iree::status::{StatusCode, StatusError};
+use pactum_iree::structured::StructuredFunction;
 use pactum_iree::vmfb::VmfbFile;
 
 /// The global behind `pactum.iree.load`.
@@ -75,7 +78,23 @@ pub fn register() -> Result<()> {
                 }
                 _ => None,
             };
-            Ok(load_module(source, options.as_ref())?.into_module()?.into())
+            let allow_casts = option(options.as_ref(), "allow_casts")
+                .map(|a| {
+                    a.view().get::<bool>().map_err(|_| {
+                        type_error(format!(
+                            "allow_casts: expected a bool, got {}",
+                            a.type_key()
+                        ))
+                    })
+                })
+                .transpose()?
+                .unwrap_or(false);
+            let module = load_module(source, options.as_ref())?;
+            Ok(pactum::Module::from_impl(Arc::new(LoadedModule {
+                module,
+                allow_casts,
+            }))?
+            .into())
         })
     })?;
     crate::register(INSPECT_SOURCE, || {
@@ -101,6 +120,37 @@ pub fn register() -> Result<()> {
             Ok(Any::from(pactum::String::from(report.to_string().as_str())))
         })
     })
+}
+
+/// A loaded module served as a TVM FFI module of kind `vmfb` (as the `.vmfb` loader serves
+/// one), its structured exports converting tensors of other element types when
+/// `allow_casts`.
+struct LoadedModule {
+    module: IreeModule,
+    allow_casts: bool,
+}
+
+impl pactum::ModuleImpl for LoadedModule {
+    fn kind(&self) -> &str {
+        VMFB_KIND
+    }
+
+    fn get_function(&self, name: &str) -> Result<Option<Function>> {
+        if !self.module.export_names().any(|export| export == name) {
+            return Ok(None);
+        }
+        match self.module.signature(name)? {
+            Some(signature) if self.allow_casts => {
+                let flat = self.module.flat_function(name)?;
+                Ok(Some(
+                    StructuredFunction::from_iree_abi(flat, signature)?
+                        .allow_casts(true)
+                        .into_function(),
+                ))
+            }
+            _ => self.module.function(name).map(Some),
+        }
+    }
 }
 
 fn type_error(message: String) -> Error {
