@@ -1,6 +1,6 @@
 """IREE bytecode modules (``.vmfb``) run by pactum, from Python.
 
-``load(path)`` returns an :class:`IreeModule` whose exports are attributes and items::
+``load(source)`` returns an :class:`IreeModule` whose exports are attributes and items::
 
     import numpy as np, pactum
     m = pactum.iree.load("tensors.vmfb")
@@ -9,13 +9,30 @@
 
 Each export accepts what ``iree.runtime`` accepts for the same ``iree.abi`` signature: dicts,
 lists, tuples, keyword arguments, NumPy arrays and array-likes (converted to the declared
-dtype, as IREE does), Python and NumPy scalars. Results are NumPy arrays, dicts, lists, tuples
+dtype, as IREE does), Python and NumPy scalars. A NumPy array (or DLPack tensor) of another
+dtype than declared is refused unless the module is loaded with ``allow_casts=True``
+(iree.runtime converts NumPy arrays silently). Results are NumPy arrays, dicts, lists, tuples
 and Python scalars, shaped as the signature says. A refused argument is a ``TypeError`` or
 ``ValueError`` whose message names its path (``args[0]["bias"]``, ``kwargs["x"]``).
 
+:func:`load` also takes the module's bytes, the device (``local-task`` with an optional worker
+count, or ``local-sync``), modules to link before it, parameter archives by scope, and a
+callback for what the program traces::
+
+    m = pactum.iree.load(open("main.vmfb", "rb").read(), device="local-sync",
+                         modules=["lib.vmfb"], parameters={"model": "weights.irpa"},
+                         trace=lambda key, arrays: print(key, arrays))
+
+``m.f.submit(...)`` starts a call on pactum's call threads and returns a
+``concurrent.futures.Future`` at once; :func:`benchmark` times repeated calls::
+
+    future = m.predict.submit(x)              # the caller goes on; future.result() waits
+    print(pactum.iree.benchmark(m.predict, x, repetitions=100).median)
+
 The module is a ``tvm_ffi.Module`` of kind ``vmfb`` underneath (:attr:`IreeModule.ffi_module`),
-made by the loader ``import pactum`` registers, so ``tvm_ffi.load_module(path)`` gives the same
-functions without the Python-side conversions.
+made by the global ``pactum.iree.load_module``; ``tvm_ffi.load_module(path)`` (the loader
+``import pactum`` registers) gives the same functions with the default options and without the
+Python-side conversions.
 """
 
 from __future__ import annotations
@@ -585,12 +602,13 @@ def _trace_sink(trace: Callable[[str, List[Any]], Any]) -> Callable[[str, Any], 
     return sink
 
 
-def _load_error(error: Exception, name: str) -> Exception:
-    """`error` again, its message naming the module's file (pactum's loader names it already
-    in most messages: it is not repeated)."""
+def _load_error(error: Exception, name: str, files: Sequence[Any]) -> Optional[Exception]:
+    """`error` with its message naming the module's file, or ``None`` when it names one of
+    the `files` of the load already (pactum's loader names the file a message is about, the
+    loaded module's or a linked one's: no second name is put before it)."""
     message = str(error)
-    if name in message:
-        return error
+    if any(isinstance(f, str) and f in message for f in (name, *files)):
+        return None
     return type(error)(f"{name}: {message}")
 
 
@@ -658,7 +676,10 @@ class IreeModule:
             info = json.loads(str(_INSPECT_SOURCE(loaded)))
         except (ValueError, RuntimeError, TypeError) as error:
             # A corrupt or foreign file: the same exception, naming the file.
-            raise _load_error(error, name) from error
+            named = _load_error(error, name, linked)
+            if named is None:
+                raise
+            raise named from error
         #: The module's name (``@name`` in the bytecode).
         self.name: str = info.get("name", "")
         self._signatures = {
