@@ -21,7 +21,7 @@
 //! - `pactum.tensor.bitcast(x: Tensor, dtype) -> Tensor` ([`pactum::Tensor::view_as`]), for
 //!   element types NumPy lacks (`bfloat16`);
 //! - `pactum.iree.load_module(source, options) -> Module` and `pactum.iree.inspect_source(source)`
-//!   (the [`load`] module), behind `pactum.iree.load`: a module from a path, bytes or a tensor
+//!   (`src/load.rs`), behind `pactum.iree.load`: a module from a path, bytes or a tensor
 //!   of bytes, with a device, linked modules, parameter scopes and a trace callback;
 //! - `pactum.sig.{detect,render,cconv,matches,convert,explain,explain_json}`, for
 //!   `python/pactum/sig.py`: what `pactum sig` does ([`pactum_iree::sig`]), each

@@ -52,7 +52,7 @@ const DEVICES: [&str; 2] = ["local-task", "local-sync"];
 
 /// Registers [`LOAD_MODULE`] and [`INSPECT_SOURCE`] (unless present).
 pub fn register() -> Result<()> {
-    crate::register(LOAD_MODULE, || {
+    register_global(LOAD_MODULE, || {
         Function::from_packed(|args: &[AnyView<'_>]| {
             let (source, options) = match args {
                 [source] => (source, None),
@@ -97,7 +97,7 @@ pub fn register() -> Result<()> {
             .into())
         })
     })?;
-    crate::register(INSPECT_SOURCE, || {
+    register_global(INSPECT_SOURCE, || {
         Function::from_packed(|args: &[AnyView<'_>]| {
             let [source] = args else {
                 return Err(type_error(format!(
@@ -120,6 +120,14 @@ pub fn register() -> Result<()> {
             Ok(Any::from(pactum::String::from(report.to_string().as_str())))
         })
     })
+}
+
+/// Registers `make()` as global `name` unless the runtime already has one.
+fn register_global(name: &str, make: impl FnOnce() -> Function) -> Result<()> {
+    if Function::get_global(name).is_none() {
+        make().register_global(name, false)?;
+    }
+    Ok(())
 }
 
 /// A loaded module served as a TVM FFI module of kind `vmfb` (as the `.vmfb` loader serves
