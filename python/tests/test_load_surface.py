@@ -232,10 +232,16 @@ def test_bad_threads(device, threads, error, match):
         pactum.iree.load(vmfb("vm_direct.vmfb"), device=device, threads=threads)
 
 
-def test_the_rust_global_refuses_a_bad_device_too():
+def test_the_rust_global_refuses_bad_options_too():
+    """pactum.iree.load_module (the global behind load, for other bindings) checks its options
+    itself: a bad device, a misspelt key."""
     load_module = tvm_ffi.get_global_func("pactum.iree.load_module")
     with pytest.raises(ValueError, match="expected one of: local-task, local-sync"):
         load_module(vmfb("vm_direct.vmfb"), {"device": "gpu"})
+    with pytest.raises(ValueError, match='unknown key "devise"'):
+        load_module(vmfb("vm_direct.vmfb"), {"devise": "local-sync"})
+    module = load_module(vmfb("vm_direct.vmfb"), {"device": "local-sync", "threads": None})
+    assert module.kind == "vmfb" and module["frob_or_double"](21) == 42
 
 
 # --- modules=[...] ----------------------------------------------------------------------------

@@ -78,6 +78,9 @@ pub fn register() -> Result<()> {
                 }
                 _ => None,
             };
+            if let Some(options) = &options {
+                check_keys(options)?;
+            }
             let allow_casts = option(options.as_ref(), "allow_casts")
                 .map(|a| {
                     a.view().get::<bool>().map_err(|_| {
@@ -238,6 +241,33 @@ fn module_source(value: &AnyView<'_>, what: &str) -> Result<Source> {
         "{what}: expected a path (str), bytes or a uint8 tensor, got {}",
         value.type_key()
     )))
+}
+
+/// The keys `options` may have.
+const OPTION_KEYS: [&str; 6] = [
+    "device",
+    "threads",
+    "modules",
+    "parameters",
+    "trace",
+    "allow_casts",
+];
+
+/// Refuses keys of `options` that name no option (a misspelt one would be ignored otherwise).
+fn check_keys(options: &Map) -> Result<()> {
+    for key in options.keys() {
+        let known = key
+            .view()
+            .get::<&str>()
+            .is_ok_and(|key| OPTION_KEYS.contains(&key));
+        if !known {
+            return Err(value_error(format!(
+                "options: unknown key {key:?} (expected some of: {})",
+                OPTION_KEYS.join(", ")
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Option `key` of `options`, `None` when absent or `None`.
