@@ -51,8 +51,11 @@
 
 mod gguf;
 mod index;
+mod io_module;
 mod irpa;
 mod safetensors;
+
+pub use io_module::{IO_PARAMETERS_MODULE_NAME, IO_PARAMETERS_MODULE_VERSION, IoParametersModule};
 
 use std::path::Path;
 use std::sync::Arc;

@@ -9,6 +9,7 @@ mod function_abi;
 mod hal;
 mod hal_manifest;
 mod hostile;
+mod io_parameters;
 mod iree_abi_vectors;
 mod iree_legacy_vectors;
 mod iree_runs;
