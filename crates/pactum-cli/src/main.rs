@@ -142,6 +142,14 @@ enum Command {
         /// failed checks) instead of lines, for scripts such as conformance/e2e/run.py.
         #[arg(long)]
         json: bool,
+        /// A module loaded before the test module in each test's context (repeatable, in
+        /// order): the test module may import its functions.
+        #[arg(long = "module", value_name = "FILE")]
+        modules: Vec<PathBuf>,
+        /// A parameter archive for the `io_parameters` module, under SCOPE (the unnamed scope
+        /// when none): repeatable.
+        #[arg(long, value_name = "[SCOPE=]FILE")]
+        parameters: Vec<String>,
     },
     /// Read, check and convert IREE function signatures.
     Sig {
@@ -235,7 +243,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             functions,
             device,
             json,
-        } => test::run(&module, &functions, device, json),
+            modules,
+            parameters,
+        } => test::run(&module, &functions, device, json, &modules, &parameters),
         Command::Sig { command } => match command {
             SigCommand::Render { signature, from } => sig::render(&signature, from),
             SigCommand::Cconv {

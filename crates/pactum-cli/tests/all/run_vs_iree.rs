@@ -815,3 +815,130 @@ func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
     missing_file.push("--parameters=other=/no/such.irpa".to_owned());
     assert_same(&tool, &missing_file, &dir);
 }
+
+#[test]
+fn test_command_links_modules_and_reads_parameters() {
+    use pactum_iree::parameters::ParameterIndex;
+
+    let test = "test_command_links_modules_and_reads_parameters";
+    let Some((liba, _)) = linked_modules(test) else {
+        return;
+    };
+    let compiler = repo_root().join(".venv-iree/bin/iree-compile");
+    let dir = scratch("test-linked");
+    // Tests calling liba's export and reading a parameter of scope "model".
+    let source = r#"
+module @app_test {
+  func.func private @liba.double(tensor<4xf32>) -> tensor<4xf32>
+  util.global private @w = #flow.parameter.named<"model"::"w"> : tensor<4xf32>
+  func.func @double_works() {
+    %t = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+    %r = call @liba.double(%t) : (tensor<4xf32>) -> tensor<4xf32>
+    check.expect_almost_eq_const(%r, dense<[2.0, 4.0, 6.0, 8.0]> : tensor<4xf32>) : tensor<4xf32>
+    return
+  }
+  func.func @double_fails() {
+    %t = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+    %r = call @liba.double(%t) : (tensor<4xf32>) -> tensor<4xf32>
+    check.expect_almost_eq_const(%r, dense<[2.0, 4.0, 6.0, 9.0]> : tensor<4xf32>) : tensor<4xf32>
+    return
+  }
+  func.func @weights_are_loaded() {
+    %w = util.global.load @w : tensor<4xf32>
+    check.expect_almost_eq_const(%w, dense<[1.5, -2.0, 0.25, 8.0]> : tensor<4xf32>) : tensor<4xf32>
+    return
+  }
+}
+"#;
+    std::fs::write(dir.join("app_test.mlir"), source).unwrap();
+    let compiled = Command::new(&compiler)
+        .args([
+            "app_test.mlir",
+            "--iree-hal-target-device=local",
+            "--iree-hal-local-target-device-backends=vmvx",
+            "-o",
+            "app_test.vmfb",
+        ])
+        .current_dir(&dir)
+        .output()
+        .expect("run iree-compile");
+    assert!(
+        compiled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let mut model = ParameterIndex::new();
+    let w: Vec<u8> = [1.5f32, -2.0, 0.25, 8.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    model.add_data("w", w);
+    model.write_irpa_file(dir.join("model.irpa")).unwrap();
+    let liba = liba.display().to_string();
+
+    let output = pactum(
+        &[
+            "test",
+            "app_test.vmfb",
+            "--module",
+            &liba,
+            "--parameters",
+            "model=model.irpa",
+        ],
+        &dir,
+    );
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
+    assert!(text.contains("PASS  double_works\n"), "{text}");
+    assert!(
+        text.contains("FAIL  double_fails (1 failed check(s))"),
+        "{text}"
+    );
+    assert!(text.contains("PASS  weights_are_loaded\n"), "{text}");
+    assert!(
+        text.contains("3 test(s) of app_test: 2 passed, 1 failed, 0 error(s)"),
+        "{text}"
+    );
+    let output = pactum(
+        &[
+            "test",
+            "app_test.vmfb",
+            "double_works",
+            "weights_are_loaded",
+            "--module",
+            &liba,
+            "--parameters=model=model.irpa",
+        ],
+        &dir,
+    );
+    assert!(
+        output.status.success(),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    // Without liba, or without the archive its initializer reads, the module does not load.
+    let output = pactum(&["test", "app_test.vmfb"], &dir);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("depends on module \"liba\""),
+        "{}",
+        stderr(&output)
+    );
+    let output = pactum(
+        &[
+            "test",
+            "app_test.vmfb",
+            "weights_are_loaded",
+            "--module",
+            &liba,
+        ],
+        &dir,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("no parameters registered for scope \"model\""),
+        "{}",
+        stderr(&output)
+    );
+}
