@@ -236,6 +236,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 },
             )
         }
+        Command::Run { flags } if asks_for_help(&flags) => print_help("run"),
+        Command::Bench { flags } if asks_for_help(&flags) => print_help("bench"),
         Command::Run { flags } => run::run(&flags),
         Command::Bench { flags } => bench::run(&flags),
         Command::Test {
@@ -262,6 +264,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             SigCommand::Explain { signature, from } => sig::explain(&signature, from),
         },
     }
+}
+
+/// Whether IREE-style flags ask for help (`--help`, `-h`, `--helpfull`).
+fn asks_for_help(flags: &[String]) -> bool {
+    flags
+        .iter()
+        .any(|f| matches!(f.as_str(), "--help" | "-h" | "--helpfull" | "-help"))
+}
+
+/// Prints the long help of subcommand `name`.
+fn print_help(name: &str) -> anyhow::Result<()> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let subcommand = command
+        .find_subcommand_mut(name)
+        .ok_or_else(|| anyhow::anyhow!("no subcommand `{name}`"))?;
+    subcommand.print_long_help()?;
+    Ok(())
 }
 
 /// `pactum call` options written among the arguments.

@@ -594,6 +594,13 @@ fn run_and_call_refuse_bad_flags_clearly() {
         );
         assert!(!err.contains("panicked"), "{err}");
     }
+    // --help describes the flags (it is not an unknown flag).
+    for command in ["run", "bench"] {
+        let output = pactum(&[command, "--help"], &dir);
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(stdout(&output).contains("--benchmark_repetitions") == (command == "bench"));
+        assert!(stdout(&output).contains("--module"), "{}", stdout(&output));
+    }
     // A .vmfb-only option on a shared library is refused.
     let output = pactum(&["call", "/bin/true", "f", "--module", "x.vmfb"], &dir);
     assert_eq!(output.status.code(), Some(1));
