@@ -106,6 +106,9 @@ fn run_prints_what_iree_run_module_prints() {
     let dir = scratch("run-vs-iree");
     let scalars = format!("--module={}", fixture("multi_export_vmvx.vmfb"));
     let tensors = format!("--module={}", fixture("vmvx_tensors.vmfb"));
+    let mlp = format!("--module={}", fixture("mlp_llvm_cpu.vmfb"));
+    let async_vmvx = format!("--module={}", fixture("async_export_vmvx.vmfb"));
+    let async_cpu = format!("--module={}", fixture("async_export_llvm_cpu.vmfb"));
     let add = [
         "--function=add_mat",
         "--input=2x3xf32=1 2 3 4 5 6",
@@ -157,6 +160,28 @@ fn run_prints_what_iree_run_module_prints() {
             "--function=scale_rows",
             "--input=2x3xf32=1 2 3 4 5 6",
             "--input=2",
+        ],
+        // llvm-cpu dispatches on each device, and coarse-fences (async) exports, whose
+        // fences the runner makes.
+        vec![&mlp, "--function=logits", "--input=4x16xf32=0.5"],
+        vec![
+            &mlp,
+            "--function=logits",
+            "--input=4x16xf32=0.25",
+            "--device=local-sync",
+        ],
+        vec![
+            &mlp,
+            "--function=logits",
+            "--input=4x16xf32=0.5",
+            "--task_topology_group_count=2",
+        ],
+        vec![&async_vmvx, "--input=4xf32=1 2 3 4", "--input=4xf32=1"],
+        vec![
+            &async_cpu,
+            "--input=4xf32=1 2 3 4",
+            "--input=4xf32=1",
+            "--device=local-sync",
         ],
         // A shape the program's assertion refuses.
         vec![
