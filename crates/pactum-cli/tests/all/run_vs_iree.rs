@@ -839,6 +839,19 @@ func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
         &run(&["--expected_output=4xf32=2 -3.5 1.25 32.5"]),
         &dir,
     );
+    // The same weights from a .safetensors file (8-byte header length, JSON header, data).
+    let header = br#"{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#;
+    let mut safetensors = (header.len() as u64).to_le_bytes().to_vec();
+    safetensors.extend_from_slice(header);
+    safetensors.extend(
+        [1.5f32, -2.0, 0.25, 8.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes()),
+    );
+    std::fs::write(dir.join("model.safetensors"), safetensors).unwrap();
+    let mut from_safetensors = run(&[]);
+    from_safetensors[3] = "--parameters=model=model.safetensors".to_owned();
+    assert_eq!(assert_same(&tool, &from_safetensors, &dir), printed);
     // A missing archive, and a missing scope, fail in both.
     let mut missing_scope = run(&[]);
     missing_scope.retain(|a| a != "--parameters=model=model.irpa");
