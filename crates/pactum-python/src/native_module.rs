@@ -19,8 +19,8 @@
 //!
 //! The function returns an `Array` with one value per result (the Python side packs whatever
 //! the callable returned into one). An error it raises, or a result that does not convert, is
-//! the call's error (`UNKNOWN`, as IREE reports exceptions of Python modules), naming
-//! `module.function`; nothing panics.
+//! the call's error (`UNKNOWN`, as IREE reports exceptions of Python modules; the VM's error
+//! names `module.function`); nothing panics.
 //!
 //! Globals (registered by [`register`]):
 //! - `pactum.iree.native_module(name: str, functions: Array) -> pactum.iree.NativeModule`,
@@ -125,10 +125,6 @@ impl FfiNativeModule {
         }
         Ok(module)
     }
-
-    fn qualified(&self, index: usize) -> String {
-        format!("{}.{}", self.name, self.functions[index].name)
-    }
 }
 
 impl NativeModule for FfiNativeModule {
@@ -158,9 +154,8 @@ impl NativeModule for FfiNativeModule {
                 ),
             ));
         };
-        let failed = |status: StatusCode, message: String| {
-            StatusError::new(status, format!("{}: {message}", self.qualified(index)))
-        };
+        // The VM names the function in the error it reports (`native module.function: ...`).
+        let failed = StatusError::new;
         let ffi_args = values_to_ffi(convention.args(), args)
             .map_err(|e| failed(StatusCode::InvalidArgument, e.message().into_owned()))?;
         let views: Vec<AnyView<'_>> = ffi_args.iter().map(Any::view).collect();
@@ -526,7 +521,7 @@ fn native_module_invoke(args: &[AnyView<'_>]) -> Result<Any> {
     let results = module.call(index, &values).map_err(|e| {
         Error::new(
             ErrorKind::RUNTIME_ERROR,
-            format!("{}: {}", e.status, e.message),
+            format!("{qualified}: {}: {}", e.status, e.message),
         )
     })?;
     let results = results
