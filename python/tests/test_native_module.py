@@ -97,26 +97,29 @@ def pactum_host() -> NativeModule:
     return host
 
 
-@pytest.fixture(scope="session")
-def host_vmfb(tmp_path_factory) -> str:
+def compile_mlir(tmp_path_factory, name: str, text: str, *flags: str) -> str:
+    """`text` compiled for vmvx by the pinned iree-compile (next to this Python)."""
     compiler = pathlib.Path(sys.executable).parent / "iree-compile"
     assert compiler.is_file(), f"the pinned iree-compile is missing next to {sys.executable}"
-    out = tmp_path_factory.mktemp("native") / "host.vmfb"
+    out = tmp_path_factory.mktemp("native") / f"{name}.vmfb"
     source = out.with_suffix(".mlir")
-    source.write_text(HOST_MLIR)
+    source.write_text(text)
     subprocess.run(
-        [
-            str(compiler),
-            "--iree-hal-target-backends=vmvx",
-            "--iree-vm-target-extension-f64",
-            "--iree-input-demote-f64-to-f32=false",
-            str(source),
-            "-o",
-            str(out),
-        ],
+        [str(compiler), "--iree-hal-target-backends=vmvx", *flags, str(source), "-o", str(out)],
         check=True,
     )
     return str(out)
+
+
+@pytest.fixture(scope="session")
+def host_vmfb(tmp_path_factory) -> str:
+    return compile_mlir(
+        tmp_path_factory,
+        "host",
+        HOST_MLIR,
+        "--iree-vm-target-extension-f64",
+        "--iree-input-demote-f64-to-f32=false",
+    )
 
 
 def _load_takes_modules() -> bool:
@@ -193,6 +196,15 @@ def test_an_exception_in_an_import_fails_the_call_naming_it(host_vmfb):
     message = str(raised.value)
     assert "pyhost.fail" in message and "ValueError" in message and "pyhost refuses 7" in message
     assert module.add_twice(1, 1) == 3, "the module stays usable after a failed import"
+
+
+@needs_load_modules
+def test_submitted_calls_reach_python_imports_from_their_threads(host_vmfb):
+    module = pactum.iree.load(host_vmfb, modules=[pactum_host()])
+    futures = [module.add_twice.submit(i, 1) for i in range(16)]
+    assert [f.result(timeout=60) for f in futures] == [i + 2 for i in range(16)]
+    scaled = module.scale_plus.submit(np.ones(4, np.float32), 3.0).result(timeout=60)
+    assert scaled.tolist() == [4, 4, 4, 4]
 
 
 @needs_load_modules
@@ -381,3 +393,47 @@ def test_the_ffi_object_is_the_live_index():
     index.add_splat("z", b"\0", 4)
     items = tvm_ffi.get_global_func("pactum.iree.parameter_index_items")(obj)
     assert [str(item[0]) for item in items] == ["z"]
+
+
+PARAMS_MLIR = """
+util.global private @w = #stream.parameter.named<"model"::"w"> : tensor<4xf32>
+util.global private @b = #stream.parameter.named<"model"::"b"> : tensor<4xf32>
+func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %w = util.global.load @w : tensor<4xf32>
+  %b = util.global.load @b : tensor<4xf32>
+  %0 = arith.mulf %x, %w : tensor<4xf32>
+  %1 = arith.addf %0, %b : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture(scope="session")
+def params_vmfb(tmp_path_factory) -> str:
+    return compile_mlir(tmp_path_factory, "params", PARAMS_MLIR)
+
+
+@pytest.mark.skipif(
+    "parameters" not in inspect.signature(pactum.iree.load).parameters,
+    reason="pactum.iree.load(parameters=...) is not in this build (issue 22 pyload branch)",
+)
+def test_an_index_built_in_memory_serves_parameters_as_iree_runtimes_does(params_vmfb):
+    rt = pytest.importorskip("iree.runtime")
+    weights = np.array([1, -2, 0.5, 4], np.float32)
+    x = np.array([3, 5, 7, 9], np.float32)
+
+    ours = ParameterIndex()
+    ours.add_buffer("w", weights)
+    ours.add_splat("b", np.float32(0.25), 16)
+    got = pactum.iree.load(params_vmfb, parameters={"model": ours}).affine(x)
+
+    config = rt.Config("local-sync")
+    theirs = rt.ParameterIndex()
+    theirs.add_buffer("w", weights)
+    theirs.add_splat("b", np.array(0.25, np.float32), 16)
+    context = rt.SystemContext(config=config)
+    context.add_vm_module(rt.create_io_parameters_module(config.vm_instance, theirs.create_provider(scope="model")))
+    context.add_vm_module(rt.VmModule.mmap(config.vm_instance, params_vmfb))
+    expected = context.modules.module.affine(x).to_host()
+
+    assert got.tolist() == expected.tolist() == (x * weights + 0.25).tolist()
