@@ -1,7 +1,7 @@
 //! `pactum call LIB.so|MODULE.vmfb FUNC ARG... [--out DIR] [--mlir DECLARATION]
 //! [--device local-task|local-sync]`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, anyhow};
 use pactum::sys::tvm_ffi::TVMFFITypeIndex;
@@ -39,9 +39,28 @@ impl Device {
     }
 }
 
+/// How a `.vmfb` is loaded: its device, the modules loaded before it in its context
+/// (`--module`) and its parameter archives (`--parameters=[SCOPE=]FILE`).
+#[derive(Default)]
+pub struct VmfbOptions {
+    /// Who runs compiled (llvm-cpu) dispatches.
+    pub device: Option<Device>,
+    /// Modules linked before the called one, in order.
+    pub modules: Vec<PathBuf>,
+    /// `[SCOPE=]FILE` parameter archives.
+    pub parameters: Vec<String>,
+}
+
+impl VmfbOptions {
+    fn is_empty(&self) -> bool {
+        self.device.is_none() && self.modules.is_empty() && self.parameters.is_empty()
+    }
+}
+
 /// Runs a call and prints its result; tensors go to `out` when given. With `mlir`, the
 /// function is an MLIR-compiled one called through the memref convention with that signature.
-/// `device` (`.vmfb` modules only) picks who runs compiled (llvm-cpu) dispatches.
+/// `vmfb` (`.vmfb` modules only) picks who runs compiled (llvm-cpu) dispatches, the modules
+/// linked before it and its parameter archives.
 /// `named` holds `NAME=VALUE` pairs (`--named`), for `.vmfb` exports only.
 pub fn run(
     library_path: &Path,
@@ -50,7 +69,7 @@ pub fn run(
     named: &[String],
     out: Option<&Path>,
     mlir: Option<&str>,
-    device: Option<Device>,
+    vmfb: VmfbOptions,
 ) -> Result<()> {
     if !library_path.exists() {
         return Err(anyhow!("{}: no such file", library_path.display()));
@@ -67,7 +86,7 @@ pub fn run(
                 "--mlir is for MLIR-compiled shared libraries, not .vmfb modules"
             ));
         }
-        let module = load_vmfb(library_path, device.unwrap_or(Device::LocalTask))?;
+        let module = load_vmfb(library_path, &vmfb)?;
         // `NAME=VALUE` where NAME is one of the export's iree.abi named arguments passes that
         // argument by name, as --named does; any other argument fills the next position.
         let names = named_parameters(&module, function)?;
@@ -83,9 +102,14 @@ pub fn run(
     }
     let args = parse_positional(raw_args.iter())?;
     let callee = match mlir {
-        _ if device.is_some() => {
+        _ if vmfb.device.is_some() => {
             return Err(anyhow!(
                 "--device is for .vmfb modules (local-task or local-sync), not shared libraries"
+            ));
+        }
+        _ if !vmfb.is_empty() => {
+            return Err(anyhow!(
+                "--module and --parameters are for .vmfb modules, not shared libraries"
             ));
         }
         // SAFETY: the user names the library and gives its function's declaration on the
@@ -147,10 +171,17 @@ fn named_parameters(module: &IreeModule, function: &str) -> Result<Vec<String>> 
 }
 
 /// An IREE bytecode module, run by pactum's VM, its compiled (llvm-cpu) dispatches on
-/// `device`.
-fn load_vmfb(path: &Path, device: Device) -> Result<IreeModule> {
-    let limits = pactum_iree::vm::Limits::default();
-    IreeModule::load_with(path, limits, device.workers()).map_err(|e| anyhow!("{e}"))
+/// `options.device`, after the modules it links, with its parameter archives.
+fn load_vmfb(path: &Path, options: &VmfbOptions) -> Result<IreeModule> {
+    let device = options.device.unwrap_or(Device::LocalTask);
+    let mut builder = IreeModule::builder()
+        .limits(pactum_iree::vm::Limits::default())
+        .workers(device.workers());
+    builder = crate::tool::add_parameters(builder, &options.parameters)?;
+    for module in &options.modules {
+        builder = builder.module_file(module).map_err(|e| anyhow!("{e}"))?;
+    }
+    builder.load(path).map_err(|e| anyhow!("{e}"))
 }
 
 /// Calls export `function` as iree-run-module does: plain numbers convert to the declared

@@ -1,11 +1,14 @@
 //! `pactum`: describe, inspect and call compiled ML code across languages.
 
+mod bench;
 mod call;
 mod demo;
 mod inspect;
 mod library;
+mod run;
 mod sig;
 mod test;
+mod tool;
 mod vmfb;
 
 use std::path::PathBuf;
@@ -74,6 +77,51 @@ enum Command {
         /// option is never read as an inline tensor such as `f32=1.5`.
         #[arg(long, value_name = "NAME=VALUE")]
         named: Vec<String>,
+        /// For a .vmfb: a module to load first, in the same context (repeatable, in order), as
+        /// iree-run-module's repeated --module: the called module may import its functions.
+        #[arg(long = "module", value_name = "FILE")]
+        modules: Vec<PathBuf>,
+        /// For a .vmfb: a parameter archive (`.irpa`, `.safetensors`, `.gguf`) for the
+        /// `io_parameters` module, under SCOPE (the unnamed scope when none): repeatable, as
+        /// iree-run-module's --parameters.
+        #[arg(long, value_name = "[SCOPE=]FILE")]
+        parameters: Vec<String>,
+    },
+    /// Run a function of an IREE module with iree-run-module's flags, printing what it prints.
+    ///
+    /// Takes iree-run-module's command line, so that a script switches between the two by the
+    /// program name: --module=FILE (repeatable: loaded in order in one context, the last one
+    /// called), --function=NAME (optional when the module exports one function),
+    /// --input=VALUE (repeatable: `3`, `2x2xf32=1 2 3 4`, `2x2xf32=@raw.bin`, `@file.npy`,
+    /// `+file.npy` for the next array of a file read before, `*file.npy` for all the rest,
+    /// `(null)`), --output=SPEC (repeatable, one a result: empty to drop it, `-` to print it,
+    /// `@file.npy`/`+file.npy` to write/append an array, `@file.bin` raw bytes),
+    /// --expected_output=VALUE (repeatable, `(ignored)` to skip one; exit status 1 on a
+    /// mismatch) with --expected_f16_threshold, --expected_f32_threshold,
+    /// --expected_f64_threshold, --expected_bf16_threshold, --expected_rtol and
+    /// --equality_mode=approximate|exact, --output_max_element_count=N,
+    /// --parameters=[SCOPE=]FILE (repeatable), --device=local-task|local-sync,
+    /// --task_topology_group_count=N and --task_topology_max_group_count=N (worker threads).
+    /// An unknown flag is an error.
+    #[command(disable_help_flag = true)]
+    Run {
+        /// iree-run-module's flags (`--name=value`).
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true, num_args = 0..)]
+        flags: Vec<String>,
+    },
+    /// Time a function of an IREE module with iree-benchmark-module's main flags.
+    ///
+    /// --module (repeatable), --function, --input (as `pactum run`), --parameters, --device,
+    /// --task_topology_group_count, --benchmark_repetitions=N (default 1) and
+    /// --benchmark_min_time=0.5s (per repetition; `100x` for exactly 100 iterations).
+    /// Prints each repetition's time per iteration and, over every timed iteration, the
+    /// mean, median, stddev, min, max and cv, in Google Benchmark's console layout (as
+    /// iree-benchmark-module); --benchmark_format=json or --json prints JSON instead.
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// iree-benchmark-module's flags (`--name=value`).
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true, num_args = 0..)]
+        flags: Vec<String>,
     },
     /// Run the test functions of an IREE test program, as iree-check-module does.
     ///
@@ -159,9 +207,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             mlir,
             device,
             mut named,
+            mut modules,
+            mut parameters,
         } => {
             let (args, options) = split_call_options(args)?;
             named.extend(options.named);
+            modules.extend(options.modules);
+            parameters.extend(options.parameters);
             call::run(
                 &library,
                 &function,
@@ -169,9 +221,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 &named,
                 out.or(options.out).as_deref(),
                 mlir.or(options.mlir).as_deref(),
-                device.or(options.device),
+                call::VmfbOptions {
+                    device: device.or(options.device),
+                    modules,
+                    parameters,
+                },
             )
         }
+        Command::Run { flags } => run::run(&flags),
+        Command::Bench { flags } => bench::run(&flags),
         Command::Test {
             module,
             functions,
@@ -203,10 +261,12 @@ struct CallOptions {
     mlir: Option<String>,
     device: Option<call::Device>,
     named: Vec<String>,
+    modules: Vec<PathBuf>,
+    parameters: Vec<String>,
 }
 
-/// Takes `--out DIR`, `--mlir DECL`, `--device D` and `--named NAME=VALUE` (or `--out=DIR`,
-/// ...) out of the call
+/// Takes `--out DIR`, `--mlir DECL`, `--device D`, `--named NAME=VALUE`, `--module FILE` and
+/// `--parameters [SCOPE=]FILE` (or `--out=DIR`, ...) out of the call
 /// arguments (clap reads every word after the function name as an argument, so that values
 /// such as `-7:i32` are not options).
 fn split_call_options(args: Vec<String>) -> anyhow::Result<(Vec<String>, CallOptions)> {
@@ -242,6 +302,20 @@ fn split_call_options(args: Vec<String>) -> anyhow::Result<(Vec<String>, CallOpt
             options.named.push(pair);
         } else if let Some(pair) = word.strip_prefix("--named=") {
             options.named.push(pair.to_owned());
+        } else if word == "--module" {
+            let file = words
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("--module needs a .vmfb file"))?;
+            options.modules.push(PathBuf::from(file));
+        } else if let Some(file) = word.strip_prefix("--module=") {
+            options.modules.push(PathBuf::from(file));
+        } else if word == "--parameters" {
+            let spec = words
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("--parameters needs [SCOPE=]FILE"))?;
+            options.parameters.push(spec);
+        } else if let Some(spec) = word.strip_prefix("--parameters=") {
+            options.parameters.push(spec.to_owned());
         } else {
             kept.push(word);
         }
@@ -257,6 +331,10 @@ fn main() -> std::process::ExitCode {
     }
     match std::panic::catch_unwind(|| run(cli)) {
         Ok(Ok(())) => std::process::ExitCode::SUCCESS,
+        // The report of a mismatch with --expected_output is printed already.
+        Ok(Err(error)) if error.downcast_ref::<tool::ExpectationsFailed>().is_some() => {
+            std::process::ExitCode::FAILURE
+        }
         Ok(Err(error)) => {
             eprintln!("error: {error:#}");
             std::process::ExitCode::FAILURE

@@ -7,5 +7,6 @@ mod cli;
 mod element_types;
 mod hostile_cli;
 mod mlir_call;
+mod run_vs_iree;
 mod test_command;
 mod vmfb_inspect;

@@ -9,7 +9,9 @@ use pactum::{Error, ErrorKind, Result};
 use super::{Export, Inner, IreeModule, positional_by_declaration, vm_error};
 use crate::check::CheckModule;
 use crate::hal::{HalModule, LocalDevice, TraceSink, Workers};
-use crate::parameters::{ParameterIndex, ParameterProvider};
+use crate::parameters::{
+    IO_PARAMETERS_MODULE_NAME, IoParametersModule, ParameterIndex, ParameterProvider,
+};
 use crate::vm::{Context, Limits, NativeModule};
 use crate::vmfb::VmfbFile;
 
@@ -44,8 +46,9 @@ impl std::fmt::Debug for LinkedModule {
 /// --module=a.vmfb --module=b.vmfb` loads `a` then `b` and calls into the last.
 ///
 /// The context gets IREE's `hal` module over one [`LocalDevice`] (shared by every bytecode
-/// module in it), `check` when a module imports it, then the linked modules in the order
-/// added, then the module loaded last, whose exports the [`IreeModule`] serves.
+/// module in it), `check` when a module imports it, `io_parameters` over the scopes given
+/// with [`parameters`](Self::parameters) when a module imports it, then the linked modules in
+/// the order added, then the module loaded last, whose exports the [`IreeModule`] serves.
 ///
 /// ```
 /// use pactum_iree::hal::Workers;
@@ -247,6 +250,18 @@ impl ModuleBuilder {
         let check = imports("check").then(|| Arc::new(CheckModule::new()));
         if let Some(check) = &check {
             context.register_native(check.clone()).map_err(vm_error)?;
+        }
+        // As iree-run-module, the parameters module is registered for programs that import
+        // it, whether or not parameters were given: a missing scope or key is then the
+        // call's error, naming it.
+        if imports(IO_PARAMETERS_MODULE_NAME) {
+            let parameters = IoParametersModule::with_wait_limit(
+                Arc::new(self.parameters),
+                self.limits.max_wait,
+            );
+            context
+                .register_native(Arc::new(parameters))
+                .map_err(vm_error)?;
         }
         for linked in self.linked {
             match linked {

@@ -304,44 +304,47 @@ impl IreeModule {
         self.function(name)?.call(args)
     }
 
-    fn call_flat(
+    /// Calls export `name` with VM values as they are, as IREE's tools (iree-run-module)
+    /// pass them: integers and floats of the calling convention's kinds, tensors as
+    /// `hal.buffer_view` references. The wait and signal fences of a coarse-fences export are
+    /// made here, after `args`. Returns the VM results; a failed `check` expectation is an
+    /// `AssertionError`, as for [`call`](Self::call).
+    pub fn invoke_values(&self, name: &str, args: Vec<Value>) -> Result<Vec<Value>> {
+        let export = self.export(name)?;
+        let display = format!("{}.{name}", self.inner.name);
+        self.invoke_prepared(&display, &export.function, export.coarse_fences, args)
+    }
+
+    /// The calling-convention kinds (`i`, `I`, `f`, `F`, `r`) of the arguments a caller of
+    /// export `name` passes (without the two fences of a coarse-fences export, which
+    /// [`invoke_values`](Self::invoke_values) makes) and of its results.
+    pub fn value_kinds(&self, name: &str) -> Result<(String, String)> {
+        let export = self.export(name)?;
+        let body = export.function.cconv();
+        let body = body.strip_prefix('0').unwrap_or(body);
+        let (args, results) = body.split_once('_').unwrap_or((body, ""));
+        let mut args: String = args.chars().filter(|c| *c != 'v').collect();
+        if export.coarse_fences && args.ends_with("rr") {
+            args.truncate(args.len() - 2);
+        }
+        Ok((args, results.chars().filter(|c| *c != 'v').collect()))
+    }
+
+    /// Invokes `function` with `values`, adding a wait and a signal fence when `fences`, and
+    /// reports failed `check` expectations and an unreached signal fence as errors.
+    fn invoke_prepared(
         &self,
         display: &str,
         function: &VmFunction,
-        cconv: &Cconv,
-        args: &[AnyView<'_>],
-    ) -> Result<Any> {
-        if args.len() != cconv.args.len() {
-            return Err(Error::new(
-                ErrorKind::TYPE_ERROR,
-                format!(
-                    "{display} takes {} argument(s) ({}), got {}",
-                    cconv.args.len(),
-                    cconv.describe_args(),
-                    args.len()
-                ),
-            ));
-        }
-        let values = args
-            .iter()
-            .zip(&cconv.args)
-            .enumerate()
-            .map(|(index, (arg, kind))| {
-                to_value(arg, *kind).map_err(|e| {
-                    Error::new(
-                        ErrorKind::custom(&e.kind()),
-                        format!("{display}: argument {index}: {}", e.message()),
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let mut values = values;
+        fences: bool,
+        mut values: Vec<Value>,
+    ) -> Result<Vec<Value>> {
         // The call starts at once (an empty wait fence) and the module signals the signal
         // fence; the local device finishes every queue operation before it returns (a pool's
         // workgroups included), so it is reached when the call returns, unless the program
         // failed it or never signalled it: both are errors of the call, as iree-run-module
         // reports a failed fence.
-        let signal = cconv.fences.then(HalFence::pending);
+        let signal = fences.then(HalFence::pending);
         if let Some(signal) = &signal {
             values.push(hal_ref(HalFence::empty()));
             values.push(hal_ref(signal.clone()));
@@ -374,6 +377,41 @@ impl IreeModule {
                 Error::new(ErrorKind::RUNTIME_ERROR, format!("{display} {what}"))
             })?;
         }
+        Ok(results)
+    }
+
+    fn call_flat(
+        &self,
+        display: &str,
+        function: &VmFunction,
+        cconv: &Cconv,
+        args: &[AnyView<'_>],
+    ) -> Result<Any> {
+        if args.len() != cconv.args.len() {
+            return Err(Error::new(
+                ErrorKind::TYPE_ERROR,
+                format!(
+                    "{display} takes {} argument(s) ({}), got {}",
+                    cconv.args.len(),
+                    cconv.describe_args(),
+                    args.len()
+                ),
+            ));
+        }
+        let values = args
+            .iter()
+            .zip(&cconv.args)
+            .enumerate()
+            .map(|(index, (arg, kind))| {
+                to_value(arg, *kind).map_err(|e| {
+                    Error::new(
+                        ErrorKind::custom(&e.kind()),
+                        format!("{display}: argument {index}: {}", e.message()),
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let results = self.invoke_prepared(display, function, cconv.fences, values)?;
         let mut results = results
             .into_iter()
             .map(from_value)

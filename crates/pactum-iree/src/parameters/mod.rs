@@ -6,8 +6,16 @@
 //! `iree-run-module --parameters=SCOPE=FILE` does: a program's `#flow.parameter.named<"model"::"w">`
 //! is key `w` in scope `model`; the empty scope is the one a bare `--parameters=FILE` names.
 
+mod gguf;
+mod io_module;
+mod irpa;
+mod safetensors;
+
+pub use io_module::{IO_PARAMETERS_MODULE_NAME, IO_PARAMETERS_MODULE_VERSION, IoParametersModule};
+
 use std::collections::HashMap;
 use std::fmt;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -35,6 +43,96 @@ impl fmt::Display for ParameterError {
 }
 
 impl std::error::Error for ParameterError {}
+
+impl ParameterError {
+    /// An error at byte `offset` of the archive (the file is named by
+    /// [`ParameterIndex::open`]).
+    pub(crate) fn at(offset: u64, message: impl Into<String>) -> ParameterError {
+        ParameterError {
+            path: None,
+            offset: Some(offset),
+            message: message.into(),
+        }
+    }
+}
+
+/// The archive formats, told apart by their first bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ArchiveFormat {
+    Irpa,
+    Safetensors,
+    Gguf,
+}
+
+impl ArchiveFormat {
+    fn detect(contents: &[u8]) -> Result<ArchiveFormat, ParameterError> {
+        if contents.starts_with(b"IRPA") {
+            return Ok(ArchiveFormat::Irpa);
+        }
+        if contents.starts_with(b"GGUF") {
+            return Ok(ArchiveFormat::Gguf);
+        }
+        // safetensors: a little-endian u64 header length, then that many bytes of JSON object.
+        if let Some(length) = read_u64(contents, 0) {
+            let fits = (contents.len() as u64 - 8) >= length;
+            let json = contents.get(8..).map(|rest| rest.trim_ascii_start());
+            if fits && json.is_some_and(|j| j.starts_with(b"{")) {
+                return Ok(ArchiveFormat::Safetensors);
+            }
+        }
+        Err(ParameterError::at(
+            0,
+            format!(
+                "not a parameter archive ({} bytes): expected an IREE archive (.irpa, starting \
+                 with `IRPA`), a GGUF file (starting with `GGUF`) or a safetensors file (an \
+                 8-byte little-endian header length, then a JSON object)",
+                contents.len()
+            ),
+        ))
+    }
+}
+
+/// Why a splat of a `pattern_len`-byte pattern over `length` bytes is refused, if it is.
+fn check_splat(pattern_len: usize, length: u64) -> Result<(), String> {
+    if !matches!(pattern_len, 1 | 2 | 4 | 8 | 16) {
+        return Err(format!(
+            "splat pattern of {pattern_len} bytes: must be 1, 2, 4, 8 or 16 bytes"
+        ));
+    }
+    if length % pattern_len as u64 != 0 {
+        return Err(format!(
+            "splat of {length} bytes is not a whole number of its {pattern_len}-byte pattern"
+        ));
+    }
+    Ok(())
+}
+
+/// The little-endian `u16` at byte `offset`, if the bytes are there.
+fn read_u16(bytes: &[u8], offset: u64) -> Option<u16> {
+    read_array(bytes, offset).map(u16::from_le_bytes)
+}
+
+/// The little-endian `u32` at byte `offset`, if the bytes are there.
+fn read_u32(bytes: &[u8], offset: u64) -> Option<u32> {
+    read_array(bytes, offset).map(u32::from_le_bytes)
+}
+
+/// The little-endian `u64` at byte `offset`, if the bytes are there.
+fn read_u64(bytes: &[u8], offset: u64) -> Option<u64> {
+    read_array(bytes, offset).map(u64::from_le_bytes)
+}
+
+fn read_array<const N: usize>(bytes: &[u8], offset: u64) -> Option<[u8; N]> {
+    let start = usize::try_from(offset).ok()?;
+    bytes.get(start..start.checked_add(N)?)?.try_into().ok()
+}
+
+/// The `length` bytes at `offset`, if they are all inside `bytes`.
+fn read_range(bytes: &[u8], offset: u64, length: u64) -> Option<&[u8]> {
+    let start = usize::try_from(offset).ok()?;
+    let end = start.checked_add(usize::try_from(length).ok()?)?;
+    bytes.get(start..end)
+}
 
 /// Bytes shared by the entries that live in them: a memory-mapped archive, or a buffer.
 pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
@@ -131,14 +229,146 @@ impl ParameterIndex {
     }
 
     /// Reads the archive at `path` (`.irpa`, `.safetensors` or `.gguf`, told apart by their
-    /// contents), memory-mapped: data entries point into the mapping.
+    /// contents, not by the file name), memory-mapped: data entries point into the mapping,
+    /// which lives as long as any of them.
+    ///
+    /// Errors name the file, the byte offset of what was wrong and what it was; every
+    /// offset and length the archive declares is checked against the file before use.
     pub fn open(path: impl AsRef<Path>) -> Result<ParameterIndex, ParameterError> {
-        // The format readers come in the next increment.
-        Err(ParameterError {
-            path: Some(path.as_ref().to_owned()),
+        let path = path.as_ref();
+        let fail = |message: String| ParameterError {
+            path: Some(path.to_owned()),
             offset: None,
-            message: "parameter archives cannot be read yet".into(),
+            message,
+        };
+        let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot open: {e}")))?;
+        // SAFETY: the mapping is read-only and private; pactum only reads it. As with every
+        // memory-mapped file, another process truncating or rewriting the file while it is
+        // mapped is outside what Rust can guard against; IREE maps its archives the same way.
+        let map = unsafe { memmap2::Mmap::map(&file) }
+            .map_err(|e| fail(format!("cannot memory-map: {e}")))?;
+        let source: SharedBytes = Arc::new(map);
+        ParameterIndex::from_bytes(source).map_err(|mut e| {
+            e.path = Some(path.to_owned());
+            e
         })
+    }
+
+    /// Reads an archive held in memory (`.irpa`, `.safetensors` or `.gguf`, told apart by
+    /// their contents): data entries point into `bytes` without a copy.
+    pub fn from_bytes(bytes: SharedBytes) -> Result<ParameterIndex, ParameterError> {
+        let contents = (*bytes).as_ref();
+        match ArchiveFormat::detect(contents)? {
+            ArchiveFormat::Irpa => irpa::read(&bytes),
+            ArchiveFormat::Safetensors => safetensors::read(&bytes),
+            ArchiveFormat::Gguf => gguf::read(&bytes),
+        }
+    }
+
+    /// Adds (or replaces) a data entry `key` holding `bytes` (kept, not copied).
+    pub fn add_data(
+        &mut self,
+        key: impl Into<String>,
+        bytes: impl AsRef<[u8]> + Send + Sync + 'static,
+    ) {
+        let length = bytes.as_ref().len();
+        self.insert(ParameterEntry {
+            key: key.into(),
+            metadata: Vec::new(),
+            storage: ParameterStorage::Data {
+                source: Arc::new(bytes),
+                offset: 0,
+                length,
+            },
+        });
+    }
+
+    /// Adds (or replaces) a data entry `key` holding `length` bytes at `offset` of `source`
+    /// (shared, not copied); an error when the range is not inside `source`.
+    pub fn add_shared(
+        &mut self,
+        key: impl Into<String>,
+        source: SharedBytes,
+        offset: usize,
+        length: usize,
+    ) -> Result<(), ParameterError> {
+        let available = (*source).as_ref().len();
+        if offset.checked_add(length).is_none_or(|end| end > available) {
+            return Err(ParameterError {
+                path: None,
+                offset: Some(offset as u64),
+                message: format!(
+                    "{length} bytes at byte {offset} are outside the {available}-byte source"
+                ),
+            });
+        }
+        self.insert(ParameterEntry {
+            key: key.into(),
+            metadata: Vec::new(),
+            storage: ParameterStorage::Data {
+                source,
+                offset,
+                length,
+            },
+        });
+        Ok(())
+    }
+
+    /// Adds (or replaces) a splat entry `key`: `length` bytes of `pattern` repeated. The
+    /// pattern has 1, 2, 4, 8 or 16 bytes and `length` is a multiple of its size, as IREE's
+    /// archives require.
+    pub fn add_splat(
+        &mut self,
+        key: impl Into<String>,
+        pattern: &[u8],
+        length: u64,
+    ) -> Result<(), ParameterError> {
+        check_splat(pattern.len(), length).map_err(|message| ParameterError {
+            path: None,
+            offset: None,
+            message,
+        })?;
+        self.insert(ParameterEntry {
+            key: key.into(),
+            metadata: Vec::new(),
+            storage: ParameterStorage::Splat {
+                pattern: pattern.to_vec(),
+                length,
+            },
+        });
+        Ok(())
+    }
+
+    /// Sets the metadata of entry `key` (opaque bytes stored with it in an `.irpa`); `false`
+    /// when there is no such entry.
+    pub fn set_metadata(&mut self, key: &str, metadata: impl Into<Vec<u8>>) -> bool {
+        match self.by_key.get(key) {
+            Some(&k) => {
+                self.entries[k].metadata = metadata.into();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Writes the index as an IREE parameter archive (`.irpa`) that IREE's tools and
+    /// runtime read: data entries copied into the archive (each aligned to 64 bytes), splats
+    /// and metadata kept. The archive is padded to a multiple of 4096 bytes, as IREE's.
+    pub fn write_irpa(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        irpa::write(self, out)
+    }
+
+    /// Writes the index as an IREE parameter archive at `path` (see
+    /// [`write_irpa`](ParameterIndex::write_irpa)); the file is replaced.
+    pub fn write_irpa_file(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
+        let path = path.as_ref();
+        let file = std::fs::File::create(path).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("{}: cannot create: {e}", path.display()))
+        })?;
+        let mut out = std::io::BufWriter::new(file);
+        self.write_irpa(&mut out)
+            .and_then(|()| out.flush())
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
     }
 
     /// Adds (or replaces) an entry.

@@ -307,3 +307,92 @@ fn arguments_named_only_in_the_declaration_are_positional() {
     let view = tensor_to_buffer_view(&result.cast::<pactum::Tensor>().unwrap()).unwrap();
     assert_eq!(&IreeTensor::parse(&view.format(1024)).unwrap(), expected);
 }
+
+/// `IreeModule::builder` links modules as `iree-run-module --module=a --module=b` does: a
+/// bytecode module and a Rust native module registered first serve the called module's
+/// imports; without them the load fails naming the missing module.
+#[test]
+fn a_builder_links_bytecode_and_native_modules_before_the_called_one() {
+    use crate::asm::{self, Func};
+    use pactum_iree::vm::{NativeError, NativeModuleBuilder};
+    use std::sync::Arc;
+
+    // liba.add_one(x) = x + 1.
+    let mut add_one = Func::new("add_one", "0i_i", 2, 0);
+    add_one.block();
+    add_one.const_i32(1, 1).bin(0x22, 0, 1, 1).ret(&[1]);
+    let liba = asm::bytes(&asm::module("liba", &[add_one]));
+    // app.f(x) = host.times10(liba.add_one(x)).
+    let mut f = Func::new("f", "0i_i", 2, 0);
+    f.block();
+    f.call(0x8000_0000, &[0], &[1])
+        .call(0x8000_0001, &[1], &[1])
+        .ret(&[1]);
+    let mut app = asm::module("app", &[f]);
+    asm::import(&mut app, "liba.add_one", "0i_i", false);
+    asm::import(&mut app, "host.times10", "0i_i", false);
+    let app = asm::bytes(&app);
+    let host = NativeModuleBuilder::new("host", 0)
+        .function(
+            "times10",
+            "0i_i",
+            |_: &(), x: i32| -> Result<i32, NativeError> { Ok(x * 10) },
+        )
+        .build(());
+
+    let module = IreeModule::builder()
+        .module_bytes(liba.clone())
+        .native_module(Arc::new(host))
+        .load_bytes(app.clone())
+        .unwrap();
+    assert_eq!(module.name(), "app");
+    assert_eq!(module.context_modules(), ["hal", "liba", "host", "app"]);
+    assert_eq!(
+        module
+            .function("f")
+            .unwrap()
+            .call_typed::<_, i64>((4,))
+            .unwrap(),
+        50
+    );
+    // Only the called module's exports are the module's functions.
+    assert_eq!(module.export_names().collect::<Vec<_>>(), ["f"]);
+
+    let error = IreeModule::builder()
+        .module_bytes(liba)
+        .load_bytes(app)
+        .unwrap_err();
+    assert!(error.message().contains("host"), "{error}");
+}
+
+/// A module file that is missing or corrupt, linked or called, is an error naming the file.
+#[test]
+fn builder_errors_name_the_file_they_are_about() {
+    let dir = std::env::temp_dir().join(format!("pactum-builder-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let corrupt = dir.join("corrupt.vmfb");
+    std::fs::write(&corrupt, b"not a module at all, just some bytes").unwrap();
+    let missing = dir.join("missing.vmfb");
+    let Err(error) = IreeModule::builder().module_file(&missing) else {
+        panic!("a missing linked module loaded")
+    };
+    assert!(
+        error.message().contains(&*missing.to_string_lossy()),
+        "{error}"
+    );
+    let error = IreeModule::builder().load(&corrupt).unwrap_err();
+    assert!(
+        error.message().contains(&*corrupt.to_string_lossy()),
+        "{error}"
+    );
+    let error = IreeModule::builder()
+        .module_file(&corrupt)
+        .unwrap()
+        .load(fixture("vm_direct.vmfb"))
+        .unwrap_err();
+    assert!(
+        error.message().contains(&*corrupt.to_string_lossy()),
+        "{error}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,731 @@
+//! `pactum run` against the pinned native `iree-run-module` (IREE 3.13, from the
+//! `iree-base-runtime` wheel in `.venv`): the same argument list through both programs must
+//! print the same stdout and exit with the same status, on the checked-in fixtures and on
+//! modules linked at test time (`liba` exporting functions, `app` importing them) compiled by
+//! the pinned `iree-compile`. `--output` files must be byte for byte the same. And `pactum
+//! bench`'s report.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use crate::cli::{pactum, scratch, stderr, stdout};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixture(name: &str) -> String {
+    repo_root()
+        .join("crates/pactum-iree/tests/fixtures/vmfb")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A missing peer tool panics (the tools are part of the test setup) unless
+/// `PACTUM_SKIP_PEER=1`, which skips the test and says so.
+fn peer_or_skip(path: Option<PathBuf>, what: &str, test: &str) -> Option<PathBuf> {
+    match path.filter(|p| p.exists()) {
+        Some(path) => Some(path),
+        None if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") => {
+            eprintln!("SKIPPED {test} (PACTUM_SKIP_PEER=1): {what} missing");
+            None
+        }
+        None => panic!(
+            "{test}: {what} missing: run scripts/test.sh (it installs the pinned IREE 3.13 \
+             wheels) or set PACTUM_IREE_BIN (PACTUM_SKIP_PEER=1 skips this test)"
+        ),
+    }
+}
+
+/// The native `iree-run-module` binary (not the `.venv/bin` Python wrapper):
+/// `$PACTUM_IREE_BIN/iree-run-module` or the wheel's `_runtime_libs` folder.
+fn iree_run_module(test: &str) -> Option<PathBuf> {
+    let found = match std::env::var_os("PACTUM_IREE_BIN") {
+        Some(dir) => Some(PathBuf::from(dir).join("iree-run-module")),
+        None => std::fs::read_dir(repo_root().join(".venv/lib"))
+            .ok()
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|python| {
+                python
+                    .path()
+                    .join("site-packages/iree/_runtime_libs/iree-run-module")
+            })
+            .find(|path| path.exists()),
+    };
+    peer_or_skip(found, "the native iree-run-module", test)
+}
+
+fn run_both(tool: &Path, args: &[String], dir: &Path) -> (Output, Output) {
+    let theirs = Command::new(tool)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run iree-run-module");
+    let mut ours_args = vec!["run"];
+    ours_args.extend(args.iter().map(String::as_str));
+    (pactum(&ours_args, dir), theirs)
+}
+
+/// Runs `args` through both programs in `dir`: the same stdout and exit status; returns the
+/// stdout.
+fn assert_same(tool: &Path, args: &[String], dir: &Path) -> String {
+    let (ours, theirs) = run_both(tool, args, dir);
+    assert_eq!(
+        stdout(&ours),
+        stdout(&theirs),
+        "stdout of `pactum run` (left) and iree-run-module (right) for {args:?}\n\
+         pactum stderr: {}\niree stderr: {}",
+        stderr(&ours),
+        stderr(&theirs)
+    );
+    assert_eq!(
+        ours.status.code(),
+        theirs.status.code(),
+        "exit status for {args:?}: pactum stderr {}; iree stderr {}",
+        stderr(&ours),
+        stderr(&theirs)
+    );
+    assert!(!stderr(&ours).contains("panicked"), "{}", stderr(&ours));
+    stdout(&ours)
+}
+
+fn words(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
+}
+
+#[test]
+fn run_prints_what_iree_run_module_prints() {
+    let test = "run_prints_what_iree_run_module_prints";
+    let Some(tool) = iree_run_module(test) else {
+        return;
+    };
+    let dir = scratch("run-vs-iree");
+    let scalars = format!("--module={}", fixture("multi_export_vmvx.vmfb"));
+    let tensors = format!("--module={}", fixture("vmvx_tensors.vmfb"));
+    let add = [
+        "--function=add_mat",
+        "--input=2x3xf32=1 2 3 4 5 6",
+        "--input=2x3xf32=1",
+    ];
+    let cases: Vec<Vec<&str>> = vec![
+        vec![&scalars, "--function=add", "--input=2", "--input=3"],
+        vec![
+            &scalars,
+            "--function=mul_add",
+            "--input=2",
+            "--input=3",
+            "--input=0.5",
+        ],
+        vec![&scalars, "--function=twice_i64", "--input=-4000000000"],
+        vec![
+            &scalars,
+            "--function=add",
+            "--input=2",
+            "--input=3",
+            "--output=-",
+        ],
+        // Failures: too few inputs, no such function, no --function with several exports, a
+        // value that is not an i32.
+        vec![&scalars, "--function=add", "--input=2"],
+        vec![&scalars, "--function=nope"],
+        vec![&scalars, "--input=2"],
+        vec![&scalars, "--function=add", "--input=2", "--input=x"],
+        // Tensors, lists of results, elision past --output_max_element_count.
+        [&[tensors.as_str()][..], &add[..]].concat(),
+        vec![&tensors, "--function=stats", "--input=4xf32=1 2 3 4"],
+        vec![
+            &tensors,
+            "--function=stats",
+            "--input=4xf32=1 2 3 4",
+            "--output=-",
+            "--output=",
+            "--output=-",
+            "--output=-",
+        ],
+        vec![
+            &tensors,
+            "--function=transpose",
+            "--input=2x3xf32=[1 2 3][4 5 6]",
+            "--output_max_element_count=3",
+        ],
+        vec![
+            &tensors,
+            "--function=scale_rows",
+            "--input=2x3xf32=1 2 3 4 5 6",
+            "--input=2",
+        ],
+        // A shape the program's assertion refuses.
+        vec![
+            &tensors,
+            "--function=add_mat",
+            "--input=2x3xf32=1",
+            "--input=2x2xf32=1",
+        ],
+        // --expected_output: a match, one within the default f32 tolerance, one beyond it, the
+        // same with a wider threshold, exact mode, another shape, (ignored) results, the wrong
+        // count, and a scalar (which IREE 3.13 reports as a type mismatch, exit status 1).
+        [
+            &[tensors.as_str()][..],
+            &add[..],
+            &["--expected_output=2x3xf32=2 3 4 5 6 7"],
+        ]
+        .concat(),
+        [
+            &[tensors.as_str()][..],
+            &add[..],
+            &["--expected_output=2x3xf32=2 3 4 5 6 7.00001"],
+        ]
+        .concat(),
+        [
+            &[tensors.as_str()][..],
+            &add[..],
+            &["--expected_output=2x3xf32=2 3 4 5 6 7.1"],
+        ]
+        .concat(),
+        [
+            &[tensors.as_str()][..],
+            &add[..],
+            &[
+                "--expected_output=2x3xf32=2 3 4 5 6 7.1",
+                "--expected_f32_threshold=0.2",
+            ],
+        ]
+        .concat(),
+        [
+            &[tensors.as_str()][..],
+            &add[..],
+            &[
+                "--expected_output=2x3xf32=2 3 4 5 6 7.00001",
+                "--equality_mode=exact",
+            ],
+        ]
+        .concat(),
+        [
+            &[tensors.as_str()][..],
+            &add[..],
+            &[
+                "--expected_output=2x3xf32=2 3 4 5 6 8",
+                "--expected_rtol=0.2",
+            ],
+        ]
+        .concat(),
+        [
+            &[tensors.as_str()][..],
+            &add[..],
+            &["--expected_output=3x2xf32=2 3 4 5 6 7"],
+        ]
+        .concat(),
+        [
+            &[tensors.as_str()][..],
+            &add[..],
+            &["--expected_output=2x3xi32=2 3 4 5 6 7"],
+        ]
+        .concat(),
+        [
+            &[tensors.as_str()][..],
+            &add[..],
+            &["--expected_output=(ignored)"],
+        ]
+        .concat(),
+        [
+            &[tensors.as_str()][..],
+            &add[..],
+            &["--expected_output=(ignored)", "--expected_output=(ignored)"],
+        ]
+        .concat(),
+        vec![
+            &tensors,
+            "--function=scale_rows",
+            "--input=2x3xf32=1 2 3 4 5 6",
+            "--input=2",
+            "--expected_output=2x3xf32=2 4 6 8 10 12",
+            "--expected_output=(ignored)",
+        ],
+        vec![
+            &tensors,
+            "--function=stats",
+            "--input=4xf32=1 2 3 4",
+            "--expected_output=f32=2.5",
+            "--expected_output=(ignored)",
+            "--expected_output=(ignored)",
+            "--expected_output=(ignored)",
+        ],
+        vec![
+            &scalars,
+            "--function=add",
+            "--input=2",
+            "--input=3",
+            "--expected_output=5",
+        ],
+    ];
+    let mut failures = 0;
+    for case in &cases {
+        let (ours, _) = run_both(&tool, &words(case), &dir);
+        failures += usize::from(!ours.status.success());
+        assert_same(&tool, &words(case), &dir);
+    }
+    // Both outcomes are covered: some runs pass, some fail.
+    assert!(
+        failures >= 8 && failures < cases.len(),
+        "{failures} of {}",
+        cases.len()
+    );
+    let passed = assert_same(
+        &tool,
+        &words(&[
+            &tensors,
+            add[0],
+            add[1],
+            add[2],
+            "--expected_output=2x3xf32=2 3 4 5 6 7",
+        ]),
+        &dir,
+    );
+    assert_eq!(
+        passed,
+        "EXEC @add_mat\n[SUCCESS] all function outputs matched their expected values.\n"
+    );
+    let failed = assert_same(
+        &tool,
+        &words(&[
+            &tensors,
+            add[0],
+            add[1],
+            add[2],
+            "--expected_output=2x3xf32=2 3 4 5 6 7.1",
+        ]),
+        &dir,
+    );
+    assert!(
+        failed.contains(
+            "[FAILED] result[0]: element at index 5 (7) does not match the expected (7.1)"
+        ),
+        "{failed}"
+    );
+}
+
+/// Two arrays in one `.npy` file (read with `@` then `+`, or `*`) and a raw file.
+fn write_inputs(dir: &Path) {
+    let a = pactum::Tensor::from_slice(&[0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 3]).unwrap();
+    let b = pactum::Tensor::from_slice(&[1.0f32; 6], &[2, 3]).unwrap();
+    let mut both = pactum_npy::write(&a).unwrap();
+    both.extend(pactum_npy::write(&b).unwrap());
+    std::fs::write(dir.join("in.npy"), both).unwrap();
+    let raw: Vec<u8> = [0.5f32, 1.5, 2.5, 3.5, 4.5, 5.5]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    std::fs::write(dir.join("raw.bin"), raw).unwrap();
+}
+
+#[test]
+fn run_reads_and_writes_files_as_iree_run_module_does() {
+    let test = "run_reads_and_writes_files_as_iree_run_module_does";
+    let Some(tool) = iree_run_module(test) else {
+        return;
+    };
+    let tensors = format!("--module={}", fixture("vmvx_tensors.vmfb"));
+    // Inputs from files: the same in both.
+    let dir = scratch("run-files");
+    write_inputs(&dir);
+    for inputs in [
+        vec!["--input=@in.npy", "--input=+in.npy"],
+        vec!["--input=*in.npy"],
+        vec!["--input=@in.npy", "--input=@in.npy"],
+        vec!["--input=2x3xf32=@raw.bin", "--input=@in.npy"],
+        // Errors: a third array that is not there, a raw file too short, not a .npy file.
+        vec!["--input=@in.npy", "--input=+in.npy", "--input=+in.npy"],
+        vec!["--input=4x3xf32=@raw.bin", "--input=@in.npy"],
+        vec!["--input=@raw.bin", "--input=@in.npy"],
+    ] {
+        let mut args = vec![tensors.as_str(), "--function=add_mat"];
+        args.extend(inputs);
+        assert_same(&tool, &words(&args), &dir);
+    }
+
+    // Outputs written (and appended) to .npy and raw files: the same bytes.
+    let ours_dir = scratch("run-outputs-pactum");
+    let theirs_dir = scratch("run-outputs-iree");
+    let args = words(&[
+        &tensors,
+        "--function=stats",
+        "--input=4xf32=1 2 3 4",
+        "--output=@a.npy",
+        "--output=+a.npy",
+        "--output=@b.bin",
+        "--output=@c.npy",
+    ]);
+    let mut ours_args = vec!["run"];
+    ours_args.extend(args.iter().map(String::as_str));
+    let ours = pactum(&ours_args, &ours_dir);
+    let theirs = Command::new(&tool)
+        .args(&args)
+        .current_dir(&theirs_dir)
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&ours), stdout(&theirs));
+    assert_eq!(stdout(&ours), "EXEC @stats\n");
+    assert!(ours.status.success(), "{}", stderr(&ours));
+    for file in ["a.npy", "b.bin", "c.npy"] {
+        let ours = std::fs::read(ours_dir.join(file)).unwrap();
+        let theirs = std::fs::read(theirs_dir.join(file)).unwrap();
+        assert!(!ours.is_empty(), "{file} empty");
+        assert_eq!(
+            ours, theirs,
+            "{file}: pactum's bytes differ from iree-run-module's"
+        );
+    }
+    // The wrong number of --output specs fails in both.
+    let args = words(&[
+        &tensors,
+        "--function=stats",
+        "--input=4xf32=1 2 3 4",
+        "--output=-",
+    ]);
+    assert_same(&tool, &args, &ours_dir);
+}
+
+/// `liba` exports functions (scalar and tensor) and `app` imports them, compiled once per
+/// test run by the pinned `iree-compile`.
+fn linked_modules(test: &str) -> Option<&'static (PathBuf, PathBuf)> {
+    static MODULES: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    let compiler = peer_or_skip(
+        Some(repo_root().join(".venv-iree/bin/iree-compile")),
+        "the pinned iree-compile (.venv-iree)",
+        test,
+    )?;
+    Some(MODULES.get_or_init(|| {
+        let dir = scratch("linked-modules");
+        let liba = r#"
+module @liba {
+  func.func @add_one(%x: i32) -> i32 {
+    %c1 = arith.constant 1 : i32
+    %r = arith.addi %x, %c1 : i32
+    return %r : i32
+  }
+  func.func @double(%t: tensor<4xf32>) -> tensor<4xf32> {
+    %r = arith.addf %t, %t : tensor<4xf32>
+    return %r : tensor<4xf32>
+  }
+}
+"#;
+        // Declarations named `liba.<function>` are imports of module `liba`.
+        let app = r#"
+module @app {
+  func.func private @liba.add_one(i32) -> i32
+  func.func private @liba.double(tensor<4xf32>) -> tensor<4xf32>
+  func.func @main(%x: i32) -> i32 {
+    %r = call @liba.add_one(%x) : (i32) -> i32
+    %s = arith.muli %r, %r : i32
+    return %s : i32
+  }
+  func.func @quad(%t: tensor<4xf32>) -> tensor<4xf32> {
+    %r = call @liba.double(%t) : (tensor<4xf32>) -> tensor<4xf32>
+    %s = call @liba.double(%r) : (tensor<4xf32>) -> tensor<4xf32>
+    return %s : tensor<4xf32>
+  }
+}
+"#;
+        let compile = |name: &str, source: &str| -> PathBuf {
+            let input = dir.join(format!("{name}.mlir"));
+            let output = dir.join(format!("{name}.vmfb"));
+            std::fs::write(&input, source).unwrap();
+            let result = Command::new(&compiler)
+                .arg(&input)
+                .args([
+                    "--iree-hal-target-device=local",
+                    "--iree-hal-local-target-device-backends=vmvx",
+                    "-o",
+                ])
+                .arg(&output)
+                .output()
+                .expect("run iree-compile");
+            assert!(
+                result.status.success(),
+                "iree-compile {name}: {}",
+                String::from_utf8_lossy(&result.stderr)
+            );
+            output
+        };
+        (compile("liba", liba), compile("app", app))
+    }))
+}
+
+#[test]
+fn run_links_modules_as_iree_run_module_does() {
+    let test = "run_links_modules_as_iree_run_module_does";
+    let (Some(tool), Some((liba, app))) = (iree_run_module(test), linked_modules(test)) else {
+        return;
+    };
+    let dir = scratch("run-linked");
+    let liba = format!("--module={}", liba.display());
+    let app = format!("--module={}", app.display());
+    let main = assert_same(
+        &tool,
+        &words(&[&liba, &app, "--function=main", "--input=4"]),
+        &dir,
+    );
+    assert_eq!(main, "EXEC @main\nresult[0]: i32=25\n");
+    let quad = assert_same(
+        &tool,
+        &words(&[&liba, &app, "--function=quad", "--input=4xf32=1 2 3 4"]),
+        &dir,
+    );
+    assert_eq!(
+        quad,
+        "EXEC @quad\nresult[0]: hal.buffer_view\n4xf32=4 8 12 16\n"
+    );
+    assert_same(
+        &tool,
+        &words(&[
+            &liba,
+            &app,
+            "--function=quad",
+            "--input=4xf32=1 2 3 4",
+            "--expected_output=4xf32=4 8 12 16",
+        ]),
+        &dir,
+    );
+    // The last --module is the one called: liba's own export, with app loaded first, fails in
+    // both (app needs liba registered before it).
+    assert_same(&tool, &words(&[&app, "--function=main", "--input=4"]), &dir);
+    assert_same(
+        &tool,
+        &words(&[&app, &liba, "--function=add_one", "--input=4"]),
+        &dir,
+    );
+    // liba alone.
+    assert_same(
+        &tool,
+        &words(&[&liba, "--function=add_one", "--input=4"]),
+        &dir,
+    );
+}
+
+#[test]
+fn call_links_modules_with_module_flags() {
+    let test = "call_links_modules_with_module_flags";
+    let Some((liba, app)) = linked_modules(test) else {
+        return;
+    };
+    let dir = scratch("call-linked");
+    let (liba, app) = (liba.display().to_string(), app.display().to_string());
+    let output = pactum(&["call", &app, "main", "4", "--module", &liba], &dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "25\n");
+    let output = pactum(&["call", "--module", &liba, &app, "main", "6"], &dir);
+    assert_eq!(stdout(&output), "49\n", "{}", stderr(&output));
+    // Without liba: the error names the module that is missing.
+    let output = pactum(&["call", &app, "main", "4"], &dir);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("depends on module \"liba\""),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn run_and_call_refuse_bad_flags_clearly() {
+    let dir = scratch("run-flags");
+    let module = format!("--module={}", fixture("multi_export_vmvx.vmfb"));
+    for (args, expected) in [
+        (
+            vec!["run", "--modul=x.vmfb"],
+            "unknown flag `--modul` for pactum run",
+        ),
+        (vec!["run", &module, "extra"], "unexpected argument `extra`"),
+        (vec!["run"], "no module given; use --module=file.vmfb"),
+        (
+            vec!["run", &module, "--device=cuda"],
+            "--device=cuda: pactum runs the local-task and local-sync",
+        ),
+        (
+            vec![
+                "run",
+                &module,
+                "--function=add",
+                "--input=1",
+                "--input=2",
+                "--input=3",
+            ],
+            "function expected fewer input values",
+        ),
+        (vec!["run", "--module=/no/such.vmfb"], "/no/such.vmfb"),
+        (
+            vec![
+                "run",
+                &module,
+                "--function=add",
+                "--parameters=model=/no/such.irpa",
+            ],
+            "--parameters=model=/no/such.irpa",
+        ),
+        (
+            vec!["run", &module, "--equality_mode=fuzzy"],
+            "--equality_mode=fuzzy",
+        ),
+        (
+            vec![
+                "bench",
+                &module,
+                "--function=add",
+                "--benchmark_repetitions=0",
+            ],
+            "--benchmark_repetitions must be at least 1",
+        ),
+    ] {
+        let output = pactum(&args, &dir);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        let err = stderr(&output);
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+        assert!(
+            err.contains(expected),
+            "{args:?}: expected {expected:?} in {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // A .vmfb-only option on a shared library is refused.
+    let output = pactum(&["call", "/bin/true", "f", "--module", "x.vmfb"], &dir);
+    assert_eq!(output.status.code(), Some(1));
+}
+
+#[test]
+fn bench_reports_each_repetition_and_aggregates_per_iteration() {
+    let dir = scratch("bench");
+    let module = format!("--module={}", fixture("vmvx_tensors.vmfb"));
+    let output = pactum(
+        &[
+            "bench",
+            &module,
+            "--function=add_mat",
+            "--input=2x3xf32=1 2 3 4 5 6",
+            "--input=2x3xf32=1",
+            "--benchmark_repetitions=2",
+            "--benchmark_min_time=7x",
+            "--device=local-sync",
+        ],
+        &dir,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("----") && lines[2].starts_with("----"),
+        "{text}"
+    );
+    let header: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(header, ["Benchmark", "Time", "CPU", "Iterations"]);
+    let rows: Vec<Vec<&str>> = lines[3..]
+        .iter()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    let base = "BM_add_mat/process_time/real_time";
+    assert_eq!(
+        names,
+        [
+            base.to_owned(),
+            base.to_owned(),
+            format!("{base}_mean"),
+            format!("{base}_median"),
+            format!("{base}_stddev"),
+            format!("{base}_min"),
+            format!("{base}_max"),
+            format!("{base}_cv"),
+        ]
+    );
+    // Repetitions: 7 iterations each; aggregates: over the 14 timed iterations, in ms.
+    for row in &rows[..2] {
+        assert_eq!(row[2], "ms");
+        assert_eq!(row[5], "7");
+        assert!(row[1].parse::<f64>().unwrap() > 0.0, "{row:?}");
+    }
+    let value = |row: &Vec<&str>| row[1].parse::<f64>().unwrap();
+    for row in &rows[2..7] {
+        assert_eq!(row[5], "14", "{row:?}");
+    }
+    let (mean, median, min, max) = (
+        value(&rows[2]),
+        value(&rows[3]),
+        value(&rows[5]),
+        value(&rows[6]),
+    );
+    assert!(
+        min <= median && median <= max && min <= mean && mean <= max,
+        "{text}"
+    );
+    assert_eq!(rows[7][2], "%");
+
+    // JSON: Google Benchmark's fields.
+    let output = pactum(
+        &[
+            "bench",
+            &module,
+            "--function=add_mat",
+            "--input=2x3xf32=1",
+            "--input=2x3xf32=1",
+            "--benchmark_min_time=3x",
+            "--benchmark_format=json",
+        ],
+        &dir,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let benchmarks = report["benchmarks"].as_array().unwrap();
+    assert_eq!(benchmarks[0]["run_type"], "iteration");
+    assert_eq!(benchmarks[0]["iterations"], 3);
+    assert_eq!(benchmarks[0]["time_unit"], "ms");
+    let aggregates: Vec<&str> = benchmarks[1..]
+        .iter()
+        .map(|b| b["aggregate_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(aggregates, ["mean", "median", "stddev", "min", "max", "cv"]);
+
+    // A function the module does not export: a clear error, nothing timed.
+    let output = pactum(
+        &[
+            "bench",
+            &module,
+            "--function=nope",
+            "--benchmark_min_time=3x",
+        ],
+        &dir,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    let err = stderr(&output);
+    assert!(
+        err.starts_with("error: ")
+            && err.contains("has no export `nope`")
+            && err.contains("add_mat"),
+        "{err}"
+    );
+    // A call that fails (a shape the program refuses) fails the benchmark before any timing.
+    let output = pactum(
+        &[
+            "bench",
+            &module,
+            "--function=add_mat",
+            "--input=2x2xf32=1",
+            "--input=2x2xf32=1",
+            "--benchmark_min_time=3x",
+        ],
+        &dir,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("invoking function 'add_mat'"),
+        "{}",
+        stderr(&output)
+    );
+}

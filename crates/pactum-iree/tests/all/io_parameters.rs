@@ -1,0 +1,676 @@
+//! IREE's `io_parameters` module in pactum (`pactum_iree::parameters::IoParametersModule`):
+//! programs whose globals are named parameters (`#flow.parameter.named<"model"::"w">`),
+//! compiled now with the pinned `iree-compile` for vmvx and llvm-cpu, run through pactum with
+//! the parameters in an in-memory [`ParameterIndex`] and through IREE's Python runtime
+//! (`tests/python/io_parameters_peer.py`: `iree.runtime.ParameterIndex` with the same bytes,
+//! `create_io_parameters_module`) on the same inputs; results must agree bit for bit, and
+//! failures in status and in what they name.
+//!
+//! Without the `.venv` python with `iree.runtime` and NumPy, or without `iree-compile`, the
+//! tests fail unless `PACTUM_SKIP_PEER=1` (then they print that they skipped).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use pactum::{AnyView, Tensor};
+use pactum_iree::hal::{
+    BufferParams, HalBuffer, HalDevice, HalFence, HalSemaphore, LocalDevice, Workers,
+};
+use pactum_iree::module::IreeModule;
+use pactum_iree::parameters::{
+    IoParametersModule, ParameterEntry, ParameterIndex, ParameterProvider, ParameterStorage,
+};
+use pactum_iree::status::StatusCode;
+use pactum_iree::vm::{NativeModule, Ref, Value, VmBuffer};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The `.venv` tools, or `None` (after saying so) when they are missing and
+/// `PACTUM_SKIP_PEER=1`.
+fn peer_tools(test: &str) -> Option<(PathBuf, PathBuf)> {
+    let compile = pactum_testing::iree::tool_or_skip("iree-compile", test)?;
+    let python = repo_root().join(".venv/bin/python");
+    let works = Command::new(&python)
+        .args(["-c", "import iree.runtime, numpy"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !works {
+        if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") {
+            eprintln!("SKIPPED {test} (PACTUM_SKIP_PEER=1): no .venv python with iree.runtime");
+            return None;
+        }
+        panic!(
+            "{test}: {} cannot import iree.runtime and numpy (scripts/test.sh installs them; \
+             PACTUM_SKIP_PEER=1 skips this test)",
+            python.display()
+        );
+    }
+    Some((compile, python))
+}
+
+/// The flags of one HAL target, as the fixtures are built.
+fn target_flags(backend: &str) -> Vec<&'static str> {
+    match backend {
+        "vmvx" => vec!["--iree-hal-target-backends=vmvx"],
+        "llvm-cpu" => vec![
+            "--iree-hal-target-backends=llvm-cpu",
+            "--iree-llvmcpu-target-cpu=generic",
+            "--iree-llvmcpu-target-triple=x86_64-unknown-unknown-eabi-elf",
+        ],
+        other => panic!("unknown backend {other}"),
+    }
+}
+
+/// Compiles `source` for `backend` with `extra` flags into `dir`.
+fn compile(
+    iree_compile: &Path,
+    dir: &Path,
+    name: &str,
+    source: &str,
+    backend: &str,
+    extra: &[&str],
+) -> PathBuf {
+    let mlir = dir.join(format!("{name}.mlir"));
+    std::fs::write(&mlir, source).unwrap();
+    let out = dir.join(format!("{name}-{backend}.vmfb"));
+    let output = Command::new(iree_compile)
+        .args(target_flags(backend))
+        .args(extra)
+        .arg(&mlir)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .expect("start iree-compile");
+    assert!(
+        output.status.success(),
+        "iree-compile {name} for {backend}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
+}
+
+/// One parameter as both runtimes are given it.
+#[derive(Clone)]
+enum Param {
+    Data(&'static str, Vec<u8>),
+    Splat(&'static str, Vec<u8>, u64),
+}
+
+fn f32_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn index_of(params: &[Param]) -> ParameterIndex {
+    let mut index = ParameterIndex::new();
+    for param in params {
+        let (key, storage) = match param {
+            Param::Data(key, bytes) => (
+                key,
+                ParameterStorage::Data {
+                    source: Arc::new(bytes.clone()),
+                    offset: 0,
+                    length: bytes.len(),
+                },
+            ),
+            Param::Splat(key, pattern, length) => (
+                key,
+                ParameterStorage::Splat {
+                    pattern: pattern.clone(),
+                    length: *length,
+                },
+            ),
+        };
+        index.insert(ParameterEntry {
+            key: (*key).to_owned(),
+            metadata: Vec::new(),
+            storage,
+        });
+    }
+    index
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A float32 tensor by shape and bit patterns: what both sides return.
+type Bits = (Vec<i64>, Vec<u32>);
+
+/// What a run gave: the results, or the failure's status name and message.
+type Outcome = Result<Vec<Bits>, String>;
+
+fn run_pactum(
+    vmfb: &Path,
+    function: &str,
+    scopes: &[(&str, Vec<Param>)],
+    inputs: &[(Vec<i64>, Vec<f32>)],
+    workers: Workers,
+) -> Outcome {
+    let mut builder = IreeModule::builder().workers(workers);
+    for (scope, params) in scopes {
+        builder = builder.parameters(*scope, index_of(params));
+    }
+    let module = builder.load(vmfb).map_err(|e| e.to_string())?;
+    let tensors: Vec<Tensor> = inputs
+        .iter()
+        .map(|(shape, values)| Tensor::from_slice(values, shape).unwrap())
+        .collect();
+    let args: Vec<AnyView<'_>> = tensors.iter().map(AnyView::from).collect();
+    let result = module.call(function, &args).map_err(|e| e.to_string())?;
+    let results: Vec<Tensor> = match result.clone().cast::<Tensor>() {
+        Ok(tensor) => vec![tensor],
+        Err(_) => {
+            let array: pactum::Array = result.cast().map_err(|e| e.to_string())?;
+            (0..array.len())
+                .map(|k| array.get_as::<Tensor>(k).unwrap())
+                .collect()
+        }
+    };
+    Ok(results
+        .iter()
+        .map(|t| {
+            let bits = t
+                .to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            (t.shape().to_vec(), bits)
+        })
+        .collect())
+}
+
+/// The scopes as the peer script takes them.
+fn peer_scopes(scopes: &[(&str, Vec<Param>)]) -> serde_json::Value {
+    scopes
+        .iter()
+        .map(|(scope, params)| {
+            let entries: Vec<serde_json::Value> = params
+                .iter()
+                .map(|p| match p {
+                    Param::Data(key, bytes) => serde_json::json!({"key": key, "data": hex(bytes)}),
+                    Param::Splat(key, pattern, length) => {
+                        serde_json::json!({"key": key, "splat": hex(pattern), "length": length})
+                    }
+                })
+                .collect();
+            serde_json::json!([scope, entries])
+        })
+        .collect()
+}
+
+fn run_peer(
+    python: &Path,
+    vmfb: &Path,
+    function: &str,
+    scopes: &[(&str, Vec<Param>)],
+    inputs: &[(Vec<i64>, Vec<f32>)],
+    driver: &str,
+) -> Outcome {
+    run_peer_with(python, vmfb, function, peer_scopes(scopes), inputs, driver)
+}
+
+/// Runs the peer script with `spec` and returns what it printed.
+fn peer_answer(python: &Path, spec: &serde_json::Value) -> serde_json::Value {
+    let mut child = Command::new(python)
+        .arg(repo_root().join("crates/pactum-iree/tests/python/io_parameters_peer.py"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the python peer");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(spec.to_string().as_bytes()).unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "python peer: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("peer printed {:?}: {e}", output.stdout))
+}
+
+fn run_peer_with(
+    python: &Path,
+    vmfb: &Path,
+    function: &str,
+    scopes: serde_json::Value,
+    inputs: &[(Vec<i64>, Vec<f32>)],
+    driver: &str,
+) -> Outcome {
+    let inputs: Vec<serde_json::Value> = inputs
+        .iter()
+        .map(|(shape, values)| {
+            let bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+            serde_json::json!({"shape": shape, "bits": bits})
+        })
+        .collect();
+    let spec = serde_json::json!({
+        "module": vmfb, "driver": driver, "function": function,
+        "scopes": scopes, "inputs": inputs,
+    });
+    let answer = peer_answer(python, &spec);
+    if let Some(error) = answer.get("error") {
+        return Err(error.as_str().unwrap().to_owned());
+    }
+    Ok(answer["ok"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let shape = r["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_i64().unwrap())
+                .collect();
+            let bits = r["bits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b.as_u64().unwrap() as u32)
+                .collect();
+            (shape, bits)
+        })
+        .collect())
+}
+
+/// `x * w + b` and a second export reading three parameters of other shapes and types.
+const AFFINE: &str = r#"
+util.global private @w = #flow.parameter.named<"model"::"w"> : tensor<2x4xf32>
+util.global private @b = #flow.parameter.named<"model"::"b"> : tensor<2x4xf32>
+util.global private @m = #flow.parameter.named<"model"::"m"> : tensor<4x3xf32>
+util.global private @bias = #flow.parameter.named<"extra"::"bias"> : tensor<3xf32>
+func.func @affine(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %w = util.global.load @w : tensor<2x4xf32>
+  %b = util.global.load @b : tensor<2x4xf32>
+  %0 = arith.mulf %x, %w : tensor<2x4xf32>
+  %1 = arith.addf %0, %b : tensor<2x4xf32>
+  return %1 : tensor<2x4xf32>
+}
+func.func @project(%x: tensor<2x4xf32>) -> (tensor<2x3xf32>, tensor<3xf32>) {
+  %m = util.global.load @m : tensor<4x3xf32>
+  %bias = util.global.load @bias : tensor<3xf32>
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<2x3xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %p = linalg.matmul ins(%x, %m : tensor<2x4xf32>, tensor<4x3xf32>) outs(%init : tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %p, %bias : tensor<2x3xf32>, tensor<3xf32>
+}
+"#;
+
+fn affine_params() -> Vec<(&'static str, Vec<Param>)> {
+    vec![
+        (
+            "model",
+            vec![
+                Param::Data(
+                    "w",
+                    f32_bytes(&[1.5, -2.0, 3.25, 0.5, 0.0, 1.0, -0.75, 8.0]),
+                ),
+                Param::Splat("b", 0.25f32.to_le_bytes().to_vec(), 32),
+                Param::Data(
+                    "m",
+                    f32_bytes(&[
+                        0.1, 0.2, 0.3, -1.0, 2.5, 0.7, 3.0, -0.125, 1e-3, 4.0, 5.5, -6.25,
+                    ]),
+                ),
+            ],
+        ),
+        (
+            "extra",
+            vec![Param::Splat("bias", vec![0x00, 0x00, 0x80, 0xbf], 12)],
+        ),
+    ]
+}
+
+fn x_input() -> Vec<(Vec<i64>, Vec<f32>)> {
+    vec![(
+        vec![2, 4],
+        vec![1.0, 2.0, 3.0, 4.0, -1.5, 0.5, 7.0, 1.0 / 3.0],
+    )]
+}
+
+#[test]
+fn named_parameters_give_the_results_iree_runtime_gives() {
+    let test = "named_parameters_give_the_results_iree_runtime_gives";
+    let Some((iree_compile, python)) = peer_tools(test) else {
+        return;
+    };
+    let dir = pactum_testing::hostile::scratch("io-parameters-affine");
+    let scopes = affine_params();
+    let mut compared = 0;
+    for backend in ["vmvx", "llvm-cpu"] {
+        let vmfb = compile(&iree_compile, &dir, "affine", AFFINE, backend, &[]);
+        for (function, workers, driver) in [
+            ("affine", Workers::CallerThread, "local-sync"),
+            ("project", Workers::shared(), "local-task"),
+        ] {
+            let ours = run_pactum(&vmfb, function, &scopes, &x_input(), workers);
+            let theirs = run_peer(&python, &vmfb, function, &scopes, &x_input(), driver);
+            let ours = ours.unwrap_or_else(|e| panic!("{backend} {function}: pactum: {e}"));
+            let theirs = theirs.unwrap_or_else(|e| panic!("{backend} {function}: IREE: {e}"));
+            assert_eq!(ours, theirs, "{backend} {function}");
+            compared += 1;
+        }
+        // The values themselves: exact products and sums, whatever the backend fuses.
+        let ours = run_pactum(&vmfb, "affine", &scopes, &x_input(), Workers::CallerThread).unwrap();
+        let first: Vec<f32> = ours[0].1[..4].iter().map(|b| f32::from_bits(*b)).collect();
+        assert_eq!(first, [1.75, -3.75, 10.0, 2.25], "{backend}");
+        let ours =
+            run_pactum(&vmfb, "project", &scopes, &x_input(), Workers::CallerThread).unwrap();
+        assert_eq!(
+            ours[1],
+            (vec![3], vec![(-1.0f32).to_bits(); 3]),
+            "{backend}"
+        );
+    }
+    assert_eq!(compared, 4);
+}
+
+/// The status name a failure message starts with or contains (`NOT_FOUND`, ...).
+fn status_of(message: &str) -> &'static str {
+    [
+        "NOT_FOUND",
+        "OUT_OF_RANGE",
+        "PERMISSION_DENIED",
+        "INVALID_ARGUMENT",
+    ]
+    .into_iter()
+    .find(|status| message.contains(status))
+    .unwrap_or("(none)")
+}
+
+#[test]
+fn missing_scopes_keys_and_short_parameters_fail_as_in_iree_naming_them() {
+    let test = "missing_scopes_keys_and_short_parameters_fail_as_in_iree_naming_them";
+    let Some((iree_compile, python)) = peer_tools(test) else {
+        return;
+    };
+    let dir = pactum_testing::hostile::scratch("io-parameters-errors");
+    let vmfb = compile(&iree_compile, &dir, "affine", AFFINE, "vmvx", &[]);
+    let full = affine_params();
+    let without = |key: &str| -> Vec<(&'static str, Vec<Param>)> {
+        full.iter()
+            .map(|(scope, params)| {
+                let kept = params
+                    .iter()
+                    .filter(
+                        |p| !matches!(p, Param::Data(k, _) | Param::Splat(k, _, _) if *k == key),
+                    )
+                    .cloned()
+                    .collect();
+                (*scope, kept)
+            })
+            .collect()
+    };
+    let mut short = full.clone();
+    short[0].1[0] = Param::Data("w", f32_bytes(&[1.0, 2.0]));
+    let cases: Vec<(&str, Vec<(&'static str, Vec<Param>)>, &str, &[&str])> = vec![
+        (
+            "no parameters",
+            Vec::new(),
+            "NOT_FOUND",
+            &["scope \"model\""],
+        ),
+        (
+            "another scope only",
+            vec![full[1].clone()],
+            "NOT_FOUND",
+            &["scope \"model\"", "\"extra\""],
+        ),
+        (
+            "key w missing",
+            without("w"),
+            "NOT_FOUND",
+            &["parameter \"w\" not found in scope \"model\""],
+        ),
+        (
+            "w shorter than its tensor",
+            short,
+            "OUT_OF_RANGE",
+            &[
+                "parameter \"w\" in scope \"model\"",
+                "offset=0, length=32, size=8",
+            ],
+        ),
+    ];
+    for (what, scopes, status, names) in cases {
+        let ours = run_pactum(&vmfb, "affine", &scopes, &x_input(), Workers::CallerThread)
+            .expect_err(what);
+        let theirs =
+            run_peer(&python, &vmfb, "affine", &scopes, &x_input(), "local-sync").expect_err(what);
+        assert_eq!(status_of(&theirs), status, "{what}: IREE said {theirs}");
+        assert_eq!(status_of(&ours), status, "{what}: pactum said {ours}");
+        for name in names {
+            assert!(ours.contains(name), "{what}: {ours:?} does not name {name}");
+        }
+        // Both fail while the module's initializer loads its parameters: before any call.
+        assert!(theirs.contains("creating vm context"), "{what}: {theirs}");
+        assert!(ours.contains(&vmfb.display().to_string()), "{what}: {ours}");
+    }
+    // iree-run-module without --parameters fails the same way.
+    let output = pactum_testing::iree::run_command(&vmfb, "affine", &["2x4xf32=1"], None)
+        .unwrap()
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("NOT_FOUND") && stderr.contains("'model'"),
+        "{stderr}"
+    );
+}
+
+/// A two-layer MLP whose weights are constant globals (`iree-opt`'s export pass turns them
+/// into parameters). Weights and inputs are multiples of 1/8 and 1/4, small enough that every
+/// sum is exact: any order of summation gives the same bits.
+fn mlp_source() -> String {
+    let dense = |rows: usize, cols: usize, seed: usize| {
+        let value = |k: usize| ((k * 7 + seed) % 17) as f32 / 8.0 - 1.0;
+        let rows: Vec<String> = (0..rows)
+            .map(|r| {
+                let row: Vec<String> = (0..cols)
+                    .map(|c| format!("{:?}", value(r * cols + c)))
+                    .collect();
+                format!("[{}]", row.join(", "))
+            })
+            .collect();
+        format!("dense<[{}]>", rows.join(", "))
+    };
+    let vector = |n: usize, seed: usize| {
+        let row: Vec<String> = (0..n)
+            .map(|k| format!("{:?}", ((k * 5 + seed) % 9) as f32 / 4.0 - 1.0))
+            .collect();
+        format!("dense<[{}]>", row.join(", "))
+    };
+    format!(
+        r#"
+util.global private @w1 = {w1} : tensor<8x16xf32>
+util.global private @b1 = {b1} : tensor<16xf32>
+util.global private @w2 = {w2} : tensor<16x4xf32>
+util.global private @b2 = {b2} : tensor<4xf32>
+#bias = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>]
+func.func @mlp(%x: tensor<2x8xf32>) -> tensor<2x4xf32> {{
+  %w1 = util.global.load @w1 : tensor<8x16xf32>
+  %b1 = util.global.load @b1 : tensor<16xf32>
+  %w2 = util.global.load @w2 : tensor<16x4xf32>
+  %b2 = util.global.load @b2 : tensor<4xf32>
+  %zero = arith.constant 0.0 : f32
+  %e1 = tensor.empty() : tensor<2x16xf32>
+  %i1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x16xf32>) -> tensor<2x16xf32>
+  %m1 = linalg.matmul ins(%x, %w1 : tensor<2x8xf32>, tensor<8x16xf32>) outs(%i1 : tensor<2x16xf32>) -> tensor<2x16xf32>
+  %h = linalg.generic {{indexing_maps = #bias, iterator_types = ["parallel", "parallel"]}} ins(%m1, %b1 : tensor<2x16xf32>, tensor<16xf32>) outs(%e1 : tensor<2x16xf32>) {{
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }} -> tensor<2x16xf32>
+  %e2 = tensor.empty() : tensor<2x4xf32>
+  %i2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %m2 = linalg.matmul ins(%h, %w2 : tensor<2x16xf32>, tensor<16x4xf32>) outs(%i2 : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %y = linalg.generic {{indexing_maps = #bias, iterator_types = ["parallel", "parallel"]}} ins(%m2, %b2 : tensor<2x4xf32>, tensor<4xf32>) outs(%e2 : tensor<2x4xf32>) {{
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %c : f32
+    linalg.yield %s : f32
+  }} -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}}
+"#,
+        w1 = dense(8, 16, 3),
+        b1 = vector(16, 1),
+        w2 = dense(16, 4, 11),
+        b2 = vector(4, 2),
+    )
+}
+
+/// Runs `iree-opt` (the pinned compiler's pass) with `pipeline` on `input`, writing `output`.
+fn iree_opt(iree_compile: &Path, pipeline: &str, input: &Path, output: &Path) {
+    let iree_opt = iree_compile.with_file_name("iree-opt");
+    let result = Command::new(&iree_opt)
+        .arg(format!("--pass-pipeline={pipeline}"))
+        .arg(input)
+        .arg("-o")
+        .arg(output)
+        .output()
+        .expect("start iree-opt");
+    assert!(
+        result.status.success(),
+        "iree-opt {pipeline}: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+}
+
+/// An archive's entries as IREE reads them, for pactum's in-memory index.
+fn archive_entries(python: &Path, archive: &Path) -> Vec<Param> {
+    let answer = peer_answer(python, &serde_json::json!({ "dump": archive }));
+    let bytes = |text: &str| -> Vec<u8> {
+        (0..text.len())
+            .step_by(2)
+            .map(|k| u8::from_str_radix(&text[k..k + 2], 16).unwrap())
+            .collect()
+    };
+    answer["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            let key: &'static str =
+                Box::leak(e["key"].as_str().unwrap().to_owned().into_boxed_str());
+            match e.get("data") {
+                Some(data) => Param::Data(key, bytes(data.as_str().unwrap())),
+                None => Param::Splat(
+                    key,
+                    bytes(e["splat"].as_str().unwrap()),
+                    e["length"].as_u64().unwrap(),
+                ),
+            }
+        })
+        .collect()
+}
+
+fn mlp_input() -> Vec<(Vec<i64>, Vec<f32>)> {
+    let x: Vec<f32> = (0..16)
+        .map(|k| ((k * 3) % 11) as f32 / 4.0 - 1.25)
+        .collect();
+    vec![(vec![2, 8], x)]
+}
+
+#[test]
+fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_iree() {
+    let test = "weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_iree";
+    let Some((iree_compile, python)) = peer_tools(test) else {
+        return;
+    };
+    let dir = pactum_testing::hostile::scratch("io-parameters-exported");
+    let inline = dir.join("mlp.mlir");
+    std::fs::write(&inline, mlp_source()).unwrap();
+    let archive = dir.join("mlp.irpa");
+    let parameterized = dir.join("mlp_params.mlir");
+    iree_opt(
+        &iree_compile,
+        &format!(
+            "builtin.module(iree-io-export-parameters{{path=model={} minimum-size=0}})",
+            archive.display()
+        ),
+        &inline,
+        &parameterized,
+    );
+    let splats = dir.join("mlp_splats.irpa");
+    iree_opt(
+        &iree_compile,
+        &format!(
+            "builtin.module(iree-io-generate-splat-parameter-archive{{file={}}})",
+            splats.display()
+        ),
+        &parameterized,
+        &dir.join("mlp_params_again.mlir"),
+    );
+    let exported = archive_entries(&python, &archive);
+    let keys: Vec<&str> = exported
+        .iter()
+        .map(|p| match p {
+            Param::Data(k, _) | Param::Splat(k, _, _) => *k,
+        })
+        .collect();
+    assert_eq!(keys, ["w1", "b1", "w2", "b2"]);
+    assert!(exported.iter().all(|p| matches!(p, Param::Data(..))));
+    let splatted = archive_entries(&python, &splats);
+    assert!(splatted.iter().all(|p| matches!(p, Param::Splat(..))));
+    assert_eq!(splatted.len(), 4);
+
+    let params_source = std::fs::read_to_string(&parameterized).unwrap();
+    let mut compared = 0;
+    for backend in ["vmvx", "llvm-cpu"] {
+        let with_weights = compile(&iree_compile, &dir, "mlp", &mlp_source(), backend, &[]);
+        let with_parameters = compile(
+            &iree_compile,
+            &dir,
+            "mlp_params",
+            &params_source,
+            backend,
+            &[],
+        );
+        let inline_result = run_pactum(&with_weights, "mlp", &[], &mlp_input(), Workers::shared())
+            .unwrap_or_else(|e| panic!("{backend}: inline weights: {e}"));
+        for (what, entries, file) in [
+            ("exported", exported.clone(), &archive),
+            ("splats", splatted.clone(), &splats),
+        ] {
+            let scopes = vec![("model", entries)];
+            let ours = run_pactum(
+                &with_parameters,
+                "mlp",
+                &scopes,
+                &mlp_input(),
+                Workers::shared(),
+            )
+            .unwrap_or_else(|e| panic!("{backend} {what}: pactum: {e}"));
+            let theirs = run_peer_with(
+                &python,
+                &with_parameters,
+                "mlp",
+                serde_json::json!([["model", [{ "archive": file }]]]),
+                &mlp_input(),
+                "local-task",
+            )
+            .unwrap_or_else(|e| panic!("{backend} {what}: IREE: {e}"));
+            assert_eq!(ours, theirs, "{backend} {what}");
+            compared += 1;
+            if what == "exported" {
+                assert_eq!(ours, inline_result, "{backend}: exported vs inline weights");
+            } else {
+                // Zero weights and biases: every output is zero.
+                assert_eq!(ours, vec![(vec![2, 4], vec![0u32; 8])], "{backend} splats");
+            }
+        }
+    }
+    assert_eq!(compared, 4);
+}
