@@ -367,10 +367,36 @@ def test_add_splat_and_replacing_a_key():
     assert len(index) == 2 and index.keys() == ["z", "b"] and bytes(index[0].file_view) == b"new"
     with pytest.raises(ValueError, match="1, 2, 4, 8 or 16 bytes"):
         index.add_splat("bad", b"abc", 9)
-    with pytest.raises(ValueError, match="not a multiple"):
+    with pytest.raises(ValueError, match="not a whole number"):
         index.add_splat("bad", np.float32(0), 6)
     with pytest.raises(ValueError, match="is a splat"):
         index[1].file_view
+
+
+def test_an_archive_written_and_read_back_keeps_every_entry_as_iree_reads_it(tmp_path):
+    rt = pytest.importorskip("iree.runtime")
+    index = ParameterIndex()
+    index.add_buffer("w", np.arange(6, dtype=np.float32), metadata=b"\x01meta")
+    index.add_splat("z", np.int16(-2), 64)
+    index.add_buffer("b", b"bytes")
+    path = tmp_path / "built.irpa"
+    archive = index.create_archive_file(path)
+    assert [(k, e.length, e.is_splat, e.metadata) for k, e in archive.items()] == [
+        ("w", 24, False, b"\x01meta"),
+        ("z", 64, True, b""),
+        ("b", 5, False, b""),
+    ]
+    assert bytes(archive[0].file_view) == np.arange(6, dtype=np.float32).tobytes()
+    assert archive[1].splat_pattern == np.int16(-2).tobytes()
+    theirs = rt.ParameterIndex()
+    theirs.load(str(path))
+    assert [(k, e.length, e.is_splat, bytes(e.metadata)) for k, e in theirs.items()] == [
+        ("w", 24, False, b"\x01meta"),
+        ("z", 64, True, b""),
+        ("b", 5, False, b""),
+    ]
+    assert bytes(theirs.items()[0][1].file_view) == np.arange(6, dtype=np.float32).tobytes()
+    assert bytes(theirs.items()[1][1].splat_pattern) == np.int16(-2).tobytes()
 
 
 def test_load_errors_name_the_file(tmp_path):

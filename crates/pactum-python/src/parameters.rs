@@ -8,28 +8,29 @@
 //!   `Tensor` (a NumPy array through DLPack: the index holds the tensor, so no copy, and its
 //!   bytes are the entry's, row-major) or bytes; `metadata` bytes or `None`;
 //! - `pactum.iree.parameter_index_add_splat(index, key, pattern, length, metadata)`: `length`
-//!   bytes of `pattern` (1, 2, 4, 8 or 16 bytes, as IREE allows) repeated;
+//!   bytes of `pattern` (1, 2, 4, 8 or 16 bytes, `length` a multiple of it, as IREE allows)
+//!   repeated;
 //! - `pactum.iree.parameter_index_load(index, path)`: adds every entry of the archive at `path`
 //!   ([`ParameterIndex::open`]);
 //! - `pactum.iree.parameter_index_items(index) -> Array`: each entry as
 //!   `[key, metadata: bytes, length, splat_pattern: bytes | None]`, in the order added;
-//! - `pactum.iree.parameter_index_data(index, key) -> bytes`: a data entry's bytes (a copy).
+//! - `pactum.iree.parameter_index_data(index, key) -> bytes`: a data entry's bytes (a copy);
+//! - `pactum.iree.parameter_index_write_irpa(index, path)`: writes the entries as an `.irpa`
+//!   archive ([`ParameterIndex::write_irpa_file`]; an `OSError` naming the file when it
+//!   cannot be written).
 //!
 //! A key added again replaces the earlier entry ([`ParameterIndex::insert`]).
 
-use std::sync::{Arc, MutexGuard, PoisonError};
+use std::sync::{MutexGuard, PoisonError};
 
 use pactum::sys::dlpack::DLDeviceType;
 use pactum::sys::tvm_ffi::TVMFFITypeIndex;
 use pactum::{Any, AnyView, Array, Bytes, Error, ErrorKind, Function, Obj, Result, Tensor};
 use pactum_iree::module::ParameterIndexObject;
-use pactum_iree::parameters::{ParameterEntry, ParameterIndex, ParameterStorage, SharedBytes};
+use pactum_iree::parameters::{ParameterIndex, ParameterStorage};
 
 /// The global making an empty index.
 pub const PARAMETER_INDEX: &str = "pactum.iree.parameter_index";
-
-/// The splat pattern sizes IREE accepts.
-const SPLAT_PATTERN_SIZES: [usize; 5] = [1, 2, 4, 8, 16];
 
 /// A CPU tensor's bytes, held by the index without a copy.
 struct TensorBytes {
@@ -146,13 +147,15 @@ fn add_buffer(args: &[AnyView<'_>]) -> Result<Any> {
     let index = index_of(index, NAME)?;
     let key = key.get::<&str>()?.to_owned();
     let metadata = metadata_of(metadata, &key)?;
-    let source: SharedBytes = match TVMFFITypeIndex(data.type_index()) {
-        TVMFFITypeIndex::TENSOR | TVMFFITypeIndex::DL_TENSOR_PTR => Arc::new(
-            TensorBytes::new(data.get::<Tensor>()?)
-                .map_err(|e| value_error(format!("parameter `{key}`: {}", e.message())))?,
-        ),
+    let mut index = lock(&index);
+    match TVMFFITypeIndex(data.type_index()) {
+        TVMFFITypeIndex::TENSOR | TVMFFITypeIndex::DL_TENSOR_PTR => {
+            let bytes = TensorBytes::new(data.get::<Tensor>()?)
+                .map_err(|e| value_error(format!("parameter `{key}`: {}", e.message())))?;
+            index.add_data(key.as_str(), bytes);
+        }
         TVMFFITypeIndex::SMALL_BYTES | TVMFFITypeIndex::BYTES | TVMFFITypeIndex::BYTE_ARRAY_PTR => {
-            Arc::new(FfiBytes(data.get::<Bytes>()?))
+            index.add_data(key.as_str(), FfiBytes(data.get::<Bytes>()?));
         }
         _ => {
             return Err(type_error(format!(
@@ -160,17 +163,8 @@ fn add_buffer(args: &[AnyView<'_>]) -> Result<Any> {
                 data.type_key()
             )));
         }
-    };
-    let length = (*source).as_ref().len();
-    lock(&index).insert(ParameterEntry {
-        key,
-        metadata,
-        storage: ParameterStorage::Data {
-            source,
-            offset: 0,
-            length,
-        },
-    });
+    }
+    index.set_metadata(&key, metadata);
     Ok(Any::none())
 }
 
@@ -188,27 +182,15 @@ fn add_splat(args: &[AnyView<'_>]) -> Result<Any> {
             pattern.type_key()
         ))
     })?;
-    if !SPLAT_PATTERN_SIZES.contains(&pattern.len()) {
-        return Err(value_error(format!(
-            "parameter `{key}`: a splat pattern is 1, 2, 4, 8 or 16 bytes, got {}",
-            pattern.len()
-        )));
-    }
     let length = length.get::<i64>()?;
     let length = u64::try_from(length)
         .map_err(|_| value_error(format!("parameter `{key}`: negative length {length}")))?;
-    if length % pattern.len() as u64 != 0 {
-        return Err(value_error(format!(
-            "parameter `{key}`: length {length} is not a multiple of the {}-byte pattern",
-            pattern.len()
-        )));
-    }
     let metadata = metadata_of(metadata, &key)?;
-    lock(&index).insert(ParameterEntry {
-        key,
-        metadata,
-        storage: ParameterStorage::Splat { pattern, length },
-    });
+    let mut index = lock(&index);
+    index
+        .add_splat(key.as_str(), &pattern, length)
+        .map_err(|e| value_error(format!("parameter `{key}`: {e}")))?;
+    index.set_metadata(&key, metadata);
     Ok(Any::none())
 }
 
@@ -268,6 +250,19 @@ fn data(args: &[AnyView<'_>]) -> Result<Any> {
     Ok(Any::from(Bytes::new(bytes)))
 }
 
+fn write_irpa(args: &[AnyView<'_>]) -> Result<Any> {
+    const NAME: &str = "pactum.iree.parameter_index_write_irpa";
+    let [index, path] = expect_args::<2>(args, &format!("{NAME}(index, path)"))?;
+    let index = index_of(index, NAME)?;
+    let path = path.get::<&str>()?;
+    // Written from a snapshot, so the lock is not held during file I/O.
+    let snapshot = lock(&index).clone();
+    snapshot
+        .write_irpa_file(path)
+        .map_err(|e| Error::new(ErrorKind::custom("OSError"), e.to_string()))?;
+    Ok(Any::none())
+}
+
 /// Registers the `pactum.iree.parameter_index*` globals unless the runtime has them.
 pub fn register() -> Result<()> {
     type Packed = fn(&[AnyView<'_>]) -> Result<Any>;
@@ -280,13 +275,14 @@ pub fn register() -> Result<()> {
         }
         Ok(Any::from(Obj::new(ParameterIndexObject::default())))
     };
-    let globals: [(&str, Packed); 6] = [
+    let globals: [(&str, Packed); 7] = [
         (PARAMETER_INDEX, new),
         ("pactum.iree.parameter_index_add_buffer", add_buffer),
         ("pactum.iree.parameter_index_add_splat", add_splat),
         ("pactum.iree.parameter_index_load", load),
         ("pactum.iree.parameter_index_items", items),
         ("pactum.iree.parameter_index_data", data),
+        ("pactum.iree.parameter_index_write_irpa", write_irpa),
     ];
     for (name, function) in globals {
         if Function::get_global(name).is_none() {
