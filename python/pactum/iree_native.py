@@ -107,6 +107,18 @@ def _scalar(value: Any, kind: str) -> Any:
     return value
 
 
+def _invoke_arg(value: Any) -> Any:
+    """An argument of :meth:`NativeModule.invoke`: numbers (NumPy scalars too) as numbers,
+    anything else as a reference."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, np.generic) and np.ndim(value) == 0:
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_invoke_arg(v) for v in value]
+    return _reference(value)
+
+
 def _serve(function: Callable[..., Any], results: str) -> Callable[..., Any]:
     """``function`` as the FFI function the Rust module calls: Python values in, a list of
     results out."""
@@ -187,7 +199,7 @@ class NativeModule:
         ``!vm.buffer``, lists of tuples for a variadic span), and its results come back as a
         caller of the module sees them (arrays, bytes, lists, Python scalars): ``None``, the one
         result, or a tuple. For trying a module without a ``.vmfb`` that imports it."""
-        converted = [_reference(a) if not isinstance(a, (bool, int, float)) else a for a in args]
+        converted = [_invoke_arg(a) for a in args]
         results = [_to_python(r) for r in _NATIVE_MODULE_INVOKE(self._pactum_native_module(), function, converted)]
         if not results:
             return None

@@ -234,6 +234,7 @@ def test_invoke_converts_scalars_by_calling_convention():
     assert host.invoke("mul", 1 << 40, 3) == 3 << 40
     assert host.invoke("mix", 1.5, 0.25) == (1.75, 1.25)
     assert host.invoke("nothing") is None
+    assert host.invoke("add", np.int32(4), np.int64(5)) == 9, "NumPy scalars are numbers"
 
 
 def test_invoke_passes_tensors_bytes_lists_and_variadic_spans():
