@@ -464,3 +464,20 @@ def test_an_index_built_in_memory_serves_parameters_as_iree_runtimes_does(params
     expected = context.modules.module.affine(x).to_host()
 
     assert got.tolist() == expected.tolist() == (x * weights + 0.25).tolist()
+
+
+@pytest.mark.skipif(
+    "parameters" not in inspect.signature(pactum.iree.load).parameters,
+    reason="pactum.iree.load(parameters=...) is not in this build (issue 22 pyload branch)",
+)
+def test_an_index_keeps_its_buffers_alive_after_python_drops_them(params_vmfb):
+    import gc
+
+    index = ParameterIndex()
+    index.add_buffer("w", np.array([2, 2, 2, 2], np.float32))  # no other reference
+    index.add_buffer("b", bytearray(np.float32([1, 1, 1, 1]).tobytes()))
+    gc.collect()
+    module = pactum.iree.load(params_vmfb, parameters={"model": index})
+    del index
+    gc.collect()
+    assert module.affine(np.array([1, 2, 3, 4], np.float32)).tolist() == [3, 5, 7, 9]
