@@ -82,10 +82,8 @@ def _reference(value: Any) -> Any:
         return bytes(value)
     if isinstance(value, (list, tuple)):
         return [_list_item(item) for item in value]
-    if isinstance(value, np.ndarray) or hasattr(value, "__array__") or hasattr(value, "__dlpack__"):
-        return _tensor_of(value)
-    if isinstance(value, np.generic):
-        return _tensor_of(np.asarray(value))
+    if isinstance(value, (np.ndarray, np.generic)) or hasattr(value, "__array__") or hasattr(value, "__dlpack__"):
+        return _tensor_of(value)  # a NumPy scalar: a 0-d tensor
     raise TypeError(
         f"a reference result must be None, an array, bytes, a list or a VmRef, got {type(value).__name__}"
     )
@@ -94,7 +92,7 @@ def _reference(value: Any) -> Any:
 def _list_item(value: Any) -> Any:
     if isinstance(value, (bool, int, float)):
         return value
-    if isinstance(value, np.generic) and value.ndim == 0 and not isinstance(value, np.ndarray):
+    if isinstance(value, np.generic):
         return value.item()
     return _reference(value)
 
