@@ -1,6 +1,6 @@
 """IREE bytecode modules (``.vmfb``) run by pactum, from Python.
 
-``load(path)`` returns an :class:`IreeModule` whose exports are attributes and items::
+``load(source)`` returns an :class:`IreeModule` whose exports are attributes and items::
 
     import numpy as np, pactum
     m = pactum.iree.load("tensors.vmfb")
@@ -9,27 +9,59 @@
 
 Each export accepts what ``iree.runtime`` accepts for the same ``iree.abi`` signature: dicts,
 lists, tuples, keyword arguments, NumPy arrays and array-likes (converted to the declared
-dtype, as IREE does), Python and NumPy scalars. Results are NumPy arrays, dicts, lists, tuples
+dtype, as IREE does), Python and NumPy scalars. A NumPy array (or DLPack tensor) of another
+dtype than declared is refused unless the module is loaded with ``allow_casts=True``
+(iree.runtime converts NumPy arrays silently). Results are NumPy arrays, dicts, lists, tuples
 and Python scalars, shaped as the signature says. A refused argument is a ``TypeError`` or
 ``ValueError`` whose message names its path (``args[0]["bias"]``, ``kwargs["x"]``).
 
+:func:`load` also takes the module's bytes, the device (``local-task`` with an optional worker
+count, or ``local-sync``), modules to link before it, parameter archives by scope, and a
+callback for what the program traces::
+
+    m = pactum.iree.load(open("main.vmfb", "rb").read(), device="local-sync",
+                         modules=["lib.vmfb"], parameters={"model": "weights.irpa"},
+                         trace=lambda key, arrays: print(key, arrays))
+
+``m.f.submit(...)`` starts a call on pactum's call threads and returns a
+``concurrent.futures.Future`` at once; :func:`benchmark` times repeated calls::
+
+    future = m.predict.submit(x)              # the caller goes on; future.result() waits
+    print(pactum.iree.benchmark(m.predict, x, repetitions=100).median)
+
 The module is a ``tvm_ffi.Module`` of kind ``vmfb`` underneath (:attr:`IreeModule.ffi_module`),
-made by the loader ``import pactum`` registers, so ``tvm_ffi.load_module(path)`` gives the same
-functions without the Python-side conversions.
+made by the global ``pactum.iree.load_module``; ``tvm_ffi.load_module(path)`` (the loader
+``import pactum`` registers) gives the same functions with the default options and without the
+Python-side conversions.
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import mmap
 import os
+import statistics
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tvm_ffi
 
-__all__ = ["IreeModule", "Export", "Signature", "load", "inspect", "signature"]
+__all__ = [
+    "IreeModule",
+    "Export",
+    "Signature",
+    "BenchmarkResult",
+    "DEVICES",
+    "load",
+    "benchmark",
+    "inspect",
+    "signature",
+]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -54,11 +86,14 @@ _DTYPES = {
 }
 
 
-def inspect(path: PathLike) -> Dict[str, Any]:
-    """The data of ``pactum inspect --json path`` for a ``.vmfb``: name, version, imports,
-    exports (each with its calling convention, reflection attributes and decoded signature),
-    functions, rodata segments and more, as a dict."""
-    text = tvm_ffi.get_global_func("pactum.iree.inspect")(os.fspath(path))
+def inspect(source: Any) -> Dict[str, Any]:
+    """The data of ``pactum inspect --json FILE`` for a ``.vmfb`` given by its path or its
+    bytes: name, version, imports, exports (each with its calling convention, reflection
+    attributes and decoded signature), functions, rodata segments and more, as a dict."""
+    if isinstance(source, (str, os.PathLike)):
+        text = tvm_ffi.get_global_func("pactum.iree.inspect")(os.fspath(source))
+    else:
+        text = tvm_ffi.get_global_func("pactum.iree.inspect_source")(_module_bytes(source, "source"))
     return json.loads(str(text))
 
 
@@ -136,10 +171,19 @@ def _descs_from_text(text: Optional[str]) -> List[Any]:
     return descs
 
 
-def _convert(value: Any, desc: Any) -> Any:
+def _cast_refused(path: str, array: np.ndarray, dtype: np.dtype, abi_type: str) -> TypeError:
+    return TypeError(
+        f"{path}: expected an array of {dtype} ({abi_type}), got a NumPy array of {array.dtype}; "
+        "pass allow_casts=True to pactum.iree.load to convert it (as iree.runtime does)"
+    )
+
+
+def _convert(value: Any, desc: Any, path: str = "argument", allow_casts: bool = True) -> Any:
     """Prepares `value` for an argument of iree.abi type `desc` the way iree.runtime does
-    (array-likes to arrays of the declared dtype, NumPy scalars to Python scalars). Values it
-    cannot prepare are passed unchanged, for pactum to refuse with the argument's path."""
+    (array-likes to arrays of the declared dtype, NumPy scalars to Python scalars). A NumPy
+    array of another dtype than declared is converted only when `allow_casts` (else a
+    ``TypeError`` naming `path` and both dtypes, as for DLPack tensors). Values it cannot
+    prepare are passed unchanged, for pactum to refuse with the argument's path."""
     if isinstance(value, np.generic) and not isinstance(desc, list):
         return value.item()
     if not isinstance(desc, list) or not desc:
@@ -156,20 +200,27 @@ def _convert(value: Any, desc: Any) -> Any:
         if array.dtype == object or dtype is None:
             return value
         if array.dtype != dtype:
+            if isinstance(value, np.ndarray) and not allow_casts:
+                raise _cast_refused(path, value, np.dtype(dtype), desc[1])
             array = array.astype(dtype)
         return np.ascontiguousarray(array) if array.ndim else array
     if kind == "named" and len(desc) == 3:
-        return _convert(value, desc[2])
+        return _convert(value, desc[2], path, allow_casts)
     if kind == "sdict" and isinstance(value, dict):
         fields = {f[0]: f[1] for f in desc[1:] if isinstance(f, list) and len(f) == 2}
-        return {k: _convert(v, fields[k]) if k in fields else v for k, v in value.items()}
+        return {
+            k: _convert(v, fields[k], f'{path}["{k}"]', allow_casts) if k in fields else v
+            for k, v in value.items()
+        }
     if kind in ("slist", "stuple") and isinstance(value, (list, tuple)):
         items = desc[1:]
         if len(items) != len(value):
             return value
-        return type(value)(_convert(v, d) for v, d in zip(value, items))
+        return type(value)(
+            _convert(v, d, f"{path}[{i}]", allow_casts) for i, (v, d) in enumerate(zip(value, items))
+        )
     if kind == "py_homogeneous_list" and isinstance(value, (list, tuple)) and len(desc) == 2:
-        return type(value)(_convert(v, desc[1]) for v in value)
+        return type(value)(_convert(v, desc[1], f"{path}[{i}]", allow_casts) for i, v in enumerate(value))
     return value
 
 
@@ -234,15 +285,15 @@ def _scalar_arg(value: Any) -> Any:
     return value if type(value) in _PLAIN else value.item() if isinstance(value, np.generic) else value
 
 
-def _arg_converter(desc: Any) -> Any:
+def _arg_converter(desc: Any, path: str, allow_casts: bool) -> Any:
     """A function preparing one argument of iree.abi type `desc` (what :func:`_convert` does,
-    decided once per export instead of on every call); ``None`` where nothing is to be done
-    but turn NumPy scalars into Python ones."""
+    decided once per export instead of on every call), naming the argument `path` in its
+    errors; ``None`` where nothing is to be done but turn NumPy scalars into Python ones."""
     if not isinstance(desc, list) or not desc:
         return None
     kind = desc[0]
     if kind == "named" and len(desc) == 3:
-        return _arg_converter(desc[2])
+        return _arg_converter(desc[2], path, allow_casts)
     if kind == "ndarray" and len(desc) > 1 and desc[1] in _DTYPES:
         dtype = np.dtype(_DTYPES[desc[1]])
 
@@ -251,23 +302,25 @@ def _arg_converter(desc: Any) -> Any:
             # instead of ~0.6 µs through _convert).
             if type(value) is np.ndarray and value.dtype == dtype and value.flags.c_contiguous:
                 return value
-            return _convert(value, desc)
+            return _convert(value, desc, path, allow_casts)
         return array
     if kind == "sdict" and all(isinstance(f, list) and len(f) == 2 for f in desc[1:]):
-        fields = {f[0]: _arg_converter(f[1]) or _scalar_arg for f in desc[1:]}
+        fields = {
+            f[0]: _arg_converter(f[1], f'{path}["{f[0]}"]', allow_casts) or _scalar_arg for f in desc[1:]
+        }
 
         def record(value: Any) -> Any:
             if type(value) is not dict or len(value) != len(fields):
-                return _convert(value, desc)
+                return _convert(value, desc, path, allow_casts)
             out = {}
             for k, v in value.items():
                 convert = fields.get(k)
                 if convert is None:  # an unknown key: pactum refuses it with its path
-                    return _convert(value, desc)
+                    return _convert(value, desc, path, allow_casts)
                 out[k] = convert(v)
             return out
         return record
-    return lambda value: _convert(value, desc)
+    return lambda value: _convert(value, desc, path, allow_casts)
 
 
 def _result_builder(desc: Any) -> Any:
@@ -342,9 +395,11 @@ class Export:
     What each argument needs (dtype casts, nested dicts and lists) and how each result is read
     back are worked out once, from the signature, when the export is first looked up."""
 
-    def __init__(self, function: tvm_ffi.Function, signature: Signature) -> None:
+    def __init__(self, function: tvm_ffi.Function, signature: Signature, allow_casts: bool = False) -> None:
         self._function = function
         self.signature = signature
+        #: Whether NumPy arrays of another dtype than declared are converted (else refused).
+        self.allow_casts = allow_casts
         self.__name__ = signature.name
         abi = signature.iree_abi or {}
         args = abi.get("a", [])
@@ -352,7 +407,7 @@ class Export:
         if not abi:
             positional = _descs_from_text(signature.text)
         self._args = positional
-        self._converters = [_arg_converter(d) for d in positional]
+        self._converters = [_arg_converter(d, f"args[{i}]", allow_casts) for i, d in enumerate(positional)]
         #: One preparing function per positional argument (NumPy scalars to Python ones where
         #: nothing else is to be done).
         self._preparers = [c or _scalar_arg for c in self._converters]
@@ -360,7 +415,9 @@ class Export:
         #: goes straight to the function).
         self._plain_args = not any(self._converters)
         self._keywords = {
-            a[1]: _arg_converter(a[2]) for a in args if isinstance(a, list) and a and a[0] == "named"
+            a[1]: _arg_converter(a[2], f'kwargs["{a[1]}"]', allow_casts)
+            for a in args
+            if isinstance(a, list) and a and a[0] == "named"
         }
         results = abi.get("r")
         count = signature.result_count
@@ -399,35 +456,230 @@ class Export:
             return tuple(result)
         return result
 
+    def submit(self, *args: Any, **kwargs: Any) -> Future:
+        """Starts ``self(*args, **kwargs)`` on pactum's call threads and returns at once: a
+        ``concurrent.futures.Future`` whose result is what the call returns (or whose
+        exception is what it raises). Several submitted calls run at the same time; an async
+        export (coarse-fences model) runs with the fences pactum makes for it, as a direct
+        call does. The arguments are read when the call runs: do not change them before."""
+        return _call_threads().submit(self, *args, **kwargs)
+
     def __repr__(self) -> str:
         return f"<pactum.iree.Export {self.signature}>"
+
+
+_CALL_THREADS: Optional[ThreadPoolExecutor] = None
+_CALL_THREADS_LOCK = threading.Lock()
+
+
+def _call_threads() -> ThreadPoolExecutor:
+    """The threads :meth:`Export.submit` runs calls on, made on first use. pactum's calls
+    release the GIL, so they run in parallel with each other and with the caller."""
+    global _CALL_THREADS
+    with _CALL_THREADS_LOCK:
+        if _CALL_THREADS is None:
+            _CALL_THREADS = ThreadPoolExecutor(
+                max_workers=max(4, os.cpu_count() or 1), thread_name_prefix="pactum-iree-call"
+            )
+        return _CALL_THREADS
+
+
+#: The devices :func:`load` knows: IREE's ``local-task`` (a worker pool runs the dispatches)
+#: and ``local-sync`` (the calling thread runs everything).
+DEVICES = ("local-task", "local-sync")
+
+_LOAD_MODULE = tvm_ffi.get_global_func("pactum.iree.load_module")
+_INSPECT_SOURCE = tvm_ffi.get_global_func("pactum.iree.inspect_source")
+
+
+class _ImmutableBytes:
+    """Memory nothing in Python can write (a ``bytes`` object, a read-only mapping), shown to
+    NumPy as a writable array interface that keeps its owner alive, so that DLPack (which
+    refuses read-only arrays) hands it to pactum without a copy. pactum only reads it."""
+
+    def __init__(self, owner: Any, address: int, length: int) -> None:
+        self.owner = owner
+        self.__array_interface__ = {
+            "data": (address, False),
+            "shape": (length,),
+            "typestr": "|u1",
+            "version": 3,
+        }
+
+
+def _is_immutable(view: memoryview) -> bool:
+    """Whether no Python code can write the memory of `view`: bytes, read-only mappings, and
+    read-only NumPy arrays over them."""
+    if not view.readonly:
+        return False
+    owner = view.obj
+    while isinstance(owner, (np.ndarray, memoryview)):
+        if isinstance(owner, np.ndarray):
+            if owner.flags.writeable:
+                return False
+            owner = owner.base
+        else:
+            if not owner.readonly:
+                return False
+            owner = owner.obj
+    return isinstance(owner, (bytes, mmap.mmap))
+
+
+def _module_bytes(source: Any, what: str) -> Any:
+    """A bytes-like module source as what ``pactum.iree.load_module`` reads: a tensor of its
+    bytes, in place when nothing can write them (``bytes``, read-only mappings), else over a
+    copy (pactum verifies a module once, when it is loaded, so its bytes must not change)."""
+    try:
+        view = memoryview(source)
+    except TypeError:
+        raise TypeError(
+            f"{what}: expected a path or a bytes-like object (bytes, bytearray, memoryview, "
+            f"a NumPy array), got {type(source).__name__}"
+        ) from None
+    if not (view.c_contiguous and _is_immutable(view)):
+        view = memoryview(view.tobytes())
+    if view.nbytes == 0:
+        return b""
+    flat = np.frombuffer(view, dtype=np.uint8, count=view.nbytes)
+    address = flat.__array_interface__["data"][0]
+    return tvm_ffi.from_dlpack(np.asarray(_ImmutableBytes(view, address, view.nbytes)))
+
+
+def _is_path(source: Any) -> bool:
+    return isinstance(source, (str, os.PathLike))
+
+
+def _existing_file(path: Any) -> str:
+    """`path` as a str, or the ``FileNotFoundError``/``IsADirectoryError`` iree.runtime raises."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    return path
+
+
+def _linked_module(module: Any, index: int) -> Any:
+    what = f"modules[{index}]"
+    native = getattr(module, "_pactum_native_module", None)
+    if native is not None:
+        return native()
+    if _is_path(module):
+        return _existing_file(module)
+    return _module_bytes(module, what)
+
+
+def _parameter_scopes(parameters: Any) -> List[List[Any]]:
+    if not hasattr(parameters, "items"):
+        raise TypeError(
+            f"parameters: expected a dict of scope -> archive (path or pactum.iree.ParameterIndex), "
+            f"got {type(parameters).__name__}"
+        )
+    pairs = []
+    for scope, archive in parameters.items():
+        if not isinstance(scope, str):
+            raise TypeError(f"parameters: a scope must be a str, got {type(scope).__name__}")
+        index = getattr(archive, "_pactum_parameter_index", None)
+        if index is not None:
+            pairs.append([scope, index()])
+        elif _is_path(archive):
+            pairs.append([scope, _existing_file(archive)])
+        else:
+            raise TypeError(
+                f"parameters[{scope!r}]: expected a path or a pactum.iree.ParameterIndex, "
+                f"got {type(archive).__name__}"
+            )
+    return pairs
+
+
+def _trace_sink(trace: Callable[[str, List[Any]], Any]) -> Callable[[str, Any], None]:
+    """The callback pactum calls for ``hal.buffer_view.trace``: `trace` with the key and the
+    traced tensors as NumPy arrays (each a copy, the caller's to keep)."""
+
+    def sink(key: Any, tensors: Any) -> None:
+        trace(str(key), [None if t is None else _tensor_to_numpy(t) for t in tensors])
+
+    return sink
+
+
+def _load_error(error: Exception, name: str, files: Sequence[Any]) -> Optional[Exception]:
+    """`error` with its message naming the module's file, or ``None`` when it names one of
+    the `files` of the load already (pactum's loader names the file a message is about, the
+    loaded module's or a linked one's: no second name is put before it)."""
+    message = str(error)
+    if any(isinstance(f, str) and f in message for f in (name, *files)):
+        return None
+    return type(error)(f"{name}: {message}")
 
 
 class IreeModule:
     """A loaded ``.vmfb``: exports as attributes (``m.predict``) and items (``m["predict"]``).
 
     ``dir(m)`` lists the exports, ``help(m.predict)`` shows its signature, ``len(m)``,
-    ``iter(m)`` and ``name in m`` work on the export names.
+    ``iter(m)`` and ``name in m`` work on the export names. Made by :func:`load`, whose
+    arguments it takes.
     """
 
-    def __init__(self, path: PathLike) -> None:
-        self.path = os.fspath(path)
-        # What Python users expect of a file that is not there (iree.runtime raises the same),
-        # rather than the loader's ValueError.
-        if not os.path.exists(self.path):
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), self.path)
-        if os.path.isdir(self.path):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), self.path)
+    def __init__(
+        self,
+        source: Any,
+        *,
+        device: str = "local-task",
+        threads: Optional[int] = None,
+        modules: Sequence[Any] = (),
+        parameters: Optional[Mapping[str, Any]] = None,
+        trace: Optional[Callable[[str, List[Any]], Any]] = None,
+        allow_casts: bool = False,
+    ) -> None:
+        if device not in DEVICES:
+            raise ValueError(f"device: unknown device {device!r} (expected one of: {', '.join(DEVICES)})")
+        if threads is not None:
+            if isinstance(threads, bool) or not isinstance(threads, int):
+                raise TypeError(f"threads: expected an int or None, got {type(threads).__name__}")
+            if device != "local-task":
+                raise ValueError(
+                    f"threads: the {device} device runs everything on the calling thread; "
+                    "threads applies to local-task only"
+                )
+            if not 1 <= threads <= 255:
+                raise ValueError(f"threads: {threads} worker threads: expected 1 to 255")
+        if trace is not None and not callable(trace):
+            raise TypeError(f"trace: expected a callable (key, tensors), got {type(trace).__name__}")
+        if isinstance(modules, (str, bytes, os.PathLike)):
+            raise TypeError("modules: expected a list of modules, got a single one (wrap it in a list)")
+        options: Dict[str, Any] = {"device": device, "allow_casts": bool(allow_casts)}
+        if threads is not None:
+            options["threads"] = threads
+        linked = [_linked_module(m, i) for i, m in enumerate(modules)]
+        if linked:
+            options["modules"] = linked
+        if parameters is not None:
+            options["parameters"] = _parameter_scopes(parameters)
+        if trace is not None:
+            options["trace"] = _trace_sink(trace)
+        #: The file the module came from (``None`` when loaded from bytes).
+        self.path: Optional[str] = None
+        if _is_path(source):
+            self.path = _existing_file(source)
+            loaded = self.path
+            name = self.path
+        else:
+            loaded = _module_bytes(source, "source")
+            name = "<module bytes>"
+        #: The device the module runs on (``local-task`` or ``local-sync``).
+        self.device = device
+        #: Whether NumPy arrays of another dtype than an export declares are converted.
+        self.allow_casts = allow_casts
         try:
             #: The underlying ``tvm_ffi.Module`` (kind ``vmfb``).
-            self.ffi_module = tvm_ffi.load_module(self.path)
-            info = inspect(self.path)
+            self.ffi_module = _LOAD_MODULE(loaded, options)
+            info = json.loads(str(_INSPECT_SOURCE(loaded)))
         except (ValueError, RuntimeError, TypeError) as error:
-            # A corrupt or foreign file: the same exception, naming the file first.
-            message = str(error)
-            if not message.startswith(self.path):
-                message = f"{self.path}: {message}"
-            raise type(error)(message) from error
+            # A corrupt or foreign file: the same exception, naming the file.
+            named = _load_error(error, name, linked)
+            if named is None:
+                raise
+            raise named from error
         #: The module's name (``@name`` in the bytecode).
         self.name: str = info.get("name", "")
         self._signatures = {
@@ -446,8 +698,9 @@ class IreeModule:
         export = self._exports.get(name)
         if export is None:
             if name not in self._signatures:
-                raise KeyError(f"{self.path} has no export {name!r} (it has {list(self._signatures)})")
-            export = Export(self.ffi_module[name], self._signatures[name])
+                where = self.path or f"module @{self.name}"
+                raise KeyError(f"{where} has no export {name!r} (it has {list(self._signatures)})")
+            export = Export(self.ffi_module[name], self._signatures[name], self.allow_casts)
             self._exports[name] = export
         return export
 
@@ -472,16 +725,118 @@ class IreeModule:
         return len(self._signatures)
 
     def __repr__(self) -> str:
-        lines = [f"<pactum.iree.IreeModule @{self.name} from {self.path}:"]
+        lines = [f"<pactum.iree.IreeModule @{self.name} from {self.path or 'bytes'} on {self.device}:"]
         lines += [f"  {s}" for s in self._signatures.values()]
         return "\n".join(lines) + ">"
 
 
-def load(path: PathLike) -> IreeModule:
-    """Loads the ``.vmfb`` at `path`; its exports are attributes and items of the result.
-    A missing file is a ``FileNotFoundError``; a file that is not a valid module a
-    ``ValueError`` (or ``RuntimeError``) whose message starts with its path."""
-    return IreeModule(path)
+def load(
+    source: Any,
+    *,
+    device: str = "local-task",
+    threads: Optional[int] = None,
+    modules: Sequence[Any] = (),
+    parameters: Optional[Mapping[str, Any]] = None,
+    trace: Optional[Callable[[str, List[Any]], Any]] = None,
+    allow_casts: bool = False,
+) -> IreeModule:
+    """Loads a ``.vmfb`` module; its exports are attributes and items of the result.
+
+    `source` is a path or a bytes-like object (``bytes``, ``bytearray``, ``memoryview``,
+    ``mmap``, a NumPy array of bytes). ``bytes`` and read-only mappings are read in place (the
+    module keeps them alive); memory Python can write is copied first, since pactum verifies a
+    module once, when it is loaded.
+
+    - `device`: ``"local-task"`` (ELF dispatches on a worker pool: the process-wide one, or
+      one of `threads` workers) or ``"local-sync"`` (everything on the calling thread), as
+      IREE's drivers of those names;
+    - `modules`: modules registered before this one in its context, in order, whose exports
+      it imports (iree-run-module's repeated ``--module``): paths, bytes-like objects, or
+      native modules (objects with a ``_pactum_native_module()`` method);
+    - `parameters`: ``{scope: archive}``, each archive a path (``.irpa``, ``.safetensors``,
+      ``.gguf``) or a :class:`ParameterIndex` (an object with ``_pactum_parameter_index()``),
+      for the ``io_parameters`` imports of modules compiled with external weights
+      (``--parameters=SCOPE=FILE``);
+    - `trace`: called as ``trace(key, [arrays])`` for each ``hal.buffer_view.trace`` the
+      program runs (``flow.tensor.trace``, ``--iree-flow-trace-dispatch-tensors``), as
+      ``iree.runtime.HalModuleDebugSink``'s callback; an exception it raises fails the call;
+    - `allow_casts`: convert NumPy arrays and DLPack tensors of another dtype than an export
+      declares (iree.runtime converts NumPy arrays always) instead of refusing them with a
+      ``TypeError`` naming the argument's path and both dtypes.
+
+    A missing file (module or archive) is a ``FileNotFoundError``; a bad device a
+    ``ValueError`` naming the choices; a file that is not a valid module a ``ValueError`` (or
+    ``RuntimeError``) whose message names the file."""
+    return IreeModule(
+        source,
+        device=device,
+        threads=threads,
+        modules=modules,
+        parameters=parameters,
+        trace=trace,
+        allow_casts=allow_casts,
+    )
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """What :func:`benchmark` measured: the wall time of each timed call, in seconds."""
+
+    times: List[float]
+    warmup: int
+
+    @property
+    def repetitions(self) -> int:
+        """The number of timed calls."""
+        return len(self.times)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.times)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def stddev(self) -> float:
+        """The sample standard deviation (0 for a single call)."""
+        return statistics.stdev(self.times) if len(self.times) > 1 else 0.0
+
+    @property
+    def min(self) -> float:
+        return min(self.times)
+
+    @property
+    def max(self) -> float:
+        return max(self.times)
+
+    def __str__(self) -> str:
+        us = 1e6
+        return (
+            f"{self.repetitions} calls: mean {self.mean * us:.2f} us, median {self.median * us:.2f} us, "
+            f"stddev {self.stddev * us:.2f} us, min {self.min * us:.2f} us, max {self.max * us:.2f} us"
+        )
+
+
+def benchmark(function: Callable[..., Any], *args: Any, repetitions: int = 10, warmup: int = 1, **kwargs: Any) -> BenchmarkResult:
+    """Calls ``function(*args, **kwargs)`` `warmup` times untimed, then `repetitions` times,
+    each timed alone (``time.perf_counter``, arguments and result conversion included, as a
+    Python caller sees it), like iree-benchmark-module's per-iteration times. An exception of
+    the function propagates."""
+    if isinstance(repetitions, bool) or not isinstance(repetitions, int) or repetitions < 1:
+        raise ValueError(f"repetitions: expected an int >= 1, got {repetitions!r}")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup: expected an int >= 0, got {warmup!r}")
+    for _ in range(warmup):
+        function(*args, **kwargs)
+    clock = time.perf_counter
+    times = []
+    for _ in range(repetitions):
+        start = clock()
+        function(*args, **kwargs)
+        times.append(clock() - start)
+    return BenchmarkResult(times=times, warmup=warmup)
 
 
 def signature(fn: Export) -> Signature:

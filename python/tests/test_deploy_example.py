@@ -5,15 +5,10 @@ result equals iree-run-module's (and `pactum run` prints the same text)."""
 
 from __future__ import annotations
 
-import inspect
 import os
 import pathlib
 import subprocess
 import sys
-
-import pytest
-
-import pactum
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "examples" / "deploy" / "deploy.sh"
@@ -27,8 +22,6 @@ def _pactum_cli() -> pathlib.Path:
 
 
 def test_the_deploy_example_matches_iree_run_module(tmp_path):
-    if "parameters" not in inspect.signature(pactum.iree.load).parameters:
-        pytest.skip("pactum.iree.load(parameters=...) is not in this build (issue 22 pyload branch)")
     cli = _pactum_cli()
     run = subprocess.run(
         ["bash", str(DEPLOY), str(tmp_path)],

@@ -79,7 +79,8 @@ def test_same_as_iree(label, module, function, args, kwargs, names):
         expected = ("ok", _plain(getattr(_iree(module), function)(*args, **kwargs)))
     except Exception as e:
         expected = ("error", type(e).__name__)
-    m = pactum.iree.load(vmfb(module))
+    # iree.runtime converts NumPy arrays of another dtype silently; pactum does when asked.
+    m = pactum.iree.load(vmfb(module), allow_casts=True)
     try:
         actual = ("ok", _plain(m[function](*args, **kwargs)))
     except Exception as e:
@@ -89,6 +90,26 @@ def test_same_as_iree(label, module, function, args, kwargs, names):
     else:
         assert actual[0] == "error", f"IREE refused ({expected[1]}), pactum returned {actual[1]!r}"
         assert names and names in actual[1], f"pactum's error {actual[1]!r} does not name {names!r}"
+
+
+CAST_CASES = [c for c in CASES if c[0].endswith("tensor cast") or c[0].endswith("rows cast")]
+
+
+@pytest.mark.parametrize("label,module,function,args,kwargs,names", CAST_CASES, ids=[c[0] for c in CAST_CASES])
+def test_numpy_dtype_casts_are_refused_unless_allowed(label, module, function, args, kwargs, names):
+    """Where iree.runtime converts a NumPy array of another dtype silently, pactum refuses it
+    by default (as it refuses a DLPack tensor of another dtype): a TypeError naming the
+    argument's path and both dtypes. With allow_casts=True it converts, as IREE does (the
+    cases of test_same_as_iree)."""
+    m = pactum.iree.load(vmfb(module))
+    with pytest.raises(TypeError) as refused:
+        m[function](*args, **kwargs)
+    message = str(refused.value)
+    array = args[0]["bias"] if isinstance(args[0], dict) else args[0]
+    path = 'args[0]["bias"]' if isinstance(args[0], dict) else "args[0]"
+    assert message.startswith(f"{path}: "), message
+    assert str(array.dtype) in message and "float32" in message, message
+    assert "allow_casts=True" in message
 
 
 def test_float8_results_as_iree():

@@ -20,6 +20,9 @@
 //!   back as one `bytes`, which Python unpacks far faster than a `tvm_ffi.Array`);
 //! - `pactum.tensor.bitcast(x: Tensor, dtype) -> Tensor` ([`pactum::Tensor::view_as`]), for
 //!   element types NumPy lacks (`bfloat16`);
+//! - `pactum.iree.load_module(source, options) -> Module` and `pactum.iree.inspect_source(source)`
+//!   (`src/load.rs`), behind `pactum.iree.load`: a module from a path, bytes or a tensor
+//!   of bytes, with a device, linked modules, parameter scopes and a trace callback;
 //! - `pactum.sig.{detect,render,cconv,matches,convert,explain,explain_json}`, for
 //!   `python/pactum/sig.py`: what `pactum sig` does ([`pactum_iree::sig`]), each
 //!   taking the signature text and its format (`None`: detected) and returning a string
@@ -38,6 +41,7 @@ use pactum_iree::signature::cconv::CheckError;
 use pactum_iree::vmfb::VmfbFile;
 use pactum_mlir::{LayoutMismatch, MlirLibrary};
 
+mod load;
 pub mod native_module;
 pub mod parameters;
 
@@ -84,6 +88,7 @@ pub fn pactum_init() -> Result<()> {
         Function::from_typed(|x: Tensor, dtype: DataType| x.view_as(dtype))
     })?;
     register_sig()?;
+    load::register()?;
     native_module::register()?;
     parameters::register()?;
     Ok(())

@@ -8,8 +8,7 @@
 //!   `Tensor` (a NumPy array through DLPack: the index holds the tensor, so no copy, and its
 //!   bytes are the entry's, row-major) or bytes; `metadata` bytes or `None`;
 //! - `pactum.iree.parameter_index_add_splat(index, key, pattern, length, metadata)`: `length`
-//!   bytes of `pattern` (1, 2, 4, 8 or 16 bytes, `length` a multiple of it, as IREE allows)
-//!   repeated;
+//!   bytes of `pattern` (1, 2, 4, 8 or 16 bytes, as IREE allows) repeated;
 //! - `pactum.iree.parameter_index_load(index, path)`: adds every entry of the archive at `path`
 //!   ([`ParameterIndex::open`]);
 //! - `pactum.iree.parameter_index_items(index) -> Array`: each entry as

@@ -729,3 +729,89 @@ fn bench_reports_each_repetition_and_aggregates_per_iteration() {
         stderr(&output)
     );
 }
+
+#[test]
+fn run_reads_parameter_archives_as_iree_run_module_does() {
+    use pactum_iree::parameters::ParameterIndex;
+
+    let test = "run_reads_parameter_archives_as_iree_run_module_does";
+    let Some(tool) = iree_run_module(test) else {
+        return;
+    };
+    let Some(compiler) = peer_or_skip(
+        Some(repo_root().join(".venv-iree/bin/iree-compile")),
+        "the pinned iree-compile (.venv-iree)",
+        test,
+    ) else {
+        return;
+    };
+    let dir = scratch("run-parameters");
+    // `x * w + b` with w in scope "model" and b in the unnamed scope.
+    let source = r#"
+util.global private @w = #flow.parameter.named<"model"::"w"> : tensor<4xf32>
+util.global private @b = #flow.parameter.named<"b"> : tensor<4xf32>
+func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %w = util.global.load @w : tensor<4xf32>
+  %b = util.global.load @b : tensor<4xf32>
+  %0 = arith.mulf %x, %w : tensor<4xf32>
+  %1 = arith.addf %0, %b : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+"#;
+    std::fs::write(dir.join("affine.mlir"), source).unwrap();
+    let compiled = Command::new(&compiler)
+        .args([
+            "affine.mlir",
+            "--iree-hal-target-device=local",
+            "--iree-hal-local-target-device-backends=vmvx",
+            "-o",
+            "affine.vmfb",
+        ])
+        .current_dir(&dir)
+        .output()
+        .expect("run iree-compile");
+    assert!(
+        compiled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let mut model = ParameterIndex::new();
+    let w: Vec<u8> = [1.5f32, -2.0, 0.25, 8.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    model.add_data("w", w);
+    model.write_irpa_file(dir.join("model.irpa")).unwrap();
+    let mut unnamed = ParameterIndex::new();
+    unnamed.add_splat("b", &0.5f32.to_le_bytes(), 16).unwrap();
+    unnamed.write_irpa_file(dir.join("bias.irpa")).unwrap();
+
+    let run = |extra: &[&str]| -> Vec<String> {
+        let mut args = words(&[
+            "--module=affine.vmfb",
+            "--function=affine",
+            "--input=4xf32=1 2 3 4",
+            "--parameters=model=model.irpa",
+            "--parameters=bias.irpa",
+        ]);
+        args.extend(words(extra));
+        args
+    };
+    let printed = assert_same(&tool, &run(&[]), &dir);
+    assert_eq!(
+        printed,
+        "EXEC @affine\nresult[0]: hal.buffer_view\n4xf32=2 -3.5 1.25 32.5\n"
+    );
+    assert_same(
+        &tool,
+        &run(&["--expected_output=4xf32=2 -3.5 1.25 32.5"]),
+        &dir,
+    );
+    // A missing archive, and a missing scope, fail in both.
+    let mut missing_scope = run(&[]);
+    missing_scope.retain(|a| a != "--parameters=model=model.irpa");
+    assert_same(&tool, &missing_scope, &dir);
+    let mut missing_file = run(&[]);
+    missing_file.push("--parameters=other=/no/such.irpa".to_owned());
+    assert_same(&tool, &missing_file, &dir);
+}

@@ -16,7 +16,7 @@
 use std::io::{self, Write};
 use std::sync::Arc;
 
-use super::{
+use super::index::{
     ParameterEntry, ParameterError, ParameterIndex, ParameterStorage, SharedBytes, check_splat,
     read_range, read_u16, read_u32, read_u64,
 };
@@ -257,7 +257,7 @@ fn read_archive(
                 let pattern_at = this_entry + ENTRY_HEADER_SIZE + 8;
                 let pattern_len =
                     read_range(bytes, pattern_at + 16, 1).map_or(0, |b| b[0] as usize);
-                check_splat(pattern_len, length).map_err(|why| {
+                check_splat(pattern_len).map_err(|why| {
                     ParameterError::at(pattern_at + 16, format!("entry {i} (`{key}`): {why}"))
                 })?;
                 let pattern = read_range(bytes, pattern_at, pattern_len as u64)
@@ -316,7 +316,7 @@ fn read_archive(
                 ));
             }
         };
-        index.insert(ParameterEntry {
+        index.insert_first(ParameterEntry {
             key,
             metadata: metadata.to_vec(),
             storage,
@@ -350,8 +350,8 @@ pub(super) fn write(index: &ParameterIndex, out: &mut impl Write) -> io::Result<
     let mut storage_alignment = 1;
     for entry in index.entries() {
         let (size, data, storage_offset) = match &entry.storage {
-            ParameterStorage::Splat { pattern, length } => {
-                check_splat(pattern.len(), *length)
+            ParameterStorage::Splat { pattern, .. } => {
+                check_splat(pattern.len())
                     .map_err(|why| invalid(format!("entry `{}`: {why}", entry.key)))?;
                 (SPLAT_ENTRY_SIZE, None, 0)
             }

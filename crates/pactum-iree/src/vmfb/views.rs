@@ -11,7 +11,7 @@ use crate::function_abi::{AttributeError, FunctionAbi};
 use crate::signature::ParseError;
 use crate::signature::cconv::CallingConvention;
 
-/// The bytes of a `.vmfb`: mapped from a file, or owned.
+/// The bytes of a `.vmfb`: mapped from a file, owned, or shared with their owner.
 pub struct VmfbFile {
     bytes: Bytes,
 }
@@ -19,6 +19,7 @@ pub struct VmfbFile {
 enum Bytes {
     Mapped(memmap2::Mmap),
     Owned(Vec<u8>),
+    Shared(std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>),
 }
 
 impl fmt::Debug for VmfbFile {
@@ -71,11 +72,20 @@ impl VmfbFile {
         }
     }
 
+    /// A module read in place from bytes someone else owns (a binding's buffer), without a
+    /// copy; they stay alive as long as the file (and every module loaded from it) does.
+    pub fn from_shared(bytes: std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>) -> VmfbFile {
+        VmfbFile {
+            bytes: Bytes::Shared(bytes),
+        }
+    }
+
     /// The whole file.
     pub fn bytes(&self) -> &[u8] {
         match &self.bytes {
             Bytes::Mapped(map) => map,
             Bytes::Owned(bytes) => bytes,
+            Bytes::Shared(bytes) => (**bytes).as_ref(),
         }
     }
 

@@ -136,6 +136,12 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Parameter scopes and their parameters.
+type Scopes = Vec<(&'static str, Vec<Param>)>;
+
+/// One parameter of a direct call: key, parameter offset, buffer offset, length.
+type SpanSpec<'a> = (&'a str, u64, u64, u64);
+
 /// A float32 tensor by shape and bit patterns: what both sides return.
 type Bits = (Vec<i64>, Vec<u32>);
 
@@ -373,6 +379,7 @@ fn named_parameters_give_the_results_iree_runtime_gives() {
         );
     }
     assert_eq!(compared, 4);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The status name a failure message starts with or contains (`NOT_FOUND`, ...).
@@ -413,7 +420,7 @@ fn missing_scopes_keys_and_short_parameters_fail_as_in_iree_naming_them() {
     };
     let mut short = full.clone();
     short[0].1[0] = Param::Data("w", f32_bytes(&[1.0, 2.0]));
-    let cases: Vec<(&str, Vec<(&'static str, Vec<Param>)>, &str, &[&str])> = vec![
+    let cases: Vec<(&str, Scopes, &str, &[&str])> = vec![
         (
             "no parameters",
             Vec::new(),
@@ -467,6 +474,50 @@ fn missing_scopes_keys_and_short_parameters_fail_as_in_iree_naming_them() {
         stderr.contains("NOT_FOUND") && stderr.contains("'model'"),
         "{stderr}"
     );
+    // Archives on disk that lack `w`: pactum reading them and iree-run-module fail alike.
+    let write = |name: &str, params: &[Param]| {
+        let path = dir.join(name);
+        index_of(params).write_irpa_file(&path).unwrap();
+        path
+    };
+    let scopes = without("w");
+    let model = write("model.irpa", &scopes[0].1);
+    let extra = write("extra.irpa", &scopes[1].1);
+    let ours = IreeModule::builder()
+        .parameters("model", ParameterIndex::open(&model).unwrap())
+        .parameters("extra", ParameterIndex::open(&extra).unwrap())
+        .load(&vmfb)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        ours.contains("NOT_FOUND") && ours.contains("parameter \"w\" not found in scope \"model\""),
+        "{ours}"
+    );
+    let theirs = run_iree_run_module(
+        &vmfb,
+        "affine",
+        &[("model", &model), ("extra", &extra)],
+        &x_input()[0],
+        &dir,
+    )
+    .unwrap_err();
+    assert!(
+        theirs.contains("NOT_FOUND") && theirs.contains("key 'w'"),
+        "{theirs}"
+    );
+    // With `w` in the archive, the same files run.
+    let model = write("model.irpa", &full[0].1);
+    let ours = run_pactum(&vmfb, "affine", &full, &x_input(), Workers::CallerThread).unwrap();
+    let theirs = run_iree_run_module(
+        &vmfb,
+        "affine",
+        &[("model", &model), ("extra", &extra)],
+        &x_input()[0],
+        &dir,
+    )
+    .unwrap();
+    assert_eq!(ours, vec![theirs]);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A two-layer MLP whose weights are constant globals (`iree-opt`'s export pass turns them
@@ -576,6 +627,56 @@ fn archive_entries(python: &Path, archive: &Path) -> Vec<Param> {
         .collect()
 }
 
+/// Runs `function` of `vmfb` in `iree-run-module` with `--parameters=` for each archive and
+/// one float32 input, returning the result read back from the `.npy` it writes (float32
+/// results by bit pattern), or its stderr when it fails.
+fn run_iree_run_module(
+    vmfb: &Path,
+    function: &str,
+    archives: &[(&str, &Path)],
+    input: &(Vec<i64>, Vec<f32>),
+    out_dir: &Path,
+) -> Result<Bits, String> {
+    let dims: Vec<String> = input.0.iter().map(|d| d.to_string()).collect();
+    let values: Vec<String> = input.1.iter().map(|v| format!("{v:?}")).collect();
+    let npy = out_dir.join(format!("{function}-out.npy"));
+    let _ = std::fs::remove_file(&npy);
+    let mut command = Command::new(pactum_testing::iree::tool("iree-run-module").unwrap());
+    command
+        .arg("--device=local-task")
+        .arg(format!("--module={}", vmfb.display()))
+        .arg(format!("--function={function}"))
+        .arg(format!(
+            "--input={}xf32={}",
+            dims.join("x"),
+            values.join(" ")
+        ))
+        .arg(format!("--output=@{}", npy.display()));
+    for (scope, archive) in archives {
+        command.arg(format!("--parameters={scope}={}", archive.display()));
+    }
+    let output = command.output().expect("start iree-run-module");
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    let bytes = std::fs::read(&npy).unwrap();
+    // NumPy format 1.0: magic, version, u16 header length, the header (a dict), the data.
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = String::from_utf8_lossy(&bytes[10..10 + header_len]).into_owned();
+    assert!(header.contains("'descr': '<f4'"), "{header}");
+    let shape_text = &header[header.find("'shape': (").unwrap() + 10..];
+    let shape: Vec<i64> = shape_text[..shape_text.find(')').unwrap()]
+        .split(',')
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| d.trim().parse().unwrap())
+        .collect();
+    let bits = bytes[10 + header_len..]
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    Ok((shape, bits))
+}
+
 fn mlp_input() -> Vec<(Vec<i64>, Vec<f32>)> {
     let x: Vec<f32> = (0..16)
         .map(|k| ((k * 3) % 11) as f32 / 4.0 - 1.25)
@@ -663,6 +764,40 @@ fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_ire
             )
             .unwrap_or_else(|e| panic!("{backend} {what}: IREE: {e}"));
             assert_eq!(ours, theirs, "{backend} {what}");
+            // The archive file itself, memory-mapped by pactum's reader, against
+            // iree-run-module reading the same file.
+            let index =
+                ParameterIndex::open(file).unwrap_or_else(|e| panic!("{backend} {what}: {e}"));
+            let from_file = IreeModule::builder()
+                .parameters("model", index)
+                .load(&with_parameters)
+                .unwrap_or_else(|e| panic!("{backend} {what}: {e}"));
+            let x = Tensor::from_slice(&mlp_input()[0].1, &mlp_input()[0].0).unwrap();
+            let result: Tensor = from_file
+                .function("mlp")
+                .unwrap()
+                .call_typed((&x,))
+                .unwrap();
+            let from_file_bits: Vec<u32> = result
+                .to_vec::<f32>()
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect();
+            assert_eq!(
+                vec![(result.shape().to_vec(), from_file_bits)],
+                ours,
+                "{backend} {what}"
+            );
+            let tool = run_iree_run_module(
+                &with_parameters,
+                "mlp",
+                &[("model", file)],
+                &mlp_input()[0],
+                &dir,
+            )
+            .unwrap_or_else(|e| panic!("{backend} {what}: iree-run-module: {e}"));
+            assert_eq!(vec![tool], ours, "{backend} {what}: iree-run-module");
             compared += 1;
             if what == "exported" {
                 assert_eq!(ours, inline_result, "{backend}: exported vs inline weights");
@@ -673,4 +808,317 @@ fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_ire
         }
     }
     assert_eq!(compared, 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ------------------------------------------------------------------ the functions, directly
+
+/// The module's function indexes, in IREE's export order.
+const LOAD: usize = 0;
+const GATHER: usize = 1;
+const SCATTER: usize = 2;
+
+fn text(bytes: &[u8]) -> Value {
+    Value::Ref(Some(Ref::Buffer(Arc::new(VmBuffer::from_bytes(bytes)))))
+}
+
+fn object<T: pactum_iree::vm::RefObject + 'static>(object: T) -> Value {
+    Value::Ref(Some(Ref::Object(Arc::new(object))))
+}
+
+/// The key table, key data and span buffers of a call: (key, parameter offset, buffer
+/// offset, length) per parameter.
+fn span_args(spans: &[(&str, u64, u64, u64)]) -> [Value; 3] {
+    let (mut table, mut data, mut bytes) = (Vec::new(), Vec::new(), Vec::new());
+    for (key, parameter_offset, buffer_offset, length) in spans {
+        table.extend((data.len() as u32).to_le_bytes());
+        table.extend((key.len() as u32).to_le_bytes());
+        data.extend(key.as_bytes());
+        for v in [parameter_offset, buffer_offset, length] {
+            bytes.extend(v.to_le_bytes());
+        }
+    }
+    [text(&table), text(&data), text(&bytes)]
+}
+
+/// The module over scope `model` with a data entry `d` (bytes 0..40) and splats `s4` (a
+/// 4-byte pattern) and `s16` (a 16-byte pattern, which no HAL fill takes), and a device.
+fn direct_setup() -> (IoParametersModule, Arc<dyn HalDevice>) {
+    let mut index = ParameterIndex::new();
+    let source: Vec<u8> = (0..48).collect();
+    index.insert(ParameterEntry {
+        key: "d".into(),
+        metadata: Vec::new(),
+        // The entry is bytes 8..48 of a larger buffer: offsets count from the entry.
+        storage: ParameterStorage::Data {
+            source: Arc::new(source),
+            offset: 8,
+            length: 40,
+        },
+    });
+    index.insert(ParameterEntry {
+        key: "s4".into(),
+        metadata: Vec::new(),
+        storage: ParameterStorage::Splat {
+            pattern: vec![1, 2, 3, 4],
+            length: 64,
+        },
+    });
+    index.insert(ParameterEntry {
+        key: "s16".into(),
+        metadata: Vec::new(),
+        storage: ParameterStorage::Splat {
+            pattern: (100..116).collect(),
+            length: 64,
+        },
+    });
+    let mut provider = ParameterProvider::new();
+    provider.add("model", index);
+    let device: Arc<dyn HalDevice> = Arc::new(LocalDevice::new(Workers::CallerThread));
+    (IoParametersModule::new(provider), device)
+}
+
+fn call_args(
+    device: &Arc<dyn HalDevice>,
+    wait: Option<HalFence>,
+    signal: Option<HalFence>,
+    middle: Vec<Value>,
+    spans: &[(&str, u64, u64, u64)],
+) -> Vec<Value> {
+    let fence = |f: Option<HalFence>| f.map_or(Value::Ref(None), object);
+    let mut args = vec![
+        object(device.clone()),
+        Value::I64(-1),
+        fence(wait),
+        fence(signal),
+    ];
+    args.extend(middle);
+    args.extend(span_args(spans));
+    args
+}
+
+#[test]
+fn gather_copies_data_and_fills_splats_at_their_offsets_and_signals_its_fence() {
+    let (module, device) = direct_setup();
+    assert_eq!(module.version(), 0);
+    let calling: Vec<(&str, &str)> = module
+        .functions()
+        .iter()
+        .map(|f| (f.name.as_ref(), f.cconv.as_ref()))
+        .collect();
+    assert_eq!(
+        calling,
+        [
+            ("load", "0rIrrrIiirrr_r"),
+            ("gather", "0rIrrrrrrr_v"),
+            ("scatter", "0rIrrrrrrr_v"),
+        ]
+    );
+    module.check_signatures().unwrap();
+    let target = device
+        .allocator()
+        .allocate(BufferParams::default(), 64)
+        .unwrap();
+    let signal_semaphore = HalSemaphore::new(0);
+    let args = call_args(
+        &device,
+        None,
+        Some(HalFence::at(signal_semaphore.clone(), 1)),
+        vec![text(b"model"), object(target.clone())],
+        &[
+            ("d", 4, 0, 8),      // entry bytes 4..12: source bytes 12..20
+            ("s4", 1, 8, 8),     // a splat read from inside its pattern: 2 3 4 1 ...
+            ("s16", 18, 16, 20), // 16-byte pattern from byte 2 of it, 20 bytes
+        ],
+    );
+    assert!(module.call(GATHER, &args).unwrap().is_empty());
+    assert_eq!(signal_semaphore.value().unwrap(), 1);
+    let bytes = target.to_vec();
+    assert_eq!(&bytes[..8], &[12, 13, 14, 15, 16, 17, 18, 19]);
+    assert_eq!(&bytes[8..16], &[2, 3, 4, 1, 2, 3, 4, 1]);
+    let expected: Vec<u8> = (102..116).chain(100..106).collect();
+    assert_eq!(&bytes[16..36], &expected[..]);
+}
+
+#[test]
+fn load_makes_one_buffer_per_parameter_after_the_wait_fence() {
+    let (module, device) = direct_setup();
+    let wait_semaphore = HalSemaphore::new(0);
+    let signal_semaphore = HalSemaphore::new(0);
+    // The wait fence is reached from another thread a little later: the buffers are filled
+    // after it, and the signal fence is reached when the call returns (the local device
+    // completes its queue operations before it returns).
+    let waker = {
+        let wait_semaphore = wait_semaphore.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            wait_semaphore.signal(1).unwrap();
+        })
+    };
+    let args = call_args(
+        &device,
+        Some(HalFence::at(wait_semaphore.clone(), 1)),
+        Some(HalFence::at(signal_semaphore.clone(), 7)),
+        vec![text(b"model"), Value::I64(-1), Value::I32(0), Value::I32(0)],
+        &[("s16", 0, 0, 32), ("d", 0, 0, 40)],
+    );
+    let results = module.call(LOAD, &args).unwrap();
+    waker.join().unwrap();
+    assert_eq!(wait_semaphore.value().unwrap(), 1);
+    assert_eq!(signal_semaphore.value().unwrap(), 7);
+    let [Value::Ref(Some(Ref::List(list)))] = &results[..] else {
+        panic!("load returned {results:?}");
+    };
+    assert_eq!(list.len(), 2);
+    let buffer = |k: u32| -> Vec<u8> {
+        let Some(Value::Ref(Some(r))) = list.get(k) else {
+            panic!("element {k}");
+        };
+        r.downcast_ref::<HalBuffer>().unwrap().to_vec()
+    };
+    let splat: Vec<u8> = (100..116).chain(100..116).collect();
+    assert_eq!(buffer(0), splat);
+    assert_eq!(buffer(1), (8..48).collect::<Vec<u8>>());
+}
+
+#[test]
+fn bad_calls_are_errors_naming_scope_and_key_that_fail_the_signal_fence() {
+    let (module, device) = direct_setup();
+    let target = device
+        .allocator()
+        .allocate(BufferParams::default(), 16)
+        .unwrap();
+    let gather = |scope: &[u8], spans: &[(&str, u64, u64, u64)]| {
+        let semaphore = HalSemaphore::new(0);
+        let args = call_args(
+            &device,
+            None,
+            Some(HalFence::at(semaphore.clone(), 1)),
+            vec![text(scope), object(target.clone())],
+            spans,
+        );
+        let error = module.call(GATHER, &args).unwrap_err();
+        // The failure reaches whoever waits on the signal fence.
+        let failure = semaphore.value().unwrap_err();
+        assert_eq!(failure, error);
+        error
+    };
+    let cases: Vec<(Vec<u8>, Vec<SpanSpec<'_>>, StatusCode, &str)> = vec![
+        (
+            b"weights".to_vec(),
+            vec![("d", 0, 0, 4)],
+            StatusCode::NotFound,
+            "no parameters registered for scope \"weights\" (scopes: \"model\")",
+        ),
+        (
+            b"model".to_vec(),
+            vec![("d", 0, 0, 4), ("nope", 0, 4, 4)],
+            StatusCode::NotFound,
+            "parameter \"nope\" not found in scope \"model\"",
+        ),
+        (
+            b"model".to_vec(),
+            vec![("d", 36, 0, 8)],
+            StatusCode::OutOfRange,
+            "parameter \"d\" in scope \"model\": range out of bounds (offset=36, length=8, size=40)",
+        ),
+        (
+            b"model".to_vec(),
+            vec![("d", u64::MAX, 0, 2)],
+            StatusCode::OutOfRange,
+            "parameter \"d\" in scope \"model\": range out of bounds",
+        ),
+        (
+            b"model".to_vec(),
+            vec![("d", 0, 12, 8)],
+            StatusCode::OutOfRange,
+            "parameter \"d\" in scope \"model\": ",
+        ),
+        (
+            b"model".to_vec(),
+            vec![("s4", 0, 0, 6)],
+            StatusCode::InvalidArgument,
+            "parameter \"s4\" in scope \"model\": ",
+        ),
+    ];
+    for (scope, spans, status, message) in cases {
+        let error = gather(&scope, &spans);
+        assert_eq!(error.status, status, "{error}");
+        assert!(error.message.starts_with(message), "{error}");
+    }
+
+    // Malformed descriptions of the parameters.
+    let mut args = call_args(
+        &device,
+        None,
+        None,
+        vec![text(b"model"), object(target.clone())],
+        &[("d", 0, 0, 4)],
+    );
+    args[8] = text(&[0; 23]);
+    let error = module.call(GATHER, &args).unwrap_err();
+    assert_eq!(error.status, StatusCode::InvalidArgument, "{error}");
+    assert!(error.message.contains("24-byte spans"), "{error}");
+    let mut args = call_args(
+        &device,
+        None,
+        None,
+        vec![text(b"model"), object(target.clone())],
+        &[("d", 0, 0, 4)],
+    );
+    args[6] = text(&[0, 0, 0, 0, 9, 0, 0, 0]);
+    let error = module.call(GATHER, &args).unwrap_err();
+    assert_eq!(error.status, StatusCode::OutOfRange, "{error}");
+    assert!(
+        error.message.contains("key 0 (offset=0, length=9)"),
+        "{error}"
+    );
+
+    // Parameters are read-only: scatter refuses, naming the parameter.
+    let args = call_args(
+        &device,
+        None,
+        None,
+        vec![object(target.clone()), text(b"model")],
+        &[("d", 0, 0, 4)],
+    );
+    let error = module.call(SCATTER, &args).unwrap_err();
+    assert_eq!(error.status, StatusCode::PermissionDenied, "{error}");
+    assert!(
+        error
+            .message
+            .starts_with("parameter \"d\" in scope \"model\" is read-only"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_wait_fence_never_reached_is_an_error_after_the_wait_limit() {
+    let (unbounded, device) = direct_setup();
+    let module = IoParametersModule::with_wait_limit(
+        Arc::new(unbounded.provider().clone()),
+        Some(std::time::Duration::from_millis(30)),
+    );
+    let target = device
+        .allocator()
+        .allocate(BufferParams::default(), 16)
+        .unwrap();
+    let never = HalSemaphore::new(0);
+    let signal = HalSemaphore::new(0);
+    let args = call_args(
+        &device,
+        Some(HalFence::at(never, 1)),
+        Some(HalFence::at(signal.clone(), 1)),
+        vec![text(b"model"), object(target)],
+        &[("d", 0, 0, 4)],
+    );
+    let error = module.call(GATHER, &args).unwrap_err();
+    assert_eq!(error.status, StatusCode::DeadlineExceeded, "{error}");
+    assert!(
+        error
+            .message
+            .starts_with("parameter \"d\" in scope \"model\": "),
+        "{error}"
+    );
+    assert_eq!(signal.value().unwrap_err(), error);
 }
