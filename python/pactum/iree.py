@@ -61,6 +61,9 @@ __all__ = [
     "benchmark",
     "inspect",
     "signature",
+    "NativeModule",
+    "ParameterIndex",
+    "ParameterIndexEntry",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
