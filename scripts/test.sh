@@ -83,6 +83,11 @@ say "python package (python/): pip install ./python into .venv, then its pytest 
 .venv/bin/python -m pip install -q --disable-pip-version-check ./python
 .venv/bin/python -m pytest -q python/tests
 
+say "models with parameter archives (conformance/models/): ONNX MLP, CNN, ResNet, transformer and GPT decode step, weights in .irpa/.safetensors/.gguf; pactum run vs iree-run-module and pactum.iree vs iree.runtime"
+cargo build -q -p pactum-cli
+.venv/bin/python -m pytest -q conformance/models
+.venv/bin/python conformance/models/run.py --jobs "$(nproc)"
+
 say "ONNX conformance slice: onnx's node tests, compiled by iree-compile, run by iree-run-module and pactum"
 # A deterministic slice of the corpus (conformance/onnx/slice.txt; the whole corpus is
 # `conformance/onnx/corpus.py` without --slice, docs/CONFORMANCE.md). Compiled cases are cached
