@@ -419,8 +419,8 @@ fn run_reads_and_writes_files_as_iree_run_module_does() {
 fn linked_modules(test: &str) -> Option<&'static (PathBuf, PathBuf)> {
     static MODULES: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     let compiler = peer_or_skip(
-        Some(repo_root().join(".venv-iree/bin/iree-compile")),
-        "the pinned iree-compile (.venv-iree)",
+        Some(repo_root().join(".venv/bin/iree-compile")),
+        "the pinned iree-compile (.venv)",
         test,
     )?;
     Some(MODULES.get_or_init(|| {
@@ -771,8 +771,8 @@ fn run_reads_parameter_archives_as_iree_run_module_does() {
         return;
     };
     let Some(compiler) = peer_or_skip(
-        Some(repo_root().join(".venv-iree/bin/iree-compile")),
-        "the pinned iree-compile (.venv-iree)",
+        Some(repo_root().join(".venv/bin/iree-compile")),
+        "the pinned iree-compile (.venv)",
         test,
     ) else {
         return;
@@ -869,7 +869,7 @@ fn test_command_links_modules_and_reads_parameters() {
     let Some((liba, _)) = linked_modules(test) else {
         return;
     };
-    let compiler = repo_root().join(".venv-iree/bin/iree-compile");
+    let compiler = repo_root().join(".venv/bin/iree-compile");
     let dir = scratch("test-linked");
     // Tests calling liba's export and reading a parameter of scope "model".
     let source = r#"

@@ -6,7 +6,7 @@
 //! `iree.runtime.ParameterIndex.load` finds in an archive (key, length, metadata, splat
 //! pattern, data offset and bytes); `iree-dump-parameters` prints its table of entries and
 //! `iree-convert-parameters` turns `.safetensors` and `.gguf` files into `.irpa`;
-//! `iree-create-parameters` and `iree-compile --iree-parameter-export` (`.venv-iree`) write
+//! `iree-create-parameters` and `iree-compile --iree-parameter-export` (`.venv`) write
 //! archives too. Every archive is compared entry by entry, in IREE's order. Hostile archives
 //! (truncated, corrupted, hostile lengths) must give errors naming the byte, never a panic.
 //!
@@ -1168,7 +1168,7 @@ fn irpa_exported_by_iree_compile_reads_as_iree_reads_it() {
     let Some(dump) = tool_or_skip("iree-dump-parameters", test) else {
         return;
     };
-    let compiler = manifest_dir().join("../../.venv-iree/bin/iree-compile");
+    let compiler = manifest_dir().join("../../.venv/bin/iree-compile");
     if !compiler.exists() {
         let why = format!(
             "{} (iree-base-compiler 3.13) is missing",
