@@ -355,6 +355,43 @@ mod tests {
     }
 
     #[test]
+    fn file_pages_read_as_the_file_and_keep_their_writes_to_themselves() {
+        let path = std::env::temp_dir().join(format!("pactum-file-pages-{}", std::process::id()));
+        let contents: Vec<u8> = (0..3 * 4096 + 100).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &contents).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // From byte 4160 (inside the second page, a multiple of 64) to the end.
+        let memory = HostMemory::file_pages(&file, 4160, contents.len() - 4160).unwrap();
+        assert!(memory.is_file_pages());
+        assert_eq!(memory.as_mut_ptr() as usize % HOST_MEMORY_ALIGNMENT, 0);
+        let read =
+            |m: &HostMemory| -> Vec<u8> { m.cells().iter().map(|c| c.load(Relaxed)).collect() };
+        assert_eq!(read(&memory), contents[4160..]);
+        memory.cells()[0].store(255, Relaxed);
+        let other = HostMemory::file_pages(&file, 4160, 64).unwrap();
+        assert_eq!(
+            read(&other),
+            contents[4160..4224],
+            "another mapping is unchanged"
+        );
+        assert_eq!(memory.cells()[0].load(Relaxed), 255);
+        drop((memory, other));
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            contents,
+            "the file is unchanged"
+        );
+        // Unaligned, empty and out-of-file ranges are refused.
+        for (offset, len) in [(4100, 64), (0, 0), (4096, contents.len())] {
+            assert!(
+                HostMemory::file_pages(&file, offset, len).is_err(),
+                "{offset} {len}"
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
     fn an_impossible_size_is_refused_not_aborted() {
         assert!(HostMemory::zeroed(usize::MAX - 8).is_none());
     }
