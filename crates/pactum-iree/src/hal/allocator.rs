@@ -103,9 +103,12 @@ impl HalAllocator for HostAllocator {
 
     /// Maps ranges of at least [`MIN_FILE_MAPPING_BYTES`] whose `offset` is a multiple of 64
     /// (the alignment compiled code assumes of every binding; IREE aligns an archive's
-    /// entries so), charging the budget the whole `length` (see
-    /// [`HalBuffer::map_file`]); `None` for other ranges, or when the system refuses the
-    /// mapping.
+    /// entries so); `None` for other ranges, or when the system refuses the mapping.
+    ///
+    /// The budget is charged the whole `length`, as for a copy: the program may write every
+    /// page of the buffer, each then a private copy, so that is the most memory the buffer
+    /// can come to hold; and whether an entry is mapped or copied never changes what a budget
+    /// admits. (Pages only read are the file's, in the page cache, shared and reclaimable.)
     fn map_file(
         &self,
         _params: BufferParams,
