@@ -56,7 +56,7 @@ for features in "" structured vm hal check llvm-cpu module; do
 done
 cargo clippy -q -p pactum-capi --no-default-features -- -D warnings
 codec_deps="$(cargo tree -q -p pactum-iree --no-default-features -e normal --prefix none)"
-if grep -E '^(rayon|object|libm|pactum) ' <<<"$codec_deps"; then
+if grep -E '^(rayon|object|pactum-sys|pactum) ' <<<"$codec_deps"; then
   echo "pactum-iree without features depends on the crates above" >&2
   exit 1
 fi
@@ -82,6 +82,11 @@ say "python package (python/): pip install ./python into .venv, then its pytest 
 # setuptools-rust builds crates/pactum-python (release) in this workspace's target directory.
 .venv/bin/python -m pip install -q --disable-pip-version-check ./python
 .venv/bin/python -m pytest -q python/tests
+
+say "models with parameter archives (conformance/models/): ONNX MLP, CNN, ResNet, transformer and GPT decode step, weights in .irpa/.safetensors/.gguf; pactum run vs iree-run-module and pactum.iree vs iree.runtime"
+cargo build -q -p pactum-cli
+.venv/bin/python -m pytest -q conformance/models
+.venv/bin/python conformance/models/run.py --jobs "$(nproc)"
 
 say "ONNX conformance slice: onnx's node tests, compiled by iree-compile, run by iree-run-module and pactum"
 # A deterministic slice of the corpus (conformance/onnx/slice.txt; the whole corpus is

@@ -61,6 +61,9 @@ __all__ = [
     "benchmark",
     "inspect",
     "signature",
+    "NativeModule",
+    "ParameterIndex",
+    "ParameterIndexEntry",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -844,3 +847,5 @@ def signature(fn: Export) -> Signature:
     if not isinstance(fn, Export):
         raise TypeError(f"signature() takes an export of a pactum.iree module, not {type(fn).__name__}")
     return fn.signature
+
+from .iree_native import NativeModule, ParameterIndex, ParameterIndexEntry  # noqa: E402,F401  (python/pactum/iree_native.py)

@@ -142,6 +142,14 @@ enum Command {
         /// failed checks) instead of lines, for scripts such as conformance/e2e/run.py.
         #[arg(long)]
         json: bool,
+        /// A module loaded before the test module in each test's context (repeatable, in
+        /// order): the test module may import its functions.
+        #[arg(long = "module", value_name = "FILE")]
+        modules: Vec<PathBuf>,
+        /// A parameter archive for the `io_parameters` module, under SCOPE (the unnamed scope
+        /// when none): repeatable.
+        #[arg(long, value_name = "[SCOPE=]FILE")]
+        parameters: Vec<String>,
     },
     /// Read, check and convert IREE function signatures.
     Sig {
@@ -228,6 +236,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 },
             )
         }
+        Command::Run { flags } if asks_for_help(&flags) => print_help("run"),
+        Command::Bench { flags } if asks_for_help(&flags) => print_help("bench"),
         Command::Run { flags } => run::run(&flags),
         Command::Bench { flags } => bench::run(&flags),
         Command::Test {
@@ -235,7 +245,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             functions,
             device,
             json,
-        } => test::run(&module, &functions, device, json),
+            modules,
+            parameters,
+        } => test::run(&module, &functions, device, json, &modules, &parameters),
         Command::Sig { command } => match command {
             SigCommand::Render { signature, from } => sig::render(&signature, from),
             SigCommand::Cconv {
@@ -252,6 +264,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             SigCommand::Explain { signature, from } => sig::explain(&signature, from),
         },
     }
+}
+
+/// Whether IREE-style flags ask for help (`--help`, `-h`, `--helpfull`).
+fn asks_for_help(flags: &[String]) -> bool {
+    flags
+        .iter()
+        .any(|f| matches!(f.as_str(), "--help" | "-h" | "--helpfull" | "-help"))
+}
+
+/// Prints the long help of subcommand `name`.
+fn print_help(name: &str) -> anyhow::Result<()> {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let subcommand = command
+        .find_subcommand_mut(name)
+        .ok_or_else(|| anyhow::anyhow!("no subcommand `{name}`"))?;
+    subcommand.print_long_help()?;
+    Ok(())
 }
 
 /// `pactum call` options written among the arguments.

@@ -3,11 +3,14 @@
 //! function, and fails when any test does not pass.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
 use pactum_iree::check::{TestOptions, TestReport, TestResult, Verdict, run_tests};
 use pactum_iree::hal::Workers;
+use pactum_iree::parameters::ParameterProvider;
+use pactum_iree::vmfb::VmfbFile;
 use serde_json::json;
 
 use crate::call::Device;
@@ -81,13 +84,37 @@ fn report_json(report: &TestReport) -> serde_json::Value {
 /// Runs the tests `functions` names (every test function when empty) of the module at `path`,
 /// each in a fresh context, printing one line per test and a summary (or, with `json`, one
 /// JSON object); an error when a test fails or ends in an error.
-pub fn run(path: &Path, functions: &[String], device: Option<Device>, json: bool) -> Result<()> {
+/// `modules` are loaded before the test module in each test's context, `parameters`
+/// (`[SCOPE=]FILE`) are the archives of its `io_parameters` module.
+pub fn run(
+    path: &Path,
+    functions: &[String],
+    device: Option<Device>,
+    json: bool,
+    modules: &[PathBuf],
+    parameters: &[String],
+) -> Result<()> {
     let workers = match device.unwrap_or(Device::LocalTask) {
         Device::LocalTask => Workers::shared(),
         Device::LocalSync => Workers::CallerThread,
     };
+    let linked = modules
+        .iter()
+        .map(|module| {
+            VmfbFile::open(module)
+                .map(Arc::new)
+                .map_err(|e| anyhow!("cannot load {}: {e}", module.display()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut provider = ParameterProvider::new();
+    for spec in parameters {
+        let (scope, index) = crate::tool::open_parameters(spec)?;
+        provider.add(scope, index);
+    }
     let options = TestOptions {
         workers,
+        linked,
+        parameters: Arc::new(provider),
         ..TestOptions::default()
     };
     let report =

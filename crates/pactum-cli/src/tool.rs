@@ -165,14 +165,20 @@ pub fn add_parameters(
     specs: &[String],
 ) -> Result<pactum_iree::module::ModuleBuilder> {
     for spec in specs {
-        let (scope, file) = spec.split_once('=').unwrap_or(("", spec));
-        if file.is_empty() {
-            bail!("--parameters={spec}: expected [SCOPE=]FILE");
-        }
-        let index = ParameterIndex::open(file).map_err(|e| anyhow!("--parameters={spec}: {e}"))?;
+        let (scope, index) = open_parameters(spec)?;
         builder = builder.parameters(scope, index);
     }
     Ok(builder)
+}
+
+/// The scope and the archive of `--parameters=[SCOPE=]FILE` (scope `""` when none is named).
+pub fn open_parameters(spec: &str) -> Result<(&str, ParameterIndex)> {
+    let (scope, file) = spec.split_once('=').unwrap_or(("", spec));
+    if file.is_empty() {
+        bail!("--parameters={spec}: expected [SCOPE=]FILE");
+    }
+    let index = ParameterIndex::open(file).map_err(|e| anyhow!("--parameters={spec}: {e}"))?;
+    Ok((scope, index))
 }
 
 /// The module of the last `--module`, loaded in one context after the others (in order) and

@@ -748,6 +748,13 @@ pub struct TestOptions {
     /// Who runs ELF (`llvm-cpu`) dispatches: [`Workers::shared`] (`local-task`, the default)
     /// or [`Workers::CallerThread`] (`local-sync`).
     pub workers: Workers,
+    /// Bytecode modules loaded before the test module in every test's context, in order (as
+    /// the repeated `--module` of IREE's tools): the test module may import their functions.
+    pub linked: Vec<Arc<VmfbFile>>,
+    /// The parameter scopes of the `io_parameters` module, registered in every test's
+    /// context when a module imports it (IREE's `--parameters=SCOPE=FILE`).
+    #[cfg(feature = "parameters")]
+    pub parameters: Arc<crate::parameters::ParameterProvider>,
 }
 
 /// Why a module's tests cannot run.
@@ -938,8 +945,21 @@ impl TestSuite {
             .collect())
     }
 
-    /// A fresh context: a `check` module, a `hal` module over a fresh local device, and the
-    /// test module, initialised.
+    /// Whether the test module or a linked one imports a function of module `name`.
+    #[cfg(feature = "parameters")]
+    fn imports(&self, name: &str) -> bool {
+        std::iter::once(&self.file)
+            .chain(&self.options.linked)
+            .filter_map(|file| file.module().ok())
+            .any(|module| {
+                module
+                    .imports()
+                    .any(|import| import.full_name.split_once('.').map(|(m, _)| m) == Some(name))
+            })
+    }
+
+    /// A fresh context: a `check` module, a `hal` module over a fresh local device,
+    /// `io_parameters` when imported, the linked modules, and the test module, initialised.
     fn context(&self) -> Result<(Context, Arc<CheckModule>), VmError> {
         let limits = &self.options.limits;
         let mut context = Context::new(limits.clone());
@@ -950,6 +970,18 @@ impl TestSuite {
             .with_vmvx_limits(limits.clone());
         let hal = HalModule::with_wait_limit(Arc::new(device), limits.max_wait);
         context.register_native(Arc::new(hal))?;
+        #[cfg(feature = "parameters")]
+        if self.imports(crate::parameters::IO_PARAMETERS_MODULE_NAME) {
+            context.register_native(Arc::new(
+                crate::parameters::IoParametersModule::with_wait_limit(
+                    self.options.parameters.clone(),
+                    limits.max_wait,
+                ),
+            ))?;
+        }
+        for linked in &self.options.linked {
+            context.load_bytecode(linked.clone())?;
+        }
         context.load_bytecode(self.file.clone())?;
         Ok((context, check))
     }

@@ -27,7 +27,11 @@
 //!   `python/pactum/sig.py`: what `pactum sig` does ([`pactum_iree::sig`]), each
 //!   taking the signature text and its format (`None`: detected) and returning a string
 //!   (`explain_json`: the JSON of [`sig::Explanation::to_json`]; `matches`: a bool). Bad
-//!   input is a `ValueError` whose message names the byte offset.
+//!   input is a `ValueError` whose message names the byte offset;
+//! - `pactum.iree.native_module` and `pactum.iree.native_module_invoke` ([`native_module`]):
+//!   modules whose functions are Python callables, for `pactum.iree.NativeModule`;
+//! - `pactum.iree.parameter_index*` ([`parameters`]): parameter indexes built in memory or
+//!   read from archives, for `pactum.iree.ParameterIndex`.
 
 use core::ffi::c_int;
 
@@ -38,6 +42,8 @@ use pactum_iree::vmfb::VmfbFile;
 use pactum_mlir::{LayoutMismatch, MlirLibrary};
 
 mod load;
+pub mod native_module;
+pub mod parameters;
 
 /// The global behind `pactum.iree.inspect`.
 pub const INSPECT: &str = "pactum.iree.inspect";
@@ -83,6 +89,8 @@ pub fn pactum_init() -> Result<()> {
     })?;
     register_sig()?;
     load::register()?;
+    native_module::register()?;
+    parameters::register()?;
     Ok(())
 }
 

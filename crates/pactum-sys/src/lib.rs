@@ -1,10 +1,11 @@
 //! Raw C ABI of TVM FFI, DLPack, MLIR memref descriptors and IREE's executable library
-//! (`iree_hal`: what `llvm-cpu` dispatch code exports), for pactum.
+//! (`iree_hal`: what `llvm-cpu` dispatch code exports), for pactum; and the C library's
+//! `erff`/`erf` ([`cmath`]), whose bits IREE's VM gives.
 //!
 //! This crate mirrors `tvm/ffi/c_api.h`, `tvm/ffi/extra/c_env_api.h` and `dlpack/dlpack.h` as
 //! shipped in `apache-tvm-ffi==0.1.15.post2`: `repr(C)` structs, constants, function-pointer
-//! types and the list of the 50 exported C functions. It has no logic and links nothing; the
-//! safe API lives in the `pactum` crate.
+//! types and the list of the 50 exported C functions. It has no logic and links nothing but the
+//! C math library the standard library links anyway; the safe API lives in the `pactum` crate.
 //!
 //! Open C enums (type index, device type, data-type code) are newtypes with associated
 //! constants, so every value a foreign producer may write is valid. Every struct's size,
@@ -19,6 +20,7 @@
 #![no_std]
 
 pub mod capi;
+pub mod cmath;
 pub mod dlpack;
 pub mod forwarder;
 pub mod iree_hal;

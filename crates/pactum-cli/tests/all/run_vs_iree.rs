@@ -106,6 +106,9 @@ fn run_prints_what_iree_run_module_prints() {
     let dir = scratch("run-vs-iree");
     let scalars = format!("--module={}", fixture("multi_export_vmvx.vmfb"));
     let tensors = format!("--module={}", fixture("vmvx_tensors.vmfb"));
+    let mlp = format!("--module={}", fixture("mlp_llvm_cpu.vmfb"));
+    let async_vmvx = format!("--module={}", fixture("async_export_vmvx.vmfb"));
+    let async_cpu = format!("--module={}", fixture("async_export_llvm_cpu.vmfb"));
     let add = [
         "--function=add_mat",
         "--input=2x3xf32=1 2 3 4 5 6",
@@ -157,6 +160,28 @@ fn run_prints_what_iree_run_module_prints() {
             "--function=scale_rows",
             "--input=2x3xf32=1 2 3 4 5 6",
             "--input=2",
+        ],
+        // llvm-cpu dispatches on each device, and coarse-fences (async) exports, whose
+        // fences the runner makes.
+        vec![&mlp, "--function=logits", "--input=4x16xf32=0.5"],
+        vec![
+            &mlp,
+            "--function=logits",
+            "--input=4x16xf32=0.25",
+            "--device=local-sync",
+        ],
+        vec![
+            &mlp,
+            "--function=logits",
+            "--input=4x16xf32=0.5",
+            "--task_topology_group_count=2",
+        ],
+        vec![&async_vmvx, "--input=4xf32=1 2 3 4", "--input=4xf32=1"],
+        vec![
+            &async_cpu,
+            "--input=4xf32=1 2 3 4",
+            "--input=4xf32=1",
+            "--device=local-sync",
         ],
         // A shape the program's assertion refuses.
         vec![
@@ -594,6 +619,13 @@ fn run_and_call_refuse_bad_flags_clearly() {
         );
         assert!(!err.contains("panicked"), "{err}");
     }
+    // --help describes the flags (it is not an unknown flag).
+    for command in ["run", "bench"] {
+        let output = pactum(&[command, "--help"], &dir);
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert!(stdout(&output).contains("--benchmark_repetitions") == (command == "bench"));
+        assert!(stdout(&output).contains("--module"), "{}", stdout(&output));
+    }
     // A .vmfb-only option on a shared library is refused.
     let output = pactum(&["call", "/bin/true", "f", "--module", "x.vmfb"], &dir);
     assert_eq!(output.status.code(), Some(1));
@@ -807,6 +839,19 @@ func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
         &run(&["--expected_output=4xf32=2 -3.5 1.25 32.5"]),
         &dir,
     );
+    // The same weights from a .safetensors file (8-byte header length, JSON header, data).
+    let header = br#"{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#;
+    let mut safetensors = (header.len() as u64).to_le_bytes().to_vec();
+    safetensors.extend_from_slice(header);
+    safetensors.extend(
+        [1.5f32, -2.0, 0.25, 8.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes()),
+    );
+    std::fs::write(dir.join("model.safetensors"), safetensors).unwrap();
+    let mut from_safetensors = run(&[]);
+    from_safetensors[3] = "--parameters=model=model.safetensors".to_owned();
+    assert_eq!(assert_same(&tool, &from_safetensors, &dir), printed);
     // A missing archive, and a missing scope, fail in both.
     let mut missing_scope = run(&[]);
     missing_scope.retain(|a| a != "--parameters=model=model.irpa");
@@ -814,4 +859,131 @@ func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
     let mut missing_file = run(&[]);
     missing_file.push("--parameters=other=/no/such.irpa".to_owned());
     assert_same(&tool, &missing_file, &dir);
+}
+
+#[test]
+fn test_command_links_modules_and_reads_parameters() {
+    use pactum_iree::parameters::ParameterIndex;
+
+    let test = "test_command_links_modules_and_reads_parameters";
+    let Some((liba, _)) = linked_modules(test) else {
+        return;
+    };
+    let compiler = repo_root().join(".venv-iree/bin/iree-compile");
+    let dir = scratch("test-linked");
+    // Tests calling liba's export and reading a parameter of scope "model".
+    let source = r#"
+module @app_test {
+  func.func private @liba.double(tensor<4xf32>) -> tensor<4xf32>
+  util.global private @w = #flow.parameter.named<"model"::"w"> : tensor<4xf32>
+  func.func @double_works() {
+    %t = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+    %r = call @liba.double(%t) : (tensor<4xf32>) -> tensor<4xf32>
+    check.expect_almost_eq_const(%r, dense<[2.0, 4.0, 6.0, 8.0]> : tensor<4xf32>) : tensor<4xf32>
+    return
+  }
+  func.func @double_fails() {
+    %t = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+    %r = call @liba.double(%t) : (tensor<4xf32>) -> tensor<4xf32>
+    check.expect_almost_eq_const(%r, dense<[2.0, 4.0, 6.0, 9.0]> : tensor<4xf32>) : tensor<4xf32>
+    return
+  }
+  func.func @weights_are_loaded() {
+    %w = util.global.load @w : tensor<4xf32>
+    check.expect_almost_eq_const(%w, dense<[1.5, -2.0, 0.25, 8.0]> : tensor<4xf32>) : tensor<4xf32>
+    return
+  }
+}
+"#;
+    std::fs::write(dir.join("app_test.mlir"), source).unwrap();
+    let compiled = Command::new(&compiler)
+        .args([
+            "app_test.mlir",
+            "--iree-hal-target-device=local",
+            "--iree-hal-local-target-device-backends=vmvx",
+            "-o",
+            "app_test.vmfb",
+        ])
+        .current_dir(&dir)
+        .output()
+        .expect("run iree-compile");
+    assert!(
+        compiled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let mut model = ParameterIndex::new();
+    let w: Vec<u8> = [1.5f32, -2.0, 0.25, 8.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    model.add_data("w", w);
+    model.write_irpa_file(dir.join("model.irpa")).unwrap();
+    let liba = liba.display().to_string();
+
+    let output = pactum(
+        &[
+            "test",
+            "app_test.vmfb",
+            "--module",
+            &liba,
+            "--parameters",
+            "model=model.irpa",
+        ],
+        &dir,
+    );
+    let text = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}{}", stderr(&output));
+    assert!(text.contains("PASS  double_works\n"), "{text}");
+    assert!(
+        text.contains("FAIL  double_fails (1 failed check(s))"),
+        "{text}"
+    );
+    assert!(text.contains("PASS  weights_are_loaded\n"), "{text}");
+    assert!(
+        text.contains("3 test(s) of app_test: 2 passed, 1 failed, 0 error(s)"),
+        "{text}"
+    );
+    let output = pactum(
+        &[
+            "test",
+            "app_test.vmfb",
+            "double_works",
+            "weights_are_loaded",
+            "--module",
+            &liba,
+            "--parameters=model=model.irpa",
+        ],
+        &dir,
+    );
+    assert!(
+        output.status.success(),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    // Without liba, or without the archive its initializer reads, the module does not load.
+    let output = pactum(&["test", "app_test.vmfb"], &dir);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("depends on module \"liba\""),
+        "{}",
+        stderr(&output)
+    );
+    let output = pactum(
+        &[
+            "test",
+            "app_test.vmfb",
+            "weights_are_loaded",
+            "--module",
+            &liba,
+        ],
+        &dir,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("no parameters registered for scope \"model\""),
+        "{}",
+        stderr(&output)
+    );
 }

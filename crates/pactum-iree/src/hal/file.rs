@@ -88,7 +88,49 @@ impl HalFile {
     /// The `length` bytes at `offset` in the file, copied; a range outside it is an
     /// `OUT_OF_RANGE` error, one too large to hold a `RESOURCE_EXHAUSTED` one.
     pub fn read(&self, offset: i64, length: i64) -> Result<Vec<u8>, StatusError> {
-        let (start, count) = u64::try_from(offset)
+        let (start, count) = self.checked_range(offset, length)?;
+        let count = usize::try_from(count).map_err(|_| too_large())?;
+        let mut bytes = Vec::new();
+        bytes.try_reserve_exact(count).map_err(|_| too_large())?;
+        bytes.resize(count, 0);
+        self.contents.read(self.offset + start, &mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Reads the `length` bytes at `offset` in pieces of at most [`READ_CHUNK`] bytes,
+    /// handing each to `sink` with its position from `offset`: a large read (a model's
+    /// weights) then never holds more than one piece besides its destination. The whole
+    /// range is checked before anything is read, as [`read`](Self::read) checks it.
+    pub fn read_chunks(
+        &self,
+        offset: i64,
+        length: i64,
+        mut sink: impl FnMut(u64, &[u8]) -> Result<(), StatusError>,
+    ) -> Result<(), StatusError> {
+        let (start, count) = self.checked_range(offset, length)?;
+        let mut piece = Vec::new();
+        let mut done = 0u64;
+        while done < count {
+            let n = (count - done).min(READ_CHUNK as u64) as usize;
+            if piece.len() != n {
+                piece.clear();
+                piece.try_reserve_exact(n).map_err(|_| too_large())?;
+                piece.resize(n, 0);
+            }
+            self.contents.read(self.offset + start + done, &mut piece)?;
+            sink(done, &piece)?;
+            done += n as u64;
+        }
+        Ok(())
+    }
+
+    /// `offset..offset+length` of the file as (start, count), or the `OUT_OF_RANGE` error.
+    pub(crate) fn checked_range(
+        &self,
+        offset: i64,
+        length: i64,
+    ) -> Result<(u64, u64), StatusError> {
+        u64::try_from(offset)
             .ok()
             .zip(u64::try_from(length).ok())
             .filter(|(o, l)| o.checked_add(*l).is_some_and(|end| end <= self.length))
@@ -97,15 +139,12 @@ impl HalFile {
                     "file range {offset}+{length} is outside the file of {} bytes",
                     self.length
                 ))
-            })?;
-        let count = usize::try_from(count).map_err(|_| too_large())?;
-        let mut bytes = Vec::new();
-        bytes.try_reserve_exact(count).map_err(|_| too_large())?;
-        bytes.resize(count, 0);
-        self.contents.read(self.offset + start, &mut bytes)?;
-        Ok(bytes)
+            })
     }
 }
+
+/// The most bytes [`HalFile::read_chunks`] reads at once.
+pub const READ_CHUNK: usize = 4 << 20;
 
 fn too_large() -> StatusError {
     StatusError::new(

@@ -110,7 +110,7 @@ pub use executable::{
 };
 #[cfg(feature = "llvm-cpu")]
 pub use executable::{ElfError, ElfExecutable, ElfSummary, check_elf_executable};
-pub use file::{FileContents, HalFile};
+pub use file::{FileContents, HalFile, READ_CHUNK};
 pub use local::{LocalDevice, LocalExecutable, MAX_WORKGROUPS, is_local_format};
 pub use semaphore::{HalFence, HalSemaphore, Timeout, wait_limit_exceeded};
 pub use vm_module::{

@@ -225,6 +225,8 @@ macro_rules! float_ops {
     };
 }
 
+// The transcendentals are the host C library's, as the reference's: Rust's `f32::exp` and
+// the like call it, and `erf`, which Rust lacks, is called there directly (`pactum_sys::cmath`).
 float_ops!(
     bin_f32,
     un_f32,
@@ -232,7 +234,7 @@ float_ops!(
     f32,
     remainder_f32,
     round_even_f32,
-    libm::erff,
+    pactum_sys::cmath::erff,
     keep_nan
 );
 float_ops!(
@@ -242,7 +244,7 @@ float_ops!(
     f64,
     remainder_f64,
     round_even_f64,
-    libm::erf,
+    pactum_sys::cmath::erf,
     positive_nan
 );
 

@@ -521,7 +521,11 @@ fn missing_scopes_keys_and_short_parameters_fail_as_in_iree_naming_them() {
 }
 
 /// A two-layer MLP whose weights are constant globals (`iree-opt`'s export pass turns them
-/// into parameters). Weights and inputs are multiples of 1/8 and 1/4, small enough that every
+/// into parameters). The pass runs before compiling, not as `iree-compile
+/// --iree-parameter-export`: with 3.13 that flag leaves private globals inlined (no archive
+/// entries), and for public ones it writes the archive but the program it compiles computes the
+/// same results with a splat archive of zeros (seen with iree-run-module, const-eval on or
+/// off), so only the pass's output makes a program whose results depend on the archive. Weights and inputs are multiples of 1/8 and 1/4, small enough that every
 /// sum is exact: any order of summation gives the same bits.
 fn mlp_source() -> String {
     let dense = |rows: usize, cols: usize, seed: usize| {
@@ -653,7 +657,11 @@ fn run_iree_run_module(
         ))
         .arg(format!("--output=@{}", npy.display()));
     for (scope, archive) in archives {
-        command.arg(format!("--parameters={scope}={}", archive.display()));
+        // A bare `--parameters=FILE` is the unnamed scope.
+        command.arg(match scope {
+            &"" => format!("--parameters={}", archive.display()),
+            scope => format!("--parameters={scope}={}", archive.display()),
+        });
     }
     let output = command.output().expect("start iree-run-module");
     if !output.status.success() {
@@ -808,6 +816,70 @@ fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_ire
         }
     }
     assert_eq!(compared, 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_unnamed_scope_is_what_a_bare_parameters_flag_names() {
+    let test = "the_unnamed_scope_is_what_a_bare_parameters_flag_names";
+    let Some((iree_compile, _)) = peer_tools(test) else {
+        return;
+    };
+    let dir = pactum_testing::hostile::scratch("io-parameters-unnamed");
+    let source = r#"
+util.global private @w = #flow.parameter.named<"w"> : tensor<4xf32>
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %w = util.global.load @w : tensor<4xf32>
+  %0 = arith.mulf %x, %w : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"#;
+    let vmfb = compile(&iree_compile, &dir, "unnamed", source, "llvm-cpu", &[]);
+    // The archive is IREE's own (iree-create-parameters), a splat entry.
+    let archive = dir.join("unnamed.irpa");
+    let created = Command::new(pactum_testing::iree::tool("iree-create-parameters").unwrap())
+        .arg("--splat=w=4xf32=2.5")
+        .arg(format!("--output={}", archive.display()))
+        .output()
+        .unwrap();
+    assert!(
+        created.status.success(),
+        "{}",
+        String::from_utf8_lossy(&created.stderr)
+    );
+    let input = (vec![4], vec![1.0f32, 2.0, 3.0, 4.0]);
+    let module = IreeModule::builder()
+        .parameters("", ParameterIndex::open(&archive).unwrap())
+        .load(&vmfb)
+        .unwrap();
+    let x = Tensor::from_slice(&input.1, &input.0).unwrap();
+    let ours: Tensor = module.function("f").unwrap().call_typed((&x,)).unwrap();
+    assert_eq!(ours.to_vec::<f32>().unwrap(), [2.5, 5.0, 7.5, 10.0]);
+    assert_eq!(module.context_modules(), ["hal", "io_parameters", "module"]);
+    let bits: Vec<u32> = ours
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    let theirs = run_iree_run_module(&vmfb, "f", &[("", &archive)], &input, &dir).unwrap();
+    assert_eq!(theirs, (vec![4], bits));
+    // The same archive under a named scope leaves the unnamed one empty, in both.
+    let ours = IreeModule::builder()
+        .parameters("model", ParameterIndex::open(&archive).unwrap())
+        .load(&vmfb)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        ours.contains("NOT_FOUND")
+            && ours.contains("no parameters registered for scope \"\" (scopes: \"model\")"),
+        "{ours}"
+    );
+    let theirs = run_iree_run_module(&vmfb, "f", &[("model", &archive)], &input, &dir).unwrap_err();
+    assert!(
+        theirs.contains("NOT_FOUND") && theirs.contains("scopes like ''"),
+        "{theirs}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -1121,4 +1193,59 @@ fn a_wait_fence_never_reached_is_an_error_after_the_wait_limit() {
         "{error}"
     );
     assert_eq!(signal.value().unwrap_err(), error);
+}
+
+#[test]
+fn large_parameters_arrive_whole_and_a_bad_range_moves_no_byte() {
+    // More than two of the device's read pieces, not a multiple of one.
+    let length = 2 * pactum_iree::hal::READ_CHUNK + 4099;
+    let source: Vec<u8> = (0..length + 16).map(|k| (k % 251) as u8).collect();
+    let mut index = ParameterIndex::new();
+    index.insert(ParameterEntry {
+        key: "big".into(),
+        metadata: Vec::new(),
+        storage: ParameterStorage::Data {
+            source: Arc::new(source.clone()),
+            offset: 16,
+            length,
+        },
+    });
+    let mut provider = ParameterProvider::new();
+    provider.add("model", index);
+    let module = IoParametersModule::new(provider);
+    let device: Arc<dyn HalDevice> = Arc::new(LocalDevice::new(Workers::CallerThread));
+    let target = device
+        .allocator()
+        .allocate(BufferParams::default(), length as i64 + 64)
+        .unwrap();
+    target.fill(0, length as i64 + 64, 0xee, 1).unwrap();
+    let read = (length - 7) as u64;
+    let args = call_args(
+        &device,
+        None,
+        None,
+        vec![text(b"model"), object(target.clone())],
+        &[("big", 7, 64, read)],
+    );
+    module.call(GATHER, &args).unwrap();
+    let bytes = target.to_vec();
+    assert!(bytes[..64].iter().all(|&b| b == 0xee));
+    let end = 64 + read as usize;
+    assert!(
+        bytes[64..end] == source[16 + 7..],
+        "the gathered bytes differ"
+    );
+    assert!(bytes[end..].iter().all(|&b| b == 0xee));
+    // A target range one byte too long: refused before anything is written.
+    target.fill(0, length as i64 + 64, 0xee, 1).unwrap();
+    let args = call_args(
+        &device,
+        None,
+        None,
+        vec![text(b"model"), object(target.clone())],
+        &[("big", 0, 65, length as u64)],
+    );
+    let error = module.call(GATHER, &args).unwrap_err();
+    assert_eq!(error.status, StatusCode::OutOfRange, "{error}");
+    assert!(target.to_vec().iter().all(|&b| b == 0xee));
 }

@@ -5,6 +5,7 @@
 mod asm;
 mod check_vs_iree;
 mod elf_hostile;
+mod ffi_native_module;
 mod function_abi;
 mod hal;
 mod hal_manifest;

@@ -319,8 +319,13 @@ impl HalDevice for LocalDevice {
         length: i64,
     ) -> Result<(), StatusError> {
         submit(submission, || {
-            let bytes = source.read(source_offset, length)?;
-            target.write(target_offset, &bytes)
+            // Both ranges are checked before a byte moves; the bytes then go through one
+            // chunk-sized piece, not a copy of the whole range (weights can be gigabytes).
+            source.checked_range(source_offset, length)?;
+            target.range(target_offset, length)?;
+            source.read_chunks(source_offset, length, |done, piece| {
+                target.write(target_offset + done as i64, piece)
+            })
         })
     }
 
