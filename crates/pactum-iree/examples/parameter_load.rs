@@ -5,9 +5,12 @@
 //! resident memory (`/proc/self/status`), anonymous and file-backed, after each step and at
 //! its peak. Run each mode in a process of its own.
 //!
+//! With a module, the same for a program: the module loaded with the archive as scope
+//! `model` (its initializer calls `io_parameters.load`), then FUNCTION (no arguments) called.
+//!
 //! usage:
 //!   cargo run --release -p pactum-iree --example parameter_load -- write ARCHIVE.irpa BYTES [ENTRIES]
-//!   cargo run --release -p pactum-iree --example parameter_load -- map|copy ARCHIVE.irpa
+//!   cargo run --release -p pactum-iree --example parameter_load -- map|copy ARCHIVE.irpa [MODULE.vmfb FUNCTION]
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -22,7 +25,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ["write", path, bytes] => write(path, bytes.parse()?, 16),
         ["write", path, bytes, entries] => write(path, bytes.parse()?, entries.parse()?),
         [mode @ ("map" | "copy"), path] => measure(mode, path),
-        _ => Err("usage: parameter_load write ARCHIVE BYTES [ENTRIES] | map|copy ARCHIVE".into()),
+        [mode @ ("map" | "copy"), path, vmfb, function] => run(mode, path, vmfb, function),
+        _ => Err(
+            "usage: parameter_load write ARCHIVE BYTES [ENTRIES] | map|copy ARCHIVE [VMFB FUNCTION]"
+                .into(),
+        ),
     }
 }
 
@@ -39,8 +46,10 @@ fn write(path: &str, bytes: usize, entries: usize) -> Result<(), Box<dyn std::er
     Ok(())
 }
 
-fn measure(mode: &str, path: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let index = match mode {
+/// The index of the archive at `path`: opened (its entries' buffers mapped) or indexed as
+/// bytes of a read-only mapping (copied, as before buffers could map a file).
+fn index(mode: &str, path: &str) -> Result<ParameterIndex, Box<dyn std::error::Error>> {
+    Ok(match mode {
         "map" => ParameterIndex::open(path)?,
         _ => {
             let file = std::fs::File::open(path)?;
@@ -49,7 +58,43 @@ fn measure(mode: &str, path: &str) -> Result<(), Box<dyn std::error::Error>> {
             let map = unsafe { memmap2::Mmap::map(&file) }?;
             ParameterIndex::from_bytes(Arc::new(map))?
         }
-    };
+    })
+}
+
+/// Loads `vmfb` with the archive as scope `model` and calls `function`.
+fn run(
+    mode: &str,
+    path: &str,
+    vmfb: &str,
+    function: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let index = index(mode, path)?;
+    report(&format!("{mode}: opened"));
+    let started = Instant::now();
+    let module = pactum_iree::module::IreeModule::builder()
+        .parameters("model", index)
+        .load(vmfb)?;
+    report(&format!(
+        "{mode}: module load {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    ));
+    let started = Instant::now();
+    let result = module.call(function, &[])?;
+    report(&format!(
+        "{mode}: call {:.1} ms ({result:?})",
+        started.elapsed().as_secs_f64() * 1e3
+    ));
+    let started = Instant::now();
+    module.call(function, &[])?;
+    report(&format!(
+        "{mode}: second call {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    ));
+    Ok(())
+}
+
+fn measure(mode: &str, path: &str) -> Result<(), Box<dyn std::error::Error>> {
+    let index = index(mode, path)?;
     let spans: Vec<(String, u64)> = index
         .entries()
         .iter()
