@@ -685,6 +685,33 @@ fn run_iree_run_module(
     Ok((shape, bits))
 }
 
+/// Writes `params` (data entries) as a `.safetensors` file whose data starts at an odd byte
+/// (the header padded with spaces), so no tensor in it is aligned.
+fn write_safetensors(path: &Path, params: &[Param]) {
+    let mut entries = Vec::new();
+    let mut data = Vec::new();
+    for param in params {
+        let Param::Data(key, bytes) = param else {
+            panic!("safetensors holds data entries only");
+        };
+        let start = data.len();
+        data.extend_from_slice(bytes);
+        entries.push(format!(
+            "\"{key}\":{{\"dtype\":\"F32\",\"shape\":[{}],\"data_offsets\":[{start},{}]}}",
+            bytes.len() / 4,
+            data.len()
+        ));
+    }
+    let mut header = format!("{{{}}}", entries.join(","));
+    while (8 + header.len()) % 64 != 3 {
+        header.push(' ');
+    }
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend_from_slice(header.as_bytes());
+    file.extend_from_slice(&data);
+    std::fs::write(path, file).unwrap();
+}
+
 fn mlp_input() -> Vec<(Vec<i64>, Vec<f32>)> {
     let x: Vec<f32> = (0..16)
         .map(|k| ((k * 3) % 11) as f32 / 4.0 - 1.25)
@@ -806,6 +833,39 @@ fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_ire
             )
             .unwrap_or_else(|e| panic!("{backend} {what}: iree-run-module: {e}"));
             assert_eq!(vec![tool], ours, "{backend} {what}: iree-run-module");
+            if what == "exported" {
+                // The same weights in a .safetensors file, none of them aligned: pactum's
+                // reader and iree-run-module's give the same results again.
+                let safetensors = dir.join(format!("mlp-{backend}.safetensors"));
+                write_safetensors(&safetensors, &exported);
+                let index = ParameterIndex::open(&safetensors)
+                    .unwrap_or_else(|e| panic!("{backend} safetensors: {e}"));
+                let module = IreeModule::builder()
+                    .parameters("model", index)
+                    .load(&with_parameters)
+                    .unwrap();
+                let result: Tensor = module.function("mlp").unwrap().call_typed((&x,)).unwrap();
+                let bits: Vec<u32> = result
+                    .to_vec::<f32>()
+                    .unwrap()
+                    .iter()
+                    .map(|v| v.to_bits())
+                    .collect();
+                assert_eq!(
+                    vec![(result.shape().to_vec(), bits)],
+                    ours,
+                    "{backend} safetensors"
+                );
+                let tool = run_iree_run_module(
+                    &with_parameters,
+                    "mlp",
+                    &[("model", &safetensors)],
+                    &mlp_input()[0],
+                    &dir,
+                )
+                .unwrap_or_else(|e| panic!("{backend} safetensors: iree-run-module: {e}"));
+                assert_eq!(vec![tool], ours, "{backend} safetensors: iree-run-module");
+            }
             compared += 1;
             if what == "exported" {
                 assert_eq!(ours, inline_result, "{backend}: exported vs inline weights");
