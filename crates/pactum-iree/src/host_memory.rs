@@ -6,6 +6,10 @@
 //! mappings (with transparent huge pages where the system offers them). Allocation failures
 //! are errors, never aborts.
 //!
+//! A block can also be a file's pages ([`HostMemory::file_pages`]): a private copy-on-write
+//! mapping that reads as the file and whose written pages the kernel copies, so the file never
+//! changes. Such a block is unmapped when dropped, never cached.
+//!
 //! Fresh blocks are zero-filled. A [`BlockCache`] keeps large blocks its owner freed and hands
 //! them out again as they are, like IREE's allocator reusing freed memory: a model called in a
 //! loop then takes no page faults for its outputs. A HAL module owns one cache, so a reused
@@ -38,6 +42,9 @@ enum Owner {
     Heap(Layout),
     // Never read: holding it keeps the mapping alive until the block is dropped.
     Mapped(#[allow(dead_code)] memmap2::MmapMut),
+    /// A private (copy-on-write) mapping of a file's pages; never read, held to keep the
+    /// mapping alive until the block is dropped.
+    FilePages(#[allow(dead_code)] memmap2::MmapMut),
     /// Moved into a cache: nothing to free.
     Moved,
 }
@@ -111,6 +118,68 @@ impl HostMemory {
         Some(memory)
     }
 
+    /// A block over the `len` bytes at `offset` of `file`, mapped privately (copy-on-write):
+    /// it reads as the file does, and a write copies the page it falls in (the kernel does),
+    /// so neither the file nor other mappings of it ever see the block's writes. `offset` must
+    /// be a multiple of [`HOST_MEMORY_ALIGNMENT`] (the block's address then is: the mapping
+    /// starts at a page boundary) and `len` non-zero. The block is unmapped when dropped and
+    /// never goes to a [`BlockCache`].
+    ///
+    /// As with every mapped file, another process truncating or rewriting the file while it
+    /// is mapped changes (or, truncated, faults on) the pages not yet written.
+    pub fn file_pages(
+        file: &std::fs::File,
+        offset: u64,
+        len: usize,
+    ) -> std::io::Result<HostMemory> {
+        let invalid =
+            |message: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, message);
+        if offset % HOST_MEMORY_ALIGNMENT as u64 != 0 {
+            return Err(invalid(format!(
+                "offset {offset} is not a multiple of {HOST_MEMORY_ALIGNMENT}"
+            )));
+        }
+        if len == 0 {
+            return Err(invalid("an empty range cannot be mapped".to_owned()));
+        }
+        let available = file.metadata()?.len();
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > available)
+        {
+            return Err(invalid(format!(
+                "{len} bytes at {offset} are outside the {available}-byte file"
+            )));
+        }
+        // SAFETY: a private mapping: writes through it never reach the file or any other
+        // mapping, and pactum only touches it through the block's atomic cells and the raw
+        // pointer compiled code receives. The range was checked against the file's length
+        // just now; a file truncated or rewritten by another process while mapped is outside
+        // what Rust can guard against, as for every memory-mapped file.
+        let mut map = unsafe {
+            memmap2::MmapOptions::new()
+                .offset(offset)
+                .len(len)
+                .map_copy(file)
+        }?;
+        // memmap2 maps from the page holding `offset` and points at `offset` within it: the
+        // page is aligned, `offset` is a multiple of the alignment, so the address is.
+        let ptr = NonNull::new(map.as_mut_ptr().cast::<AtomicU8>())
+            .filter(|p| p.as_ptr() as usize % HOST_MEMORY_ALIGNMENT == 0)
+            .ok_or_else(|| std::io::Error::other("the mapping is not 64-byte aligned"))?;
+        Ok(HostMemory {
+            ptr,
+            len,
+            owner: Owner::FilePages(map),
+            cache: None,
+        })
+    }
+
+    /// Whether the block is a file's pages ([`HostMemory::file_pages`]).
+    pub fn is_file_pages(&self) -> bool {
+        matches!(self.owner, Owner::FilePages(_))
+    }
+
     /// The bytes as atomic cells.
     pub fn cells(&self) -> &[AtomicU8] {
         // `ptr` points to `len` initialised (zeroed or written) bytes that live as long as
@@ -140,7 +209,9 @@ impl HostMemory {
 impl Drop for HostMemory {
     fn drop(&mut self) {
         if let Some(cache) = self.cache.take().and_then(|c| c.upgrade()) {
-            if self.len >= BlockCache::MIN_BLOCK {
+            // A file's pages hold the file's bytes (or the program's writes over them), not
+            // memory to hand out again: unmapped, never cached (they never get a cache).
+            if self.len >= BlockCache::MIN_BLOCK && !self.is_file_pages() {
                 let block = HostMemory {
                     ptr: self.ptr,
                     len: self.len,
@@ -281,6 +352,43 @@ mod tests {
         let orphan = HostMemory::reused_or_zeroed(len, &cache).unwrap();
         drop(cache);
         drop(orphan);
+    }
+
+    #[test]
+    fn file_pages_read_as_the_file_and_keep_their_writes_to_themselves() {
+        let path = std::env::temp_dir().join(format!("pactum-file-pages-{}", std::process::id()));
+        let contents: Vec<u8> = (0..3 * 4096 + 100).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &contents).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        // From byte 4160 (inside the second page, a multiple of 64) to the end.
+        let memory = HostMemory::file_pages(&file, 4160, contents.len() - 4160).unwrap();
+        assert!(memory.is_file_pages());
+        assert_eq!(memory.as_mut_ptr() as usize % HOST_MEMORY_ALIGNMENT, 0);
+        let read =
+            |m: &HostMemory| -> Vec<u8> { m.cells().iter().map(|c| c.load(Relaxed)).collect() };
+        assert_eq!(read(&memory), contents[4160..]);
+        memory.cells()[0].store(255, Relaxed);
+        let other = HostMemory::file_pages(&file, 4160, 64).unwrap();
+        assert_eq!(
+            read(&other),
+            contents[4160..4224],
+            "another mapping is unchanged"
+        );
+        assert_eq!(memory.cells()[0].load(Relaxed), 255);
+        drop((memory, other));
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            contents,
+            "the file is unchanged"
+        );
+        // Unaligned, empty and out-of-file ranges are refused.
+        for (offset, len) in [(4100, 64), (0, 0), (4096, contents.len())] {
+            assert!(
+                HostMemory::file_pages(&file, offset, len).is_err(),
+                "{offset} {len}"
+            );
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

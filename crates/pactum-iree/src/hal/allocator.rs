@@ -5,9 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::buffer::HalBuffer;
-use crate::host_memory::BlockCache;
+use crate::host_memory::{BlockCache, HOST_MEMORY_ALIGNMENT};
 use crate::memory_budget::MemoryBudget;
-use crate::status::StatusError;
+use crate::status::{StatusCode, StatusError};
 
 /// What a buffer is for: IREE's memory type and usage bits (`iree_hal_buffer_params_t`), as
 /// compiled programs pass them. The host allocator serves every combination from host
@@ -30,7 +30,29 @@ pub trait HalAllocator: Send + Sync + fmt::Debug {
     /// A new buffer holding a copy of `bytes`. (IREE can also import memory without copying;
     /// pactum's buffers always own their bytes, so an import is a copy.)
     fn import_copy(&self, params: BufferParams, bytes: &[u8]) -> Result<HalBuffer, StatusError>;
+
+    /// A buffer of `length` bytes reading as those at `offset` of `file` without copying
+    /// them, where the allocator can make one: the file's pages mapped copy-on-write, so
+    /// writes to the buffer stay in it and the file never changes. `Ok(None)` when it cannot
+    /// (the default: a device whose memory the host cannot map; an offset the device's
+    /// alignment does not allow; a mapping the system refuses): the caller then allocates and
+    /// copies. An error is a refusal that a copy would meet too (the memory budget).
+    fn map_file(
+        &self,
+        params: BufferParams,
+        file: &std::fs::File,
+        offset: u64,
+        length: u64,
+    ) -> Result<Option<HalBuffer>, StatusError> {
+        let _ = (params, file, offset, length);
+        Ok(None)
+    }
 }
+
+/// The fewest bytes the host allocator maps from a file ([`HalAllocator::map_file`]): smaller
+/// ranges are copied, as cheap as a mapping is and without spending one of the process's
+/// mappings (Linux allows about 65,000) on each small parameter.
+pub const MIN_FILE_MAPPING_BYTES: u64 = 64 << 10;
 
 /// The most bytes of freed blocks a host allocator keeps for reuse.
 pub const FREE_BLOCK_CACHE_BYTES: usize = 256 << 20;
@@ -77,5 +99,32 @@ impl HalAllocator for HostAllocator {
 
     fn import_copy(&self, _params: BufferParams, bytes: &[u8]) -> Result<HalBuffer, StatusError> {
         HalBuffer::from_bytes(bytes, self.budget.as_ref())
+    }
+
+    /// Maps ranges of at least [`MIN_FILE_MAPPING_BYTES`] whose `offset` is a multiple of 64
+    /// (the alignment compiled code assumes of every binding; IREE aligns an archive's
+    /// entries so); `None` for other ranges, or when the system refuses the mapping.
+    ///
+    /// The budget is charged the whole `length`, as for a copy: the program may write every
+    /// page of the buffer, each then a private copy, so that is the most memory the buffer
+    /// can come to hold; and whether an entry is mapped or copied never changes what a budget
+    /// admits. (Pages only read are the file's, in the page cache, shared and reclaimable.)
+    fn map_file(
+        &self,
+        _params: BufferParams,
+        file: &std::fs::File,
+        offset: u64,
+        length: u64,
+    ) -> Result<Option<HalBuffer>, StatusError> {
+        if length < MIN_FILE_MAPPING_BYTES || offset % HOST_MEMORY_ALIGNMENT as u64 != 0 {
+            return Ok(None);
+        }
+        match HalBuffer::map_file(file, offset, length, self.budget.as_ref()) {
+            Ok(buffer) => Ok(Some(buffer)),
+            Err(e) if e.status == StatusCode::ResourceExhausted => Err(e),
+            // The system refused the mapping (too many mappings, a file that cannot be
+            // mapped): a copy serves as well.
+            Err(_) => Ok(None),
+        }
     }
 }

@@ -103,6 +103,55 @@ impl HalBuffer {
         })
     }
 
+    /// A buffer over the `length` bytes at `offset` of `file`, mapped copy-on-write
+    /// ([`HostMemory::file_pages`]): it reads as the file, and what is written to it stays in
+    /// it (the file and other buffers over it never change). `offset` must be a multiple of
+    /// 64 and `length` non-zero.
+    ///
+    /// The budget is charged the whole `length`, as for a copy: the program may write every
+    /// page of the buffer, each then a private copy, so this is the most memory the buffer can
+    /// come to hold; and whether an entry is mapped or copied does not change what a budget
+    /// admits.
+    pub(crate) fn map_file(
+        file: &std::fs::File,
+        offset: u64,
+        length: u64,
+        budget: Option<&Arc<MemoryBudget>>,
+    ) -> Result<HalBuffer, StatusError> {
+        let length = usize::try_from(length)
+            .map_err(|_| invalid(format!("mapping size {length} is too large")))?;
+        let charge = Charge::new(budget, length).map_err(|o| {
+            StatusError::new(
+                StatusCode::ResourceExhausted,
+                format!(
+                    "mapping {length} bytes exceeds the memory budget of {} bytes",
+                    o.limit
+                ),
+            )
+        })?;
+        let cells = HostMemory::file_pages(file, offset, length).map_err(|e| {
+            StatusError::new(
+                StatusCode::Unavailable,
+                format!("could not map {length} bytes at byte {offset} of the file: {e}"),
+            )
+        })?;
+        Ok(HalBuffer {
+            allocation: Arc::new(Allocation {
+                cells: Arc::new(cells),
+                _charge: charge,
+                preserve_count: AtomicU32::new(1),
+            }),
+            offset: 0,
+            length,
+        })
+    }
+
+    /// Whether the buffer's bytes are a file's pages mapped copy-on-write (an allocator's
+    /// `map_file`) rather than memory of its own.
+    pub fn is_file_mapping(&self) -> bool {
+        self.allocation.cells.is_file_pages()
+    }
+
     /// A new buffer holding a copy of `bytes`, charged to `budget`.
     pub fn from_bytes(
         bytes: &[u8],

@@ -93,7 +93,9 @@ mod semaphore;
 mod vm_module;
 mod workers;
 
-pub use allocator::{BufferParams, FREE_BLOCK_CACHE_BYTES, HalAllocator, HostAllocator};
+pub use allocator::{
+    BufferParams, FREE_BLOCK_CACHE_BYTES, HalAllocator, HostAllocator, MIN_FILE_MAPPING_BYTES,
+};
 pub use buffer::{
     Binding, DENSE_ROW_MAJOR, HalBuffer, HalBufferView, MAX_PARSED_BYTES, MAX_RANK,
     OPAQUE_ENCODING, WHOLE_BUFFER, shape_text,

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -131,6 +132,43 @@ pub struct ParameterEntry {
 pub struct ParameterIndex {
     entries: Vec<ParameterEntry>,
     by_key: HashMap<String, usize>,
+    /// The file the index was opened from ([`ParameterIndex::open`]), which its data entries'
+    /// `source` is: what lets `io_parameters.load` map an entry's pages for a buffer.
+    archive: Option<Arc<ArchiveFile>>,
+}
+
+/// An archive file and its read-only mapping: the bytes the data entries of an index opened
+/// from a file point into. The file stays open so that a buffer can map an entry's pages of
+/// its own (copy-on-write) rather than copy them.
+pub(crate) struct ArchiveFile {
+    file: File,
+    map: memmap2::Mmap,
+}
+
+impl fmt::Debug for ArchiveFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ArchiveFile")
+            .field("len", &self.map.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl AsRef<[u8]> for ArchiveFile {
+    fn as_ref(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+impl ArchiveFile {
+    /// `file` and its read-only `map`.
+    pub(super) fn new(file: File, map: memmap2::Mmap) -> ArchiveFile {
+        ArchiveFile { file, map }
+    }
+
+    /// The file.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
 }
 
 impl ParameterIndex {
@@ -242,6 +280,19 @@ impl ParameterIndex {
         if !self.by_key.contains_key(&entry.key) {
             self.insert(entry);
         }
+    }
+
+    /// Records that the index was read from `archive` (its data entries point into it).
+    pub(super) fn set_archive(&mut self, archive: Arc<ArchiveFile>) {
+        self.archive = Some(archive);
+    }
+
+    /// The archive file the index was opened from, when `source` (a data entry's) is its
+    /// mapping: the file whose pages a buffer of the entry may map.
+    pub(crate) fn archive_of(&self, source: &SharedBytes) -> Option<&ArchiveFile> {
+        self.archive.as_deref().filter(|archive| {
+            std::ptr::addr_eq(Arc::as_ptr(source), *archive as *const ArchiveFile)
+        })
     }
 
     /// The entry named `key`.

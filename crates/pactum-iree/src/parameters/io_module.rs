@@ -25,11 +25,21 @@
 //! signal fence is failed with the error (as IREE fails it) and the call returns it. Errors
 //! name the scope and the key.
 //!
-//! Data entries are copied into device buffers: pactum's HAL buffers own writable host
-//! memory that compiled dispatches receive raw pointers to, so a buffer cannot wrap an
-//! archive's read-only mapping without making every writer check a read-only flag first.
-//! Parameters are never written (`scatter` fails with `PERMISSION_DENIED`, as it does in
-//! IREE for an archive opened for reading).
+//! `load` hands the device a data entry's own pages of the archive file, without a copy,
+//! when the index was opened from a file ([`ParameterIndex::open`](super::ParameterIndex::open))
+//! and the device's allocator can map the range
+//! ([`HalAllocator::map_file`](crate::hal::HalAllocator::map_file); the local device's maps
+//! ranges of at least [`MIN_FILE_MAPPING_BYTES`](crate::hal::MIN_FILE_MAPPING_BYTES) that start
+//! at a multiple of 64 bytes in the file, as IREE aligns an archive's entries). Each such
+//! buffer is a private copy-on-write mapping of its own: it reads as the file, the pages are
+//! read from the file as the program first touches them, and a program writing the buffer
+//! writes its own copy of the pages it writes (the file, the index and other loads never
+//! change). The mapping is made when `load` is called (the queue's wait fence orders nothing
+//! about a file's bytes) and unmapped when the last reference to the buffer is dropped; the
+//! memory budget is charged its whole length, as for a copy. Other data entries (indexes
+//! built in memory, unaligned or small ranges, `gather`) are copied into device buffers, and
+//! splats filled. Parameters themselves are never written (`scatter` fails with
+//! `PERMISSION_DENIED`, as it does in IREE for an archive opened for reading).
 
 use std::fmt;
 use std::sync::Arc;
@@ -491,6 +501,34 @@ fn enqueue_contents(
     }
 }
 
+/// The buffer `load` makes for `span` of `entry` over the entry's pages of its archive file,
+/// without a copy: `None` when the entry is not in a file an index was opened from, when the
+/// span does not start the buffer, or when the device's allocator does not map the range
+/// (then the bytes are copied).
+fn mapped_buffer(
+    provider: &ParameterProvider,
+    device: &dyn HalDevice,
+    params: BufferParams,
+    entry: &ParameterEntry,
+    span: &Span,
+) -> Result<Option<HalBuffer>, StatusError> {
+    let ParameterStorage::Data { source, offset, .. } = &entry.storage else {
+        return Ok(None);
+    };
+    if span.buffer_offset != 0 {
+        return Ok(None);
+    }
+    let Some(archive) = provider.archive_of(source) else {
+        return Ok(None);
+    };
+    let Some(start) = (*offset as u64).checked_add(span.parameter_offset) else {
+        return Ok(None);
+    };
+    device
+        .allocator()
+        .map_file(params, archive.file(), start, span.length)
+}
+
 /// Runs `body` as one call's batch: on failure the signal fence is failed with the error.
 fn run_batch<T>(
     state: &State,
@@ -550,11 +588,21 @@ fn functions() -> NativeModuleBuilder<State> {
                     )
                     .map_err(|e| StatusError::new(StatusCode::ResourceExhausted, e.to_string()))?;
                     for (span, entry) in spans.iter().zip(entries) {
-                        let length = to_i64(span.length, "length", span, &scope)?;
-                        let buffer = batch
-                            .step(|device, submit| device.queue_alloca(submit, params, length))
+                        let mapped = mapped_buffer(&state.provider, &**device, params, entry, span)
                             .map_err(|e| about(span, &scope, e))?;
-                        enqueue_contents(batch, entry, span, &scope, &buffer)?;
+                        let buffer = match mapped {
+                            Some(buffer) => buffer,
+                            None => {
+                                let length = to_i64(span.length, "length", span, &scope)?;
+                                let buffer = batch
+                                    .step(|device, submit| {
+                                        device.queue_alloca(submit, params, length)
+                                    })
+                                    .map_err(|e| about(span, &scope, e))?;
+                                enqueue_contents(batch, entry, span, &scope, &buffer)?;
+                                buffer
+                            }
+                        };
                         list.push(Value::Ref(Some(Ref::Object(Arc::new(buffer)))))
                             .map_err(|e| {
                                 about(span, &scope, StatusError::invalid_argument(e.to_string()))

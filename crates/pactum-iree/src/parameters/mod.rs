@@ -62,6 +62,8 @@ use std::sync::Arc;
 
 pub use index::{ParameterEntry, ParameterError, ParameterIndex, ParameterStorage, SharedBytes};
 
+use index::ArchiveFile;
+
 /// The archive formats, told apart by their first bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ArchiveFormat {
@@ -99,7 +101,9 @@ impl ArchiveFormat {
 impl ParameterIndex {
     /// Reads the archive at `path` (`.irpa`, `.safetensors` or `.gguf`, told apart by their
     /// contents, not by the file name), memory-mapped: data entries point into the mapping,
-    /// which lives as long as any of them.
+    /// which lives as long as any of them. The index keeps the file open: `io_parameters.load`
+    /// hands the device a buffer over an entry's own pages of the file (mapped copy-on-write)
+    /// instead of a copy where the entry's alignment allows.
     ///
     /// Errors name the file, the byte offset of what was wrong and what it was; every
     /// offset and length the archive declares is checked against the file before use.
@@ -116,11 +120,14 @@ impl ParameterIndex {
         // mapped is outside what Rust can guard against; IREE maps its archives the same way.
         let map = unsafe { memmap2::Mmap::map(&file) }
             .map_err(|e| fail(format!("cannot memory-map: {e}")))?;
-        let source: SharedBytes = Arc::new(map);
-        ParameterIndex::from_bytes(source).map_err(|mut e| {
+        let archive = Arc::new(ArchiveFile::new(file, map));
+        let source: SharedBytes = archive.clone();
+        let mut index = ParameterIndex::from_bytes(source).map_err(|mut e| {
             e.path = Some(path.to_owned());
             e
-        })
+        })?;
+        index.set_archive(archive);
+        Ok(index)
     }
 
     /// Reads an archive held in memory (`.irpa`, `.safetensors` or `.gguf`, told apart by
@@ -194,6 +201,14 @@ impl ParameterProvider {
             .iter()
             .filter(|(s, _)| s == scope)
             .find_map(|(_, index)| index.get(key))
+    }
+
+    /// The archive file whose mapping `source` (a data entry's) is, when one of the indexes
+    /// was opened from it.
+    pub(crate) fn archive_of(&self, source: &SharedBytes) -> Option<&ArchiveFile> {
+        self.scopes
+            .iter()
+            .find_map(|(_, index)| index.archive_of(source))
     }
 
     /// The scopes, in the order added (a scope given twice appears twice).

@@ -18,6 +18,7 @@ mod llvm_cpu;
 mod manifest_harness;
 mod module;
 mod parameters;
+mod parameters_mapped;
 mod structured;
 mod structured_vs_iree;
 mod tensor_fit;
