@@ -302,8 +302,8 @@ def compare_outputs(folder: pathlib.Path, out_dir: pathlib.Path, names, record):
 
 def memcheck_class(valgrind_text: str):
     """(outcome, class) of a run valgrind reported errors in. Errors whose innermost frame is
-    code without symbols called by the llvm-cpu dispatch (`library::Call::run`) are the compiled
-    module's own: invalid reads there are reads outside its bindings (IREE's compiled code is
+    code without symbols called by the llvm-cpu dispatch (`library::Call::run`), or whose stack
+    valgrind lost inside such code (no frame with a name), are the compiled module's own: invalid reads there are reads outside its bindings (IREE's compiled code is
     wrong, whatever values it gets); uses of uninitialised values there (vector lanes the code
     loads but does not use, as far as valgrind can tell) are noted, not judged. Any other error
     is pactum's, except one: when the compiled code read outside its bindings or used
@@ -315,8 +315,13 @@ def memcheck_class(valgrind_text: str):
         if not re.match(r"(Invalid|Conditional|Use of uninitialised|Syscall param)", error):
             continue
         frames = re.findall(r"(?:at|by) 0x[0-9A-F]+: (.*)", error)
-        compiled = (len(frames) > 1 and frames[0].startswith("???")
-                    and "executable::library::Call::run" in frames[1])
+        # Called from the dispatch, or a stack valgrind could not unwind past the innermost
+        # frame at all (every frame `???`: it lost its way inside code without symbols, which
+        # in pactum's process is only the loaded dispatch code; pactum's own frames and the
+        # system libraries' always have names).
+        compiled = frames and frames[0].startswith("???") and (
+            (len(frames) > 1 and "executable::library::Call::run" in frames[1])
+            or all(f.startswith("???") for f in frames))
         if not compiled:
             if error.startswith("Syscall param write(buf) points to uninitialised"):
                 written += 1

@@ -51,6 +51,13 @@ COMPILED = """==1== Invalid read of size 4
 ==1==  Address 0x4c9249c is 28 bytes after a block of size 16 in arena "client"
 ==1== 
 """
+# valgrind sometimes cannot unwind out of the compiled code (a frame of garbage after it).
+COMPILED_UNWIND_LOST = """==1== Invalid read of size 4
+==1==    at 0x5347516: ???
+==1==    by 0x7FFFFFFFFFFFFFF: ???
+==1==  Address 0x4ca815c is 28 bytes after a block of size 32 in arena "client"
+==1== 
+"""
 VECTOR_LANES = """==1== Conditional jump or move depends on uninitialised value(s)
 ==1==    at 0x4859AF9: ???
 ==1==    by 0x7836BC: pactum_iree::hal::executable::library::Call::run (library.rs:496)
@@ -72,6 +79,12 @@ def test_memcheck_tells_compiled_code_from_pactum():
     assert corpus.memcheck_class(COMPILED) == ("iree-wrong",
                                                "compiled-code-reads-outside-bindings")
     assert corpus.memcheck_class(COMPILED + OWN) == ("pactum-wrong", "memcheck")
+    assert corpus.memcheck_class(COMPILED_UNWIND_LOST + COMPILED) == (
+        "iree-wrong", "compiled-code-reads-outside-bindings")
+    # Unnamed code called by a named frame that is not the dispatch is not assumed compiled.
+    assert corpus.memcheck_class(COMPILED_UNWIND_LOST.replace(
+        "by 0x7FFFFFFFFFFFFFF: ???", "by 0x48: pactum_npy::write_file (lib.rs:1)")) == (
+        "pactum-wrong", "memcheck")
     # Results computed from what the compiled code read outside its bindings are written out
     # with those bytes: the compiled code's doing, unless it read nothing it should not.
     assert corpus.memcheck_class(COMPILED + RESULTS_WRITTEN) == (
