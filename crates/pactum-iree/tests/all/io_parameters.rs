@@ -712,6 +712,35 @@ fn write_safetensors(path: &Path, params: &[Param]) {
     std::fs::write(path, file).unwrap();
 }
 
+/// Asserts that `mlp` of `vmfb`, its `model` parameters read from the archive `file` by
+/// pactum's reader, gives `expected` for input `x`, and so does iree-run-module reading the
+/// same file.
+fn assert_file_reads_give(
+    vmfb: &Path,
+    file: &Path,
+    x: &Tensor,
+    expected: &[Bits],
+    dir: &Path,
+    what: &str,
+) {
+    let index = ParameterIndex::open(file).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let module = IreeModule::builder()
+        .parameters("model", index)
+        .load(vmfb)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let result: Tensor = module.function("mlp").unwrap().call_typed((x,)).unwrap();
+    let bits: Vec<u32> = result
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(vec![(result.shape().to_vec(), bits)], expected, "{what}");
+    let tool = run_iree_run_module(vmfb, "mlp", &[("model", file)], &mlp_input()[0], dir)
+        .unwrap_or_else(|e| panic!("{what}: iree-run-module: {e}"));
+    assert_eq!(vec![tool], expected, "{what}: iree-run-module");
+}
+
 fn mlp_input() -> Vec<(Vec<i64>, Vec<f32>)> {
     let x: Vec<f32> = (0..16)
         .map(|k| ((k * 3) % 11) as f32 / 4.0 - 1.25)
@@ -801,70 +830,28 @@ fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_ire
             assert_eq!(ours, theirs, "{backend} {what}");
             // The archive file itself, memory-mapped by pactum's reader, against
             // iree-run-module reading the same file.
-            let index =
-                ParameterIndex::open(file).unwrap_or_else(|e| panic!("{backend} {what}: {e}"));
-            let from_file = IreeModule::builder()
-                .parameters("model", index)
-                .load(&with_parameters)
-                .unwrap_or_else(|e| panic!("{backend} {what}: {e}"));
             let x = Tensor::from_slice(&mlp_input()[0].1, &mlp_input()[0].0).unwrap();
-            let result: Tensor = from_file
-                .function("mlp")
-                .unwrap()
-                .call_typed((&x,))
-                .unwrap();
-            let from_file_bits: Vec<u32> = result
-                .to_vec::<f32>()
-                .unwrap()
-                .iter()
-                .map(|v| v.to_bits())
-                .collect();
-            assert_eq!(
-                vec![(result.shape().to_vec(), from_file_bits)],
-                ours,
-                "{backend} {what}"
-            );
-            let tool = run_iree_run_module(
+            assert_file_reads_give(
                 &with_parameters,
-                "mlp",
-                &[("model", file)],
-                &mlp_input()[0],
+                file,
+                &x,
+                &ours,
                 &dir,
-            )
-            .unwrap_or_else(|e| panic!("{backend} {what}: iree-run-module: {e}"));
-            assert_eq!(vec![tool], ours, "{backend} {what}: iree-run-module");
+                &format!("{backend} {what}"),
+            );
             if what == "exported" {
                 // The same weights in a .safetensors file, none of them aligned: pactum's
                 // reader and iree-run-module's give the same results again.
                 let safetensors = dir.join(format!("mlp-{backend}.safetensors"));
                 write_safetensors(&safetensors, &exported);
-                let index = ParameterIndex::open(&safetensors)
-                    .unwrap_or_else(|e| panic!("{backend} safetensors: {e}"));
-                let module = IreeModule::builder()
-                    .parameters("model", index)
-                    .load(&with_parameters)
-                    .unwrap();
-                let result: Tensor = module.function("mlp").unwrap().call_typed((&x,)).unwrap();
-                let bits: Vec<u32> = result
-                    .to_vec::<f32>()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.to_bits())
-                    .collect();
-                assert_eq!(
-                    vec![(result.shape().to_vec(), bits)],
-                    ours,
-                    "{backend} safetensors"
-                );
-                let tool = run_iree_run_module(
+                assert_file_reads_give(
                     &with_parameters,
-                    "mlp",
-                    &[("model", &safetensors)],
-                    &mlp_input()[0],
+                    &safetensors,
+                    &x,
+                    &ours,
                     &dir,
-                )
-                .unwrap_or_else(|e| panic!("{backend} safetensors: iree-run-module: {e}"));
-                assert_eq!(vec![tool], ours, "{backend} safetensors: iree-run-module");
+                    &format!("{backend} safetensors"),
+                );
             }
             compared += 1;
             if what == "exported" {
