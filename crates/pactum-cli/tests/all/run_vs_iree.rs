@@ -414,6 +414,45 @@ fn run_reads_and_writes_files_as_iree_run_module_does() {
     assert_same(&tool, &args, &ours_dir);
 }
 
+/// Compiles `source` with `compiler` for vmvx, from `dir/<name>.mlir` to `dir/<name>.vmfb`.
+fn compile_vmvx(compiler: &Path, dir: &Path, name: &str, source: &str) -> PathBuf {
+    let input = dir.join(format!("{name}.mlir"));
+    let output = dir.join(format!("{name}.vmfb"));
+    std::fs::write(&input, source).unwrap();
+    let result = Command::new(compiler)
+        .arg(&input)
+        .args([
+            "--iree-hal-target-device=local",
+            "--iree-hal-local-target-device-backends=vmvx",
+            "-o",
+        ])
+        .arg(&output)
+        .output()
+        .expect("run iree-compile");
+    assert!(
+        result.status.success(),
+        "iree-compile {name}: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    output
+}
+
+/// The weights `w` of scope `model` that the parameter tests' programs read.
+const MODEL_W: [f32; 4] = [1.5, -2.0, 0.25, 8.0];
+
+/// Writes [`MODEL_W`] as entry `w` of `dir/model.irpa`.
+fn write_model_irpa(dir: &Path) {
+    let mut model = pactum_iree::parameters::ParameterIndex::new();
+    model.add_data(
+        "w",
+        MODEL_W
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    );
+    model.write_irpa_file(dir.join("model.irpa")).unwrap();
+}
+
 /// `liba` exports functions (scalar and tensor) and `app` imports them, compiled once per
 /// test run by the pinned `iree-compile`.
 fn linked_modules(test: &str) -> Option<&'static (PathBuf, PathBuf)> {
@@ -455,28 +494,10 @@ module @app {
   }
 }
 "#;
-        let compile = |name: &str, source: &str| -> PathBuf {
-            let input = dir.join(format!("{name}.mlir"));
-            let output = dir.join(format!("{name}.vmfb"));
-            std::fs::write(&input, source).unwrap();
-            let result = Command::new(&compiler)
-                .arg(&input)
-                .args([
-                    "--iree-hal-target-device=local",
-                    "--iree-hal-local-target-device-backends=vmvx",
-                    "-o",
-                ])
-                .arg(&output)
-                .output()
-                .expect("run iree-compile");
-            assert!(
-                result.status.success(),
-                "iree-compile {name}: {}",
-                String::from_utf8_lossy(&result.stderr)
-            );
-            output
-        };
-        (compile("liba", liba), compile("app", app))
+        (
+            compile_vmvx(&compiler, &dir, "liba", liba),
+            compile_vmvx(&compiler, &dir, "app", app),
+        )
     }))
 }
 
@@ -790,30 +811,8 @@ func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %1 : tensor<4xf32>
 }
 "#;
-    std::fs::write(dir.join("affine.mlir"), source).unwrap();
-    let compiled = Command::new(&compiler)
-        .args([
-            "affine.mlir",
-            "--iree-hal-target-device=local",
-            "--iree-hal-local-target-device-backends=vmvx",
-            "-o",
-            "affine.vmfb",
-        ])
-        .current_dir(&dir)
-        .output()
-        .expect("run iree-compile");
-    assert!(
-        compiled.status.success(),
-        "{}",
-        String::from_utf8_lossy(&compiled.stderr)
-    );
-    let mut model = ParameterIndex::new();
-    let w: Vec<u8> = [1.5f32, -2.0, 0.25, 8.0]
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
-    model.add_data("w", w);
-    model.write_irpa_file(dir.join("model.irpa")).unwrap();
+    compile_vmvx(&compiler, &dir, "affine", source);
+    write_model_irpa(&dir);
     let mut unnamed = ParameterIndex::new();
     unnamed.add_splat("b", &0.5f32.to_le_bytes(), 16).unwrap();
     unnamed.write_irpa_file(dir.join("bias.irpa")).unwrap();
@@ -843,11 +842,7 @@ func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
     let header = br#"{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#;
     let mut safetensors = (header.len() as u64).to_le_bytes().to_vec();
     safetensors.extend_from_slice(header);
-    safetensors.extend(
-        [1.5f32, -2.0, 0.25, 8.0]
-            .iter()
-            .flat_map(|v| v.to_le_bytes()),
-    );
+    safetensors.extend(MODEL_W.iter().flat_map(|v| v.to_le_bytes()));
     std::fs::write(dir.join("model.safetensors"), safetensors).unwrap();
     let mut from_safetensors = run(&[]);
     from_safetensors[3] = "--parameters=model=model.safetensors".to_owned();
@@ -863,8 +858,6 @@ func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 #[test]
 fn test_command_links_modules_and_reads_parameters() {
-    use pactum_iree::parameters::ParameterIndex;
-
     let test = "test_command_links_modules_and_reads_parameters";
     let Some((liba, _)) = linked_modules(test) else {
         return;
@@ -895,30 +888,8 @@ module @app_test {
   }
 }
 "#;
-    std::fs::write(dir.join("app_test.mlir"), source).unwrap();
-    let compiled = Command::new(&compiler)
-        .args([
-            "app_test.mlir",
-            "--iree-hal-target-device=local",
-            "--iree-hal-local-target-device-backends=vmvx",
-            "-o",
-            "app_test.vmfb",
-        ])
-        .current_dir(&dir)
-        .output()
-        .expect("run iree-compile");
-    assert!(
-        compiled.status.success(),
-        "{}",
-        String::from_utf8_lossy(&compiled.stderr)
-    );
-    let mut model = ParameterIndex::new();
-    let w: Vec<u8> = [1.5f32, -2.0, 0.25, 8.0]
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
-    model.add_data("w", w);
-    model.write_irpa_file(dir.join("model.irpa")).unwrap();
+    compile_vmvx(&compiler, &dir, "app_test", source);
+    write_model_irpa(&dir);
     let liba = liba.display().to_string();
 
     let output = pactum(
