@@ -32,22 +32,7 @@ fn repo_root() -> PathBuf {
 /// `PACTUM_SKIP_PEER=1`.
 fn peer_tools(test: &str) -> Option<(PathBuf, PathBuf)> {
     let compile = pactum_testing::iree::tool_or_skip("iree-compile", test)?;
-    let python = repo_root().join(".venv/bin/python");
-    let works = Command::new(&python)
-        .args(["-c", "import iree.runtime, numpy"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !works {
-        if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") {
-            eprintln!("SKIPPED {test} (PACTUM_SKIP_PEER=1): no .venv python with iree.runtime");
-            return None;
-        }
-        panic!(
-            "{test}: {} cannot import iree.runtime and numpy (scripts/test.sh installs them; \
-             PACTUM_SKIP_PEER=1 skips this test)",
-            python.display()
-        );
-    }
+    let python = pactum_testing::iree::python_or_skip(&["iree.runtime", "numpy"], test)?;
     Some((compile, python))
 }
 

@@ -14,12 +14,12 @@
 //! unless `PACTUM_SKIP_PEER=1`, when they are skipped with a message.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use pactum_iree::parameters::{ParameterIndex, ParameterStorage, SharedBytes};
 use pactum_testing::hostile::{assert_says, failure, quickly};
-use pactum_testing::iree::tool_or_skip;
+use pactum_testing::iree::{python_or_skip, tool_or_skip};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -38,26 +38,7 @@ fn scratch(test: &str) -> PathBuf {
 /// The workspace's `.venv` python when it has `iree.runtime`; `None` when it does not and
 /// `PACTUM_SKIP_PEER=1` (a failure otherwise).
 fn peer_python(test: &str) -> Option<PathBuf> {
-    let python = manifest_dir().join("../../.venv/bin/python");
-    let available = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import iree.runtime"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    if !available {
-        let why = format!(
-            "{} with iree.runtime (iree-base-runtime 3.13) is missing",
-            python.display()
-        );
-        if std::env::var("PACTUM_SKIP_PEER").is_ok_and(|v| v == "1") {
-            eprintln!("SKIPPED {test} (PACTUM_SKIP_PEER=1): {why}");
-            return None;
-        }
-        panic!("{why}; set PACTUM_SKIP_PEER=1 to skip this comparison");
-    }
-    Some(python)
+    python_or_skip(&["iree.runtime"], test)
 }
 
 /// The `.venv` python with `iree.runtime` and `iree-dump-parameters`; `None` when either is
