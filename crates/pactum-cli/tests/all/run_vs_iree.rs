@@ -114,6 +114,8 @@ fn run_prints_what_iree_run_module_prints() {
         "--input=2x3xf32=1 2 3 4 5 6",
         "--input=2x3xf32=1",
     ];
+    // add_mat of vmvx_tensors with `extra` flags.
+    let add_mat = |extra: &[&'static str]| [&[tensors.as_str()][..], &add[..], extra].concat();
     let cases: Vec<Vec<&str>> = vec![
         vec![&scalars, "--function=add", "--input=2", "--input=3"],
         vec![
@@ -138,7 +140,7 @@ fn run_prints_what_iree_run_module_prints() {
         vec![&scalars, "--input=2"],
         vec![&scalars, "--function=add", "--input=2", "--input=x"],
         // Tensors, lists of results, elision past --output_max_element_count.
-        [&[tensors.as_str()][..], &add[..]].concat(),
+        add_mat(&[]),
         vec![&tensors, "--function=stats", "--input=4xf32=1 2 3 4"],
         vec![
             &tensors,
@@ -193,75 +195,25 @@ fn run_prints_what_iree_run_module_prints() {
         // --expected_output: a match, one within the default f32 tolerance, one beyond it, the
         // same with a wider threshold, exact mode, another shape, (ignored) results, the wrong
         // count, and a scalar (which IREE 3.13 reports as a type mismatch, exit status 1).
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=2x3xf32=2 3 4 5 6 7"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=2x3xf32=2 3 4 5 6 7.00001"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=2x3xf32=2 3 4 5 6 7.1"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &[
-                "--expected_output=2x3xf32=2 3 4 5 6 7.1",
-                "--expected_f32_threshold=0.2",
-            ],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &[
-                "--expected_output=2x3xf32=2 3 4 5 6 7.00001",
-                "--equality_mode=exact",
-            ],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &[
-                "--expected_output=2x3xf32=2 3 4 5 6 8",
-                "--expected_rtol=0.2",
-            ],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=3x2xf32=2 3 4 5 6 7"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=2x3xi32=2 3 4 5 6 7"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=(ignored)"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=(ignored)", "--expected_output=(ignored)"],
-        ]
-        .concat(),
+        add_mat(&["--expected_output=2x3xf32=2 3 4 5 6 7"]),
+        add_mat(&["--expected_output=2x3xf32=2 3 4 5 6 7.00001"]),
+        add_mat(&["--expected_output=2x3xf32=2 3 4 5 6 7.1"]),
+        add_mat(&[
+            "--expected_output=2x3xf32=2 3 4 5 6 7.1",
+            "--expected_f32_threshold=0.2",
+        ]),
+        add_mat(&[
+            "--expected_output=2x3xf32=2 3 4 5 6 7.00001",
+            "--equality_mode=exact",
+        ]),
+        add_mat(&[
+            "--expected_output=2x3xf32=2 3 4 5 6 8",
+            "--expected_rtol=0.2",
+        ]),
+        add_mat(&["--expected_output=3x2xf32=2 3 4 5 6 7"]),
+        add_mat(&["--expected_output=2x3xi32=2 3 4 5 6 7"]),
+        add_mat(&["--expected_output=(ignored)"]),
+        add_mat(&["--expected_output=(ignored)", "--expected_output=(ignored)"]),
         vec![
             &tensors,
             "--function=scale_rows",
@@ -301,13 +253,7 @@ fn run_prints_what_iree_run_module_prints() {
     );
     let passed = assert_same(
         &tool,
-        &words(&[
-            &tensors,
-            add[0],
-            add[1],
-            add[2],
-            "--expected_output=2x3xf32=2 3 4 5 6 7",
-        ]),
+        &words(&add_mat(&["--expected_output=2x3xf32=2 3 4 5 6 7"])),
         &dir,
     );
     assert_eq!(
@@ -316,13 +262,7 @@ fn run_prints_what_iree_run_module_prints() {
     );
     let failed = assert_same(
         &tool,
-        &words(&[
-            &tensors,
-            add[0],
-            add[1],
-            add[2],
-            "--expected_output=2x3xf32=2 3 4 5 6 7.1",
-        ]),
+        &words(&add_mat(&["--expected_output=2x3xf32=2 3 4 5 6 7.1"])),
         &dir,
     );
     assert!(
