@@ -1085,6 +1085,19 @@ fn load_makes_one_buffer_per_parameter_after_the_wait_fence() {
     assert_eq!(buffer(1), (8..48).collect::<Vec<u8>>());
 }
 
+/// The error of function `function` of `module` called with `args`, asserting that the call
+/// fails with `status`.
+fn call_error(
+    module: &dyn NativeModule,
+    function: usize,
+    args: &[Value],
+    status: StatusCode,
+) -> pactum_iree::vm::NativeError {
+    let error = module.call(function, args).unwrap_err();
+    assert_eq!(error.status, status, "{error}");
+    error
+}
+
 #[test]
 fn bad_calls_are_errors_naming_scope_and_key_that_fail_the_signal_fence() {
     let (module, device) = direct_setup();
@@ -1160,8 +1173,7 @@ fn bad_calls_are_errors_naming_scope_and_key_that_fail_the_signal_fence() {
         &[("d", 0, 0, 4)],
     );
     args[8] = text(&[0; 23]);
-    let error = module.call(GATHER, &args).unwrap_err();
-    assert_eq!(error.status, StatusCode::InvalidArgument, "{error}");
+    let error = call_error(&module, GATHER, &args, StatusCode::InvalidArgument);
     assert!(error.message.contains("24-byte spans"), "{error}");
     let mut args = call_args(
         &device,
@@ -1171,8 +1183,7 @@ fn bad_calls_are_errors_naming_scope_and_key_that_fail_the_signal_fence() {
         &[("d", 0, 0, 4)],
     );
     args[6] = text(&[0, 0, 0, 0, 9, 0, 0, 0]);
-    let error = module.call(GATHER, &args).unwrap_err();
-    assert_eq!(error.status, StatusCode::OutOfRange, "{error}");
+    let error = call_error(&module, GATHER, &args, StatusCode::OutOfRange);
     assert!(
         error.message.contains("key 0 (offset=0, length=9)"),
         "{error}"
@@ -1186,8 +1197,7 @@ fn bad_calls_are_errors_naming_scope_and_key_that_fail_the_signal_fence() {
         vec![object(target.clone()), text(b"model")],
         &[("d", 0, 0, 4)],
     );
-    let error = module.call(SCATTER, &args).unwrap_err();
-    assert_eq!(error.status, StatusCode::PermissionDenied, "{error}");
+    let error = call_error(&module, SCATTER, &args, StatusCode::PermissionDenied);
     assert!(
         error
             .message
@@ -1216,8 +1226,7 @@ fn a_wait_fence_never_reached_is_an_error_after_the_wait_limit() {
         vec![text(b"model"), object(target)],
         &[("d", 0, 0, 4)],
     );
-    let error = module.call(GATHER, &args).unwrap_err();
-    assert_eq!(error.status, StatusCode::DeadlineExceeded, "{error}");
+    let error = call_error(&module, GATHER, &args, StatusCode::DeadlineExceeded);
     assert!(
         error
             .message
@@ -1277,7 +1286,6 @@ fn large_parameters_arrive_whole_and_a_bad_range_moves_no_byte() {
         vec![text(b"model"), object(target.clone())],
         &[("big", 0, 65, length as u64)],
     );
-    let error = module.call(GATHER, &args).unwrap_err();
-    assert_eq!(error.status, StatusCode::OutOfRange, "{error}");
+    call_error(&module, GATHER, &args, StatusCode::OutOfRange);
     assert!(target.to_vec().iter().all(|&b| b == 0xee));
 }
