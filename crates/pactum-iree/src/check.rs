@@ -65,10 +65,7 @@ use crate::hal::{
 };
 use crate::signature::cconv::CallingConvention;
 use crate::status::StatusError;
-use crate::vm::{
-    BuiltNativeModule, Context, Limits, NativeError, NativeFunction, NativeModule,
-    NativeModuleBuilder, SignatureMismatch, Value, VmError,
-};
+use crate::vm::{BuiltNativeModule, Context, Limits, NativeModuleBuilder, VmError};
 use crate::vmfb::{VmfbError, VmfbFile};
 
 /// The `check` module's version (IREE's is 0; importers require at least 0).
@@ -716,27 +713,7 @@ impl CheckModule {
     }
 }
 
-impl NativeModule for CheckModule {
-    fn name(&self) -> &str {
-        self.module.name()
-    }
-
-    fn version(&self) -> u32 {
-        self.module.version()
-    }
-
-    fn functions(&self) -> &[NativeFunction] {
-        self.module.functions()
-    }
-
-    fn check_signatures(&self) -> Result<(), SignatureMismatch> {
-        self.module.check_signatures()
-    }
-
-    fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
-        self.module.call(index, args)
-    }
-}
+crate::vm::native_module_is_built!(CheckModule, module);
 
 // ---------------------------------------------------------------------------- test runs
 
@@ -1058,6 +1035,7 @@ pub fn run_tests<S: AsRef<str>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vm::Value;
 
     #[test]
     fn formats_like_cpp_streams() {

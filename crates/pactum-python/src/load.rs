@@ -30,7 +30,8 @@ use std::sync::Arc;
 
 use pactum::sys::dlpack::DLDeviceType;
 use pactum::{
-    Any, AnyView, Array, Bytes, DataType, Error, ErrorKind, Function, Map, Obj, Result, Tensor,
+    Any, AnyView, Array, Bytes, DataType, Error, ErrorKind, FromAnyView, Function, Map, Obj,
+    Result, Tensor,
 };
 use pactum_iree::hal::{HalBufferView, TraceSink, Workers};
 use pactum_iree::module::{
@@ -82,14 +83,7 @@ pub fn register() -> Result<()> {
                 check_keys(options)?;
             }
             let allow_casts = option(options.as_ref(), "allow_casts")
-                .map(|a| {
-                    a.view().get::<bool>().map_err(|_| {
-                        type_error(format!(
-                            "allow_casts: expected a bool, got {}",
-                            a.type_key()
-                        ))
-                    })
-                })
+                .map(|a| typed::<bool>(&a, "allow_casts", "a bool"))
                 .transpose()?
                 .unwrap_or(false);
             let module = load_module(source, options.as_ref())?;
@@ -276,6 +270,17 @@ fn option(options: Option<&Map>, key: &str) -> Option<Any> {
     (value.type_index() != 0).then_some(value)
 }
 
+/// `value` as a `T`; a TypeError `{what}: expected {expected}, got <its type>` when it is
+/// another type.
+fn typed<'a, T: FromAnyView<'a>>(value: &'a Any, what: &str, expected: &str) -> Result<T> {
+    value.get::<T>().map_err(|_| {
+        type_error(format!(
+            "{what}: expected {expected}, got {}",
+            value.type_key()
+        ))
+    })
+}
+
 /// The workers `device` and `threads` name.
 fn workers(device: Option<&str>, threads: Option<i64>) -> Result<Workers> {
     match (device.unwrap_or("local-task"), threads) {
@@ -335,28 +340,14 @@ fn load_module(source: &AnyView<'_>, options: Option<&Map>) -> Result<IreeModule
     let device = option(options, "device");
     let device = device
         .as_ref()
-        .map(|d| {
-            d.view()
-                .get::<&str>()
-                .map(str::to_owned)
-                .map_err(|_| type_error(format!("device: expected a str, got {}", d.type_key())))
-        })
+        .map(|d| typed::<&str>(d, "device", "a str").map(str::to_owned))
         .transpose()?;
     let threads = option(options, "threads")
-        .map(|t| {
-            t.view()
-                .get::<i64>()
-                .map_err(|_| type_error(format!("threads: expected an int, got {}", t.type_key())))
-        })
+        .map(|t| typed::<i64>(&t, "threads", "an int"))
         .transpose()?;
     let mut builder = ModuleBuilder::new().workers(workers(device.as_deref(), threads)?);
     if let Some(modules) = option(options, "modules") {
-        let modules = modules.view().get::<Array>().map_err(|_| {
-            type_error(format!(
-                "modules: expected an Array, got {}",
-                modules.type_key()
-            ))
-        })?;
+        let modules = typed::<Array>(&modules, "modules", "an Array")?;
         for (index, module) in modules.iter().enumerate() {
             let what = format!("modules[{index}]");
             let view = module.view();
@@ -371,12 +362,11 @@ fn load_module(source: &AnyView<'_>, options: Option<&Map>) -> Result<IreeModule
         }
     }
     if let Some(parameters) = option(options, "parameters") {
-        let parameters = parameters.view().get::<Array>().map_err(|_| {
-            type_error(format!(
-                "parameters: expected an Array of [scope, archive] pairs, got {}",
-                parameters.type_key()
-            ))
-        })?;
+        let parameters = typed::<Array>(
+            &parameters,
+            "parameters",
+            "an Array of [scope, archive] pairs",
+        )?;
         for (index, pair) in parameters.iter().enumerate() {
             let what = format!("parameters[{index}]");
             let pair = pair
@@ -417,12 +407,7 @@ fn load_module(source: &AnyView<'_>, options: Option<&Map>) -> Result<IreeModule
         }
     }
     if let Some(trace) = option(options, "trace") {
-        let callback = trace.view().get::<Function>().map_err(|_| {
-            type_error(format!(
-                "trace: expected a Function, got {}",
-                trace.type_key()
-            ))
-        })?;
+        let callback = typed::<Function>(&trace, "trace", "a Function")?;
         builder = builder.trace_sink(trace_sink(callback));
     }
     match source {

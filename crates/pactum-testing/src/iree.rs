@@ -83,6 +83,36 @@ pub fn tool_or_skip(name: &str, test: &str) -> Option<PathBuf> {
     }
 }
 
+/// The workspace's `.venv` python when it imports every one of `modules` (`iree.runtime`,
+/// `numpy`, ...); `None` when it does not and `PACTUM_SKIP_PEER=1` (the skip is printed,
+/// naming `test`). Without `PACTUM_SKIP_PEER=1` a python that cannot panics, as a missing
+/// tool does in [`tool_or_skip`].
+pub fn python_or_skip(modules: &[&str], test: &str) -> Option<PathBuf> {
+    let python = repo_root().join(".venv/bin/python");
+    let imports = modules.join(", ");
+    let available = python.exists()
+        && Command::new(&python)
+            .arg("-c")
+            .arg(format!("import {imports}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if available {
+        return Some(python);
+    }
+    let why = format!(
+        "{} cannot import {imports} (scripts/test.sh installs them: iree.runtime is the pinned \
+         iree-base-runtime 3.13)",
+        python.display()
+    );
+    if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") {
+        eprintln!("SKIPPED {test} (PACTUM_SKIP_PEER=1): {why}");
+        return None;
+    }
+    panic!("{test}: {why}; PACTUM_SKIP_PEER=1 skips this comparison");
+}
+
 // ------------------------------------------------------------------------------ values
 
 /// One value as `iree-run-module` prints it. Numbers are kept as the exact text printed: a

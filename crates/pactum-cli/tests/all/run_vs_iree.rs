@@ -114,6 +114,8 @@ fn run_prints_what_iree_run_module_prints() {
         "--input=2x3xf32=1 2 3 4 5 6",
         "--input=2x3xf32=1",
     ];
+    // add_mat of vmvx_tensors with `extra` flags.
+    let add_mat = |extra: &[&'static str]| [&[tensors.as_str()][..], &add[..], extra].concat();
     let cases: Vec<Vec<&str>> = vec![
         vec![&scalars, "--function=add", "--input=2", "--input=3"],
         vec![
@@ -138,7 +140,7 @@ fn run_prints_what_iree_run_module_prints() {
         vec![&scalars, "--input=2"],
         vec![&scalars, "--function=add", "--input=2", "--input=x"],
         // Tensors, lists of results, elision past --output_max_element_count.
-        [&[tensors.as_str()][..], &add[..]].concat(),
+        add_mat(&[]),
         vec![&tensors, "--function=stats", "--input=4xf32=1 2 3 4"],
         vec![
             &tensors,
@@ -193,75 +195,25 @@ fn run_prints_what_iree_run_module_prints() {
         // --expected_output: a match, one within the default f32 tolerance, one beyond it, the
         // same with a wider threshold, exact mode, another shape, (ignored) results, the wrong
         // count, and a scalar (which IREE 3.13 reports as a type mismatch, exit status 1).
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=2x3xf32=2 3 4 5 6 7"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=2x3xf32=2 3 4 5 6 7.00001"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=2x3xf32=2 3 4 5 6 7.1"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &[
-                "--expected_output=2x3xf32=2 3 4 5 6 7.1",
-                "--expected_f32_threshold=0.2",
-            ],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &[
-                "--expected_output=2x3xf32=2 3 4 5 6 7.00001",
-                "--equality_mode=exact",
-            ],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &[
-                "--expected_output=2x3xf32=2 3 4 5 6 8",
-                "--expected_rtol=0.2",
-            ],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=3x2xf32=2 3 4 5 6 7"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=2x3xi32=2 3 4 5 6 7"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=(ignored)"],
-        ]
-        .concat(),
-        [
-            &[tensors.as_str()][..],
-            &add[..],
-            &["--expected_output=(ignored)", "--expected_output=(ignored)"],
-        ]
-        .concat(),
+        add_mat(&["--expected_output=2x3xf32=2 3 4 5 6 7"]),
+        add_mat(&["--expected_output=2x3xf32=2 3 4 5 6 7.00001"]),
+        add_mat(&["--expected_output=2x3xf32=2 3 4 5 6 7.1"]),
+        add_mat(&[
+            "--expected_output=2x3xf32=2 3 4 5 6 7.1",
+            "--expected_f32_threshold=0.2",
+        ]),
+        add_mat(&[
+            "--expected_output=2x3xf32=2 3 4 5 6 7.00001",
+            "--equality_mode=exact",
+        ]),
+        add_mat(&[
+            "--expected_output=2x3xf32=2 3 4 5 6 8",
+            "--expected_rtol=0.2",
+        ]),
+        add_mat(&["--expected_output=3x2xf32=2 3 4 5 6 7"]),
+        add_mat(&["--expected_output=2x3xi32=2 3 4 5 6 7"]),
+        add_mat(&["--expected_output=(ignored)"]),
+        add_mat(&["--expected_output=(ignored)", "--expected_output=(ignored)"]),
         vec![
             &tensors,
             "--function=scale_rows",
@@ -301,13 +253,7 @@ fn run_prints_what_iree_run_module_prints() {
     );
     let passed = assert_same(
         &tool,
-        &words(&[
-            &tensors,
-            add[0],
-            add[1],
-            add[2],
-            "--expected_output=2x3xf32=2 3 4 5 6 7",
-        ]),
+        &words(&add_mat(&["--expected_output=2x3xf32=2 3 4 5 6 7"])),
         &dir,
     );
     assert_eq!(
@@ -316,13 +262,7 @@ fn run_prints_what_iree_run_module_prints() {
     );
     let failed = assert_same(
         &tool,
-        &words(&[
-            &tensors,
-            add[0],
-            add[1],
-            add[2],
-            "--expected_output=2x3xf32=2 3 4 5 6 7.1",
-        ]),
+        &words(&add_mat(&["--expected_output=2x3xf32=2 3 4 5 6 7.1"])),
         &dir,
     );
     assert!(
@@ -414,6 +354,45 @@ fn run_reads_and_writes_files_as_iree_run_module_does() {
     assert_same(&tool, &args, &ours_dir);
 }
 
+/// Compiles `source` with `compiler` for vmvx, from `dir/<name>.mlir` to `dir/<name>.vmfb`.
+fn compile_vmvx(compiler: &Path, dir: &Path, name: &str, source: &str) -> PathBuf {
+    let input = dir.join(format!("{name}.mlir"));
+    let output = dir.join(format!("{name}.vmfb"));
+    std::fs::write(&input, source).unwrap();
+    let result = Command::new(compiler)
+        .arg(&input)
+        .args([
+            "--iree-hal-target-device=local",
+            "--iree-hal-local-target-device-backends=vmvx",
+            "-o",
+        ])
+        .arg(&output)
+        .output()
+        .expect("run iree-compile");
+    assert!(
+        result.status.success(),
+        "iree-compile {name}: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    output
+}
+
+/// The weights `w` of scope `model` that the parameter tests' programs read.
+const MODEL_W: [f32; 4] = [1.5, -2.0, 0.25, 8.0];
+
+/// Writes [`MODEL_W`] as entry `w` of `dir/model.irpa`.
+fn write_model_irpa(dir: &Path) {
+    let mut model = pactum_iree::parameters::ParameterIndex::new();
+    model.add_data(
+        "w",
+        MODEL_W
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>(),
+    );
+    model.write_irpa_file(dir.join("model.irpa")).unwrap();
+}
+
 /// `liba` exports functions (scalar and tensor) and `app` imports them, compiled once per
 /// test run by the pinned `iree-compile`.
 fn linked_modules(test: &str) -> Option<&'static (PathBuf, PathBuf)> {
@@ -455,28 +434,10 @@ module @app {
   }
 }
 "#;
-        let compile = |name: &str, source: &str| -> PathBuf {
-            let input = dir.join(format!("{name}.mlir"));
-            let output = dir.join(format!("{name}.vmfb"));
-            std::fs::write(&input, source).unwrap();
-            let result = Command::new(&compiler)
-                .arg(&input)
-                .args([
-                    "--iree-hal-target-device=local",
-                    "--iree-hal-local-target-device-backends=vmvx",
-                    "-o",
-                ])
-                .arg(&output)
-                .output()
-                .expect("run iree-compile");
-            assert!(
-                result.status.success(),
-                "iree-compile {name}: {}",
-                String::from_utf8_lossy(&result.stderr)
-            );
-            output
-        };
-        (compile("liba", liba), compile("app", app))
+        (
+            compile_vmvx(&compiler, &dir, "liba", liba),
+            compile_vmvx(&compiler, &dir, "app", app),
+        )
     }))
 }
 
@@ -790,30 +751,8 @@ func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %1 : tensor<4xf32>
 }
 "#;
-    std::fs::write(dir.join("affine.mlir"), source).unwrap();
-    let compiled = Command::new(&compiler)
-        .args([
-            "affine.mlir",
-            "--iree-hal-target-device=local",
-            "--iree-hal-local-target-device-backends=vmvx",
-            "-o",
-            "affine.vmfb",
-        ])
-        .current_dir(&dir)
-        .output()
-        .expect("run iree-compile");
-    assert!(
-        compiled.status.success(),
-        "{}",
-        String::from_utf8_lossy(&compiled.stderr)
-    );
-    let mut model = ParameterIndex::new();
-    let w: Vec<u8> = [1.5f32, -2.0, 0.25, 8.0]
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
-    model.add_data("w", w);
-    model.write_irpa_file(dir.join("model.irpa")).unwrap();
+    compile_vmvx(&compiler, &dir, "affine", source);
+    write_model_irpa(&dir);
     let mut unnamed = ParameterIndex::new();
     unnamed.add_splat("b", &0.5f32.to_le_bytes(), 16).unwrap();
     unnamed.write_irpa_file(dir.join("bias.irpa")).unwrap();
@@ -843,11 +782,7 @@ func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
     let header = br#"{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}}"#;
     let mut safetensors = (header.len() as u64).to_le_bytes().to_vec();
     safetensors.extend_from_slice(header);
-    safetensors.extend(
-        [1.5f32, -2.0, 0.25, 8.0]
-            .iter()
-            .flat_map(|v| v.to_le_bytes()),
-    );
+    safetensors.extend(MODEL_W.iter().flat_map(|v| v.to_le_bytes()));
     std::fs::write(dir.join("model.safetensors"), safetensors).unwrap();
     let mut from_safetensors = run(&[]);
     from_safetensors[3] = "--parameters=model=model.safetensors".to_owned();
@@ -863,8 +798,6 @@ func.func @affine(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 #[test]
 fn test_command_links_modules_and_reads_parameters() {
-    use pactum_iree::parameters::ParameterIndex;
-
     let test = "test_command_links_modules_and_reads_parameters";
     let Some((liba, _)) = linked_modules(test) else {
         return;
@@ -895,30 +828,8 @@ module @app_test {
   }
 }
 "#;
-    std::fs::write(dir.join("app_test.mlir"), source).unwrap();
-    let compiled = Command::new(&compiler)
-        .args([
-            "app_test.mlir",
-            "--iree-hal-target-device=local",
-            "--iree-hal-local-target-device-backends=vmvx",
-            "-o",
-            "app_test.vmfb",
-        ])
-        .current_dir(&dir)
-        .output()
-        .expect("run iree-compile");
-    assert!(
-        compiled.status.success(),
-        "{}",
-        String::from_utf8_lossy(&compiled.stderr)
-    );
-    let mut model = ParameterIndex::new();
-    let w: Vec<u8> = [1.5f32, -2.0, 0.25, 8.0]
-        .iter()
-        .flat_map(|v| v.to_le_bytes())
-        .collect();
-    model.add_data("w", w);
-    model.write_irpa_file(dir.join("model.irpa")).unwrap();
+    compile_vmvx(&compiler, &dir, "app_test", source);
+    write_model_irpa(&dir);
     let liba = liba.display().to_string();
 
     let output = pactum(

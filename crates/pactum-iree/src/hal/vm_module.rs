@@ -21,8 +21,8 @@ use super::file::{FileContents, HalFile};
 use super::semaphore::{HalFence, HalSemaphore, Timeout, wait_limit_exceeded};
 use crate::status::{StatusCode, StatusError};
 use crate::vm::{
-    BuiltNativeModule, NativeError, NativeFunction, NativeModule, NativeModuleBuilder, Ref,
-    RefObject, RefObjectType, SignatureMismatch, Text, Value, Variadic, VmBuffer,
+    BuiltNativeModule, NativeError, NativeModuleBuilder, Ref, RefObject, RefObjectType, Text,
+    Value, Variadic, VmBuffer,
 };
 
 /// The reference types the module registers (without `!`).
@@ -1244,31 +1244,7 @@ impl HalModule {
     }
 }
 
-impl NativeModule for HalModule {
-    fn name(&self) -> &str {
-        self.module.name()
-    }
-
-    fn version(&self) -> u32 {
-        self.module.version()
-    }
-
-    fn functions(&self) -> &[NativeFunction] {
-        self.module.functions()
-    }
-
-    fn ref_types(&self) -> Vec<String> {
-        self.module.ref_types()
-    }
-
-    fn check_signatures(&self) -> Result<(), SignatureMismatch> {
-        self.module.check_signatures()
-    }
-
-    fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
-        self.module.call(index, args)
-    }
-}
+crate::vm::native_module_is_built!(HalModule, module);
 
 /// A reference to a new HAL object, for passing to the module's functions.
 pub fn hal_ref<T: RefObjectType>(object: T) -> Value {

@@ -51,8 +51,8 @@ use crate::hal::{
 };
 use crate::status::{StatusCode, StatusError};
 use crate::vm::{
-    BuiltNativeModule, ElementType, NativeError, NativeFunction, NativeModule, NativeModuleBuilder,
-    Ref, RefType, SignatureMismatch, Value, VmBuffer, VmList,
+    BuiltNativeModule, ElementType, NativeError, NativeModuleBuilder, Ref, RefType, Value,
+    VmBuffer, VmList,
 };
 
 /// The module's name, what programs import its functions by (`io_parameters.load`).
@@ -141,27 +141,7 @@ impl IoParametersModule {
     }
 }
 
-impl NativeModule for IoParametersModule {
-    fn name(&self) -> &str {
-        self.module.name()
-    }
-
-    fn version(&self) -> u32 {
-        self.module.version()
-    }
-
-    fn functions(&self) -> &[NativeFunction] {
-        self.module.functions()
-    }
-
-    fn check_signatures(&self) -> Result<(), SignatureMismatch> {
-        self.module.check_signatures()
-    }
-
-    fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
-        self.module.call(index, args)
-    }
-}
+crate::vm::native_module_is_built!(IoParametersModule, module);
 
 /// The bytes of a data entry, as a file the device's `queue_read` reads from.
 struct EntryBytes(SharedBytes);

@@ -743,6 +743,45 @@ pub struct BuiltNativeModule<S> {
     state: S,
 }
 
+/// Implements [`NativeModule`] for a type whose module is the [`BuiltNativeModule`] in its field
+/// `$field`: every method answers what the built module answers. `check_signatures` is
+/// forwarded too, so wrapping a built module never drops its signature check; a module's
+/// reference types are the ones its builder declared ([`NativeModuleBuilder::ref_types`]).
+macro_rules! native_module_is_built {
+    ($module:ty, $field:ident) => {
+        impl $crate::vm::NativeModule for $module {
+            fn name(&self) -> &str {
+                $crate::vm::NativeModule::name(&self.$field)
+            }
+
+            fn version(&self) -> u32 {
+                $crate::vm::NativeModule::version(&self.$field)
+            }
+
+            fn functions(&self) -> &[$crate::vm::NativeFunction] {
+                $crate::vm::NativeModule::functions(&self.$field)
+            }
+
+            fn ref_types(&self) -> Vec<String> {
+                $crate::vm::NativeModule::ref_types(&self.$field)
+            }
+
+            fn check_signatures(&self) -> Result<(), $crate::vm::SignatureMismatch> {
+                $crate::vm::NativeModule::check_signatures(&self.$field)
+            }
+
+            fn call(
+                &self,
+                index: usize,
+                args: &[$crate::vm::Value],
+            ) -> Result<Vec<$crate::vm::Value>, $crate::vm::NativeError> {
+                $crate::vm::NativeModule::call(&self.$field, index, args)
+            }
+        }
+    };
+}
+pub(crate) use native_module_is_built;
+
 impl<S> fmt::Debug for BuiltNativeModule<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BuiltNativeModule")

@@ -15,7 +15,7 @@
 //! `PACTUM_SKIP_PEER=1`, when it is skipped with a message.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use pactum_iree::check::{TestOptions, TestReport, Verdict, float_element, run_tests};
 use pactum_iree::hal::{HalElementType, Workers};
@@ -35,27 +35,7 @@ fn fixture(name: &str) -> PathBuf {
 /// The workspace's `.venv` python when it has `iree.runtime`, NumPy and `ml_dtypes`; `None`
 /// when it does not and `PACTUM_SKIP_PEER=1` (a failure otherwise).
 fn peer_python() -> Option<PathBuf> {
-    let python = manifest_dir().join("../../.venv/bin/python");
-    let skip = std::env::var("PACTUM_SKIP_PEER").is_ok_and(|v| v == "1");
-    let available = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import iree.runtime, numpy, ml_dtypes"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    if !available {
-        let why = format!(
-            "{} with iree.runtime (iree-base-runtime 3.13), numpy and ml_dtypes is missing",
-            python.display()
-        );
-        if skip {
-            eprintln!("skipped (PACTUM_SKIP_PEER=1): {why}");
-            return None;
-        }
-        panic!("{why}; set PACTUM_SKIP_PEER=1 to skip this comparison");
-    }
-    Some(python)
+    pactum_testing::iree::python_or_skip(&["iree.runtime", "numpy", "ml_dtypes"], "check_vs_iree")
 }
 
 /// IREE's report on `files` (the script's JSON, one object per module); `None` when the peer

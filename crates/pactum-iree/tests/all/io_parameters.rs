@@ -32,22 +32,7 @@ fn repo_root() -> PathBuf {
 /// `PACTUM_SKIP_PEER=1`.
 fn peer_tools(test: &str) -> Option<(PathBuf, PathBuf)> {
     let compile = pactum_testing::iree::tool_or_skip("iree-compile", test)?;
-    let python = repo_root().join(".venv/bin/python");
-    let works = Command::new(&python)
-        .args(["-c", "import iree.runtime, numpy"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !works {
-        if std::env::var("PACTUM_SKIP_PEER").as_deref() == Ok("1") {
-            eprintln!("SKIPPED {test} (PACTUM_SKIP_PEER=1): no .venv python with iree.runtime");
-            return None;
-        }
-        panic!(
-            "{test}: {} cannot import iree.runtime and numpy (scripts/test.sh installs them; \
-             PACTUM_SKIP_PEER=1 skips this test)",
-            python.display()
-        );
-    }
+    let python = pactum_testing::iree::python_or_skip(&["iree.runtime", "numpy"], test)?;
     Some((compile, python))
 }
 
@@ -712,6 +697,35 @@ fn write_safetensors(path: &Path, params: &[Param]) {
     std::fs::write(path, file).unwrap();
 }
 
+/// Asserts that `mlp` of `vmfb`, its `model` parameters read from the archive `file` by
+/// pactum's reader, gives `expected` for input `x`, and so does iree-run-module reading the
+/// same file.
+fn assert_file_reads_give(
+    vmfb: &Path,
+    file: &Path,
+    x: &Tensor,
+    expected: &[Bits],
+    dir: &Path,
+    what: &str,
+) {
+    let index = ParameterIndex::open(file).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let module = IreeModule::builder()
+        .parameters("model", index)
+        .load(vmfb)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let result: Tensor = module.function("mlp").unwrap().call_typed((x,)).unwrap();
+    let bits: Vec<u32> = result
+        .to_vec::<f32>()
+        .unwrap()
+        .iter()
+        .map(|v| v.to_bits())
+        .collect();
+    assert_eq!(vec![(result.shape().to_vec(), bits)], expected, "{what}");
+    let tool = run_iree_run_module(vmfb, "mlp", &[("model", file)], &mlp_input()[0], dir)
+        .unwrap_or_else(|e| panic!("{what}: iree-run-module: {e}"));
+    assert_eq!(vec![tool], expected, "{what}: iree-run-module");
+}
+
 fn mlp_input() -> Vec<(Vec<i64>, Vec<f32>)> {
     let x: Vec<f32> = (0..16)
         .map(|k| ((k * 3) % 11) as f32 / 4.0 - 1.25)
@@ -801,70 +815,28 @@ fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_ire
             assert_eq!(ours, theirs, "{backend} {what}");
             // The archive file itself, memory-mapped by pactum's reader, against
             // iree-run-module reading the same file.
-            let index =
-                ParameterIndex::open(file).unwrap_or_else(|e| panic!("{backend} {what}: {e}"));
-            let from_file = IreeModule::builder()
-                .parameters("model", index)
-                .load(&with_parameters)
-                .unwrap_or_else(|e| panic!("{backend} {what}: {e}"));
             let x = Tensor::from_slice(&mlp_input()[0].1, &mlp_input()[0].0).unwrap();
-            let result: Tensor = from_file
-                .function("mlp")
-                .unwrap()
-                .call_typed((&x,))
-                .unwrap();
-            let from_file_bits: Vec<u32> = result
-                .to_vec::<f32>()
-                .unwrap()
-                .iter()
-                .map(|v| v.to_bits())
-                .collect();
-            assert_eq!(
-                vec![(result.shape().to_vec(), from_file_bits)],
-                ours,
-                "{backend} {what}"
-            );
-            let tool = run_iree_run_module(
+            assert_file_reads_give(
                 &with_parameters,
-                "mlp",
-                &[("model", file)],
-                &mlp_input()[0],
+                file,
+                &x,
+                &ours,
                 &dir,
-            )
-            .unwrap_or_else(|e| panic!("{backend} {what}: iree-run-module: {e}"));
-            assert_eq!(vec![tool], ours, "{backend} {what}: iree-run-module");
+                &format!("{backend} {what}"),
+            );
             if what == "exported" {
                 // The same weights in a .safetensors file, none of them aligned: pactum's
                 // reader and iree-run-module's give the same results again.
                 let safetensors = dir.join(format!("mlp-{backend}.safetensors"));
                 write_safetensors(&safetensors, &exported);
-                let index = ParameterIndex::open(&safetensors)
-                    .unwrap_or_else(|e| panic!("{backend} safetensors: {e}"));
-                let module = IreeModule::builder()
-                    .parameters("model", index)
-                    .load(&with_parameters)
-                    .unwrap();
-                let result: Tensor = module.function("mlp").unwrap().call_typed((&x,)).unwrap();
-                let bits: Vec<u32> = result
-                    .to_vec::<f32>()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.to_bits())
-                    .collect();
-                assert_eq!(
-                    vec![(result.shape().to_vec(), bits)],
-                    ours,
-                    "{backend} safetensors"
-                );
-                let tool = run_iree_run_module(
+                assert_file_reads_give(
                     &with_parameters,
-                    "mlp",
-                    &[("model", &safetensors)],
-                    &mlp_input()[0],
+                    &safetensors,
+                    &x,
+                    &ours,
                     &dir,
-                )
-                .unwrap_or_else(|e| panic!("{backend} safetensors: iree-run-module: {e}"));
-                assert_eq!(vec![tool], ours, "{backend} safetensors: iree-run-module");
+                    &format!("{backend} safetensors"),
+                );
             }
             compared += 1;
             if what == "exported" {
@@ -1113,6 +1085,19 @@ fn load_makes_one_buffer_per_parameter_after_the_wait_fence() {
     assert_eq!(buffer(1), (8..48).collect::<Vec<u8>>());
 }
 
+/// The error of function `function` of `module` called with `args`, asserting that the call
+/// fails with `status`.
+fn call_error(
+    module: &dyn NativeModule,
+    function: usize,
+    args: &[Value],
+    status: StatusCode,
+) -> pactum_iree::vm::NativeError {
+    let error = module.call(function, args).unwrap_err();
+    assert_eq!(error.status, status, "{error}");
+    error
+}
+
 #[test]
 fn bad_calls_are_errors_naming_scope_and_key_that_fail_the_signal_fence() {
     let (module, device) = direct_setup();
@@ -1188,8 +1173,7 @@ fn bad_calls_are_errors_naming_scope_and_key_that_fail_the_signal_fence() {
         &[("d", 0, 0, 4)],
     );
     args[8] = text(&[0; 23]);
-    let error = module.call(GATHER, &args).unwrap_err();
-    assert_eq!(error.status, StatusCode::InvalidArgument, "{error}");
+    let error = call_error(&module, GATHER, &args, StatusCode::InvalidArgument);
     assert!(error.message.contains("24-byte spans"), "{error}");
     let mut args = call_args(
         &device,
@@ -1199,8 +1183,7 @@ fn bad_calls_are_errors_naming_scope_and_key_that_fail_the_signal_fence() {
         &[("d", 0, 0, 4)],
     );
     args[6] = text(&[0, 0, 0, 0, 9, 0, 0, 0]);
-    let error = module.call(GATHER, &args).unwrap_err();
-    assert_eq!(error.status, StatusCode::OutOfRange, "{error}");
+    let error = call_error(&module, GATHER, &args, StatusCode::OutOfRange);
     assert!(
         error.message.contains("key 0 (offset=0, length=9)"),
         "{error}"
@@ -1214,8 +1197,7 @@ fn bad_calls_are_errors_naming_scope_and_key_that_fail_the_signal_fence() {
         vec![object(target.clone()), text(b"model")],
         &[("d", 0, 0, 4)],
     );
-    let error = module.call(SCATTER, &args).unwrap_err();
-    assert_eq!(error.status, StatusCode::PermissionDenied, "{error}");
+    let error = call_error(&module, SCATTER, &args, StatusCode::PermissionDenied);
     assert!(
         error
             .message
@@ -1244,8 +1226,7 @@ fn a_wait_fence_never_reached_is_an_error_after_the_wait_limit() {
         vec![text(b"model"), object(target)],
         &[("d", 0, 0, 4)],
     );
-    let error = module.call(GATHER, &args).unwrap_err();
-    assert_eq!(error.status, StatusCode::DeadlineExceeded, "{error}");
+    let error = call_error(&module, GATHER, &args, StatusCode::DeadlineExceeded);
     assert!(
         error
             .message
@@ -1305,7 +1286,6 @@ fn large_parameters_arrive_whole_and_a_bad_range_moves_no_byte() {
         vec![text(b"model"), object(target.clone())],
         &[("big", 0, 65, length as u64)],
     );
-    let error = module.call(GATHER, &args).unwrap_err();
-    assert_eq!(error.status, StatusCode::OutOfRange, "{error}");
+    call_error(&module, GATHER, &args, StatusCode::OutOfRange);
     assert!(target.to_vec().iter().all(|&b| b == 0xee));
 }

@@ -14,12 +14,12 @@
 //! unless `PACTUM_SKIP_PEER=1`, when they are skipped with a message.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use pactum_iree::parameters::{ParameterIndex, ParameterStorage, SharedBytes};
 use pactum_testing::hostile::{assert_says, failure, quickly};
-use pactum_testing::iree::tool_or_skip;
+use pactum_testing::iree::{python_or_skip, tool_or_skip};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -38,26 +38,15 @@ fn scratch(test: &str) -> PathBuf {
 /// The workspace's `.venv` python when it has `iree.runtime`; `None` when it does not and
 /// `PACTUM_SKIP_PEER=1` (a failure otherwise).
 fn peer_python(test: &str) -> Option<PathBuf> {
-    let python = manifest_dir().join("../../.venv/bin/python");
-    let available = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import iree.runtime"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    if !available {
-        let why = format!(
-            "{} with iree.runtime (iree-base-runtime 3.13) is missing",
-            python.display()
-        );
-        if std::env::var("PACTUM_SKIP_PEER").is_ok_and(|v| v == "1") {
-            eprintln!("SKIPPED {test} (PACTUM_SKIP_PEER=1): {why}");
-            return None;
-        }
-        panic!("{why}; set PACTUM_SKIP_PEER=1 to skip this comparison");
-    }
-    Some(python)
+    python_or_skip(&["iree.runtime"], test)
+}
+
+/// The `.venv` python with `iree.runtime` and `iree-dump-parameters`; `None` when either is
+/// missing and `PACTUM_SKIP_PEER=1` (a failure otherwise).
+fn python_and_dump_tool(test: &str) -> Option<(PathBuf, PathBuf)> {
+    let python = peer_python(test)?;
+    let dump_tool = tool_or_skip("iree-dump-parameters", test)?;
+    Some((python, dump_tool))
 }
 
 fn run_peer(python: &Path, args: &[&Path]) -> Vec<u8> {
@@ -180,6 +169,19 @@ fn assert_same_table(index: &ParameterIndex, rows: &[DumpRow], what: &str) {
     );
 }
 
+/// Asserts that IREE reads `archive` as `index` holds it: what `iree.runtime` reports
+/// ([`assert_same_entries`]) and `iree-dump-parameters`' table ([`assert_same_table`]).
+fn assert_iree_reads_the_same(
+    index: &ParameterIndex,
+    python: &Path,
+    dump_tool: &Path,
+    archive: &Path,
+    what: &str,
+) {
+    assert_same_entries(index, &iree_entries(python, archive), what);
+    assert_same_table(index, &iree_dump_tool(dump_tool, archive), what);
+}
+
 /// Archive contents exercising what the format holds: data of several sizes (empty, odd, over
 /// a 64-byte alignment step), splats of every pattern size, metadata, keys with `.`, `/`,
 /// spaces and non-ASCII letters.
@@ -232,10 +234,7 @@ fn index_from_spec(spec: &Value) -> ParameterIndex {
 #[test]
 fn irpa_made_by_iree_reads_as_iree_reads_it() {
     let test = "irpa_made_by_iree_reads_as_iree_reads_it";
-    let Some(python) = peer_python(test) else {
-        return;
-    };
-    let Some(dump_tool) = tool_or_skip("iree-dump-parameters", test) else {
+    let Some((python, dump_tool)) = python_and_dump_tool(test) else {
         return;
     };
     let dir = scratch(test);
@@ -244,12 +243,7 @@ fn irpa_made_by_iree_reads_as_iree_reads_it() {
 
     let index = ParameterIndex::open(&archive).unwrap();
     assert_eq!(index.len(), 10);
-    assert_same_entries(&index, &iree_entries(&python, &archive), "IREE's archive");
-    assert_same_table(
-        &index,
-        &iree_dump_tool(&dump_tool, &archive),
-        "IREE's archive",
-    );
+    assert_iree_reads_the_same(&index, &python, &dump_tool, &archive, "IREE's archive");
 
     // The data entries point into the mapping: no copy of the file.
     let ParameterStorage::Data { offset, .. } = index.get("layer0.weight").unwrap().storage else {
@@ -261,10 +255,7 @@ fn irpa_made_by_iree_reads_as_iree_reads_it() {
 #[test]
 fn irpa_written_by_pactum_is_what_iree_writes_and_reads() {
     let test = "irpa_written_by_pactum_is_what_iree_writes_and_reads";
-    let Some(python) = peer_python(test) else {
-        return;
-    };
-    let Some(dump_tool) = tool_or_skip("iree-dump-parameters", test) else {
+    let Some((python, dump_tool)) = python_and_dump_tool(test) else {
         return;
     };
     let dir = scratch(test);
@@ -274,12 +265,7 @@ fn irpa_written_by_pactum_is_what_iree_writes_and_reads() {
 
     // IREE reads it with the same entries pactum reads back.
     let reread = ParameterIndex::open(&ours).unwrap();
-    assert_same_entries(&reread, &iree_entries(&python, &ours), "pactum's archive");
-    assert_same_table(
-        &reread,
-        &iree_dump_tool(&dump_tool, &ours),
-        "pactum's archive",
-    );
+    assert_iree_reads_the_same(&reread, &python, &dump_tool, &ours, "pactum's archive");
 
     // And it is the archive IREE's own builder writes for the same entries, byte for byte.
     let theirs = dir.join("iree.irpa");
@@ -390,16 +376,7 @@ fn irpa_made_by_iree_tools_reads_as_iree_reads_it() {
     );
     let index = ParameterIndex::open(&created).unwrap();
     assert_eq!(index.len(), 4);
-    assert_same_entries(
-        &index,
-        &iree_entries(&python, &created),
-        "iree-create-parameters",
-    );
-    assert_same_table(
-        &index,
-        &iree_dump_tool(&dump, &created),
-        "iree-create-parameters",
-    );
+    assert_iree_reads_the_same(&index, &python, &dump, &created, "iree-create-parameters");
 
     // iree-convert-parameters: entries turned into splats (one over a length that is not a
     // whole number of patterns), excluded and renamed.
@@ -424,14 +401,11 @@ fn irpa_made_by_iree_tools_reads_as_iree_reads_it() {
         index.get("layer0.bias").unwrap().storage,
         ParameterStorage::Splat { length: 3, .. }
     ));
-    assert_same_entries(
+    assert_iree_reads_the_same(
         &index,
-        &iree_entries(&python, &converted),
-        "iree-convert-parameters",
-    );
-    assert_same_table(
-        &index,
-        &iree_dump_tool(&dump, &converted),
+        &python,
+        &dump,
+        &converted,
         "iree-convert-parameters",
     );
 }
@@ -441,10 +415,7 @@ fn irpa_made_by_iree_tools_reads_as_iree_reads_it() {
 #[test]
 fn duplicate_keys_find_the_entry_iree_finds() {
     let test = "duplicate_keys_find_the_entry_iree_finds";
-    let Some(python) = peer_python(test) else {
-        return;
-    };
-    let Some(dump) = tool_or_skip("iree-dump-parameters", test) else {
+    let Some((python, dump)) = python_and_dump_tool(test) else {
         return;
     };
     let dir = scratch(test);
@@ -720,10 +691,7 @@ fn assert_iree_converts_to_the_same(index: &ParameterIndex, input: &Path, dir: &
 #[test]
 fn safetensors_reads_as_iree_reads_it() {
     let test = "safetensors_reads_as_iree_reads_it";
-    let Some(python) = peer_python(test) else {
-        return;
-    };
-    let Some(dump_tool) = tool_or_skip("iree-dump-parameters", test) else {
+    let Some((python, dump_tool)) = python_and_dump_tool(test) else {
         return;
     };
     let dir = scratch(test);
@@ -738,8 +706,7 @@ fn safetensors_reads_as_iree_reads_it() {
             .collect::<Vec<_>>(),
         ["zeta.weight", "alpha", "empty", "model.layers.0.bias"]
     );
-    assert_same_entries(&index, &iree_entries(&python, &path), "safetensors");
-    assert_same_table(&index, &iree_dump_tool(&dump_tool, &path), "safetensors");
+    assert_iree_reads_the_same(&index, &python, &dump_tool, &path, "safetensors");
     assert_iree_converts_to_the_same(&index, &path, &dir);
 }
 
@@ -859,10 +826,7 @@ fn sample_gguf(alignment: Option<u32>) -> Vec<u8> {
 #[test]
 fn gguf_reads_as_iree_reads_it() {
     let test = "gguf_reads_as_iree_reads_it";
-    let Some(python) = peer_python(test) else {
-        return;
-    };
-    let Some(dump_tool) = tool_or_skip("iree-dump-parameters", test) else {
+    let Some((python, dump_tool)) = python_and_dump_tool(test) else {
         return;
     };
     // Version 2 has version 3's layout (little-endian files); both are read.
@@ -884,8 +848,7 @@ fn gguf_reads_as_iree_reads_it() {
             .collect();
         assert_eq!(read, expected, "version {version}, alignment {alignment:?}");
         let what = format!("gguf version {version}, alignment {alignment:?}");
-        assert_same_entries(&index, &iree_entries(&python, &path), &what);
-        assert_same_table(&index, &iree_dump_tool(&dump_tool, &path), &what);
+        assert_iree_reads_the_same(&index, &python, &dump_tool, &path, &what);
         assert_iree_converts_to_the_same(&index, &path, &dir);
     }
 }
@@ -1162,10 +1125,7 @@ func.func @main(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<3xi32>, tensor<
 #[test]
 fn irpa_exported_by_iree_compile_reads_as_iree_reads_it() {
     let test = "irpa_exported_by_iree_compile_reads_as_iree_reads_it";
-    let Some(python) = peer_python(test) else {
-        return;
-    };
-    let Some(dump) = tool_or_skip("iree-dump-parameters", test) else {
+    let Some((python, dump)) = python_and_dump_tool(test) else {
         return;
     };
     let compiler = manifest_dir().join("../../.venv/bin/iree-compile");
@@ -1207,14 +1167,5 @@ fn irpa_exported_by_iree_compile_reads_as_iree_reads_it() {
         }
         other => panic!("the splat constant is a splat entry, got {other:?}"),
     }
-    assert_same_entries(
-        &index,
-        &iree_entries(&python, &archive),
-        "iree-compile's export",
-    );
-    assert_same_table(
-        &index,
-        &iree_dump_tool(&dump, &archive),
-        "iree-compile's export",
-    );
+    assert_iree_reads_the_same(&index, &python, &dump, &archive, "iree-compile's export");
 }

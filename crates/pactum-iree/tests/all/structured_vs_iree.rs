@@ -441,33 +441,11 @@ fn cases() -> Vec<Case> {
 
 // --- IREE's side -------------------------------------------------------------------------
 
-fn peer_python() -> PathBuf {
-    manifest_dir().join("../../.venv/bin/python")
-}
-
 /// Runs every case through `iree.runtime`; `None` when the peer is missing and
 /// `PACTUM_SKIP_PEER=1`.
 fn run_iree(cases: &[Case]) -> Option<Vec<Value>> {
-    let python = peer_python();
-    let skip = std::env::var("PACTUM_SKIP_PEER").is_ok_and(|v| v == "1");
-    let available = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import iree.runtime, numpy"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-    if !available {
-        let why = format!(
-            "{} with iree.runtime (iree-base-runtime 3.13) and numpy is missing",
-            python.display()
-        );
-        if skip {
-            eprintln!("skipped (PACTUM_SKIP_PEER=1): {why}");
-            return None;
-        }
-        panic!("{why}; set PACTUM_SKIP_PEER=1 to skip this comparison");
-    }
+    let python =
+        pactum_testing::iree::python_or_skip(&["iree.runtime", "numpy"], "structured_vs_iree")?;
     let input: Vec<Value> = cases
         .iter()
         .map(|case| {

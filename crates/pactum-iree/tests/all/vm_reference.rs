@@ -1063,53 +1063,45 @@ fn switch_ref_and_call_yieldable_match_iree_run_module() {
 /// `vm.erf.f32`/`vm.erf.f64` over a sweep of inputs: `count` bit patterns from `first`,
 /// `stride` apart, folded into an FNV-1a hash of the result bits (the loop runs in the VM, so
 /// a sweep of 10^5 inputs costs one process of the reference).
-const ERF_SWEEP: &str = r#"
-vm.module @erf_sweep {
-  vm.export @erf_f32_hash
-  vm.func @erf_f32_hash(%first: i32, %stride: i32, %count: i32) -> i32 {
-    %c0 = vm.const.i32 0
-    %c1 = vm.const.i32 1
-    %basis = vm.const.i32 -2128831035
-    %prime = vm.const.i32 16777619
-    vm.br ^head(%c0, %first, %basis : i32, i32, i32)
-  ^head(%i: i32, %bits: i32, %h: i32):
-    %more = vm.cmp.lt.i32.s %i, %count : i32
-    vm.cond_br %more, ^body, ^exit
-  ^body:
-    %x = vm.bitcast.i32.f32 %bits : i32 -> f32
-    %y = vm.erf.f32 %x : f32
-    %ybits = vm.bitcast.f32.i32 %y : f32 -> i32
-    %mixed = vm.xor.i32 %h, %ybits : i32
-    %h2 = vm.mul.i32 %mixed, %prime : i32
-    %i1 = vm.add.i32 %i, %c1 : i32
-    %next = vm.add.i32 %bits, %stride : i32
-    vm.br ^head(%i1, %next, %h2 : i32, i32, i32)
-  ^exit:
-    vm.return %h : i32
-  }
-  vm.export @erf_f64_hash
-  vm.func @erf_f64_hash(%first: i64, %stride: i64, %count: i32) -> i64 {
-    %c0 = vm.const.i32 0
-    %c1 = vm.const.i32 1
-    %basis = vm.const.i64 -3750763034362895579
-    %prime = vm.const.i64 1099511628211
-    vm.br ^head(%c0, %first, %basis : i32, i64, i64)
-  ^head(%i: i32, %bits: i64, %h: i64):
-    %more = vm.cmp.lt.i32.s %i, %count : i32
-    vm.cond_br %more, ^body, ^exit
-  ^body:
-    %x = vm.bitcast.i64.f64 %bits : i64 -> f64
-    %y = vm.erf.f64 %x : f64
-    %ybits = vm.bitcast.f64.i64 %y : f64 -> i64
-    %mixed = vm.xor.i64 %h, %ybits : i64
-    %h2 = vm.mul.i64 %mixed, %prime : i64
-    %i1 = vm.add.i32 %i, %c1 : i32
-    %next = vm.add.i64 %bits, %stride : i64
-    vm.br ^head(%i1, %next, %h2 : i32, i64, i64)
-  ^exit:
-    vm.return %h : i64
-  }
+fn erf_sweep() -> String {
+    let function = |float: &str, int: &str, basis: &str, prime: &str| {
+        ERF_SWEEP_FUNCTION
+            .replace("FLOAT", float)
+            .replace("INT", int)
+            .replace("BASIS", basis)
+            .replace("PRIME", prime)
+    };
+    format!(
+        "\nvm.module @erf_sweep {{\n{}{}}}\n",
+        function("f32", "i32", "-2128831035", "16777619"),
+        function("f64", "i64", "-3750763034362895579", "1099511628211"),
+    )
 }
+
+/// One function of [`erf_sweep`]: `vm.erf.FLOAT` over inputs whose bit patterns are `INT`s,
+/// hashed with the FNV-1a offset basis `BASIS` and prime `PRIME` of that width.
+const ERF_SWEEP_FUNCTION: &str = r#"  vm.export @erf_FLOAT_hash
+  vm.func @erf_FLOAT_hash(%first: INT, %stride: INT, %count: i32) -> INT {
+    %c0 = vm.const.i32 0
+    %c1 = vm.const.i32 1
+    %basis = vm.const.INT BASIS
+    %prime = vm.const.INT PRIME
+    vm.br ^head(%c0, %first, %basis : i32, INT, INT)
+  ^head(%i: i32, %bits: INT, %h: INT):
+    %more = vm.cmp.lt.i32.s %i, %count : i32
+    vm.cond_br %more, ^body, ^exit
+  ^body:
+    %x = vm.bitcast.INT.FLOAT %bits : INT -> FLOAT
+    %y = vm.erf.FLOAT %x : FLOAT
+    %ybits = vm.bitcast.FLOAT.INT %y : FLOAT -> INT
+    %mixed = vm.xor.INT %h, %ybits : INT
+    %h2 = vm.mul.INT %mixed, %prime : INT
+    %i1 = vm.add.i32 %i, %c1 : i32
+    %next = vm.add.INT %bits, %stride : INT
+    vm.br ^head(%i1, %next, %h2 : i32, INT, INT)
+  ^exit:
+    vm.return %h : INT
+  }
 "#;
 
 /// One stretch of an erf sweep: `count` inputs from the bit pattern `first`, `stride` apart.
@@ -1196,7 +1188,7 @@ fn erf_gives_the_bits_of_iree_run_module_over_a_sweep_of_inputs() {
     let dir = scratch("erf-sweep");
     let source = dir.join("erf_sweep.mlir");
     let module = dir.join("erf_sweep.vmfb");
-    std::fs::write(&source, ERF_SWEEP).unwrap();
+    std::fs::write(&source, erf_sweep()).unwrap();
     let output = Command::new(iree_tool("iree-compile"))
         .args(["--compile-mode=vm", "--iree-vm-target-extension-f64"])
         .arg(&source)
