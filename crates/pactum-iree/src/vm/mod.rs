@@ -58,6 +58,7 @@ pub use error::{
 pub use isa::{Field, OpInfo, OpSet, op_info};
 pub use limits::Limits;
 
+#[cfg(feature = "hal")]
 pub(crate) use native::native_module_is_built;
 pub use native::{
     BuiltNativeModule, NativeError, NativeFn, NativeFunction, NativeModule, NativeModuleBuilder,

@@ -747,6 +747,8 @@ pub struct BuiltNativeModule<S> {
 /// `$field`: every method answers what the built module answers. `check_signatures` is
 /// forwarded too, so wrapping a built module never drops its signature check; a module's
 /// reference types are the ones its builder declared ([`NativeModuleBuilder::ref_types`]).
+/// Its users (`hal`, `check`, `io_parameters`) all come with the `hal` feature.
+#[cfg(feature = "hal")]
 macro_rules! native_module_is_built {
     ($module:ty, $field:ident) => {
         impl $crate::vm::NativeModule for $module {
@@ -780,6 +782,7 @@ macro_rules! native_module_is_built {
         }
     };
 }
+#[cfg(feature = "hal")]
 pub(crate) use native_module_is_built;
 
 impl<S> fmt::Debug for BuiltNativeModule<S> {
