@@ -151,11 +151,11 @@ impl HostMemory {
                 "{len} bytes at {offset} are outside the {available}-byte file"
             )));
         }
-        // SAFETY: a private mapping: writes through it never reach the file or any other
-        // mapping, and pactum only touches it through the block's atomic cells and the raw
-        // pointer compiled code receives. The range was checked against the file's length
-        // just now; a file truncated or rewritten by another process while mapped is outside
-        // what Rust can guard against, as for every memory-mapped file.
+        // A private mapping: writes through it never reach the file or any other mapping, and
+        // pactum only touches it through the block's atomic cells and the raw pointer compiled
+        // code receives. A file truncated or rewritten by another process while mapped is
+        // outside what Rust can guard against, as for every memory-mapped file.
+        // SAFETY: private copy-on-write mapping of a range checked against the file's length.
         let mut map = unsafe {
             memmap2::MmapOptions::new()
                 .offset(offset)

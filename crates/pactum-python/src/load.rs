@@ -183,10 +183,10 @@ impl AsRef<[u8]> for TensorBytes {
         if self.len == 0 {
             return &[];
         }
-        // SAFETY: `module_source` checked that the tensor is a contiguous CPU tensor of `len`
-        // one-byte elements, so `len` bytes are readable at its data pointer; `self` holds the
-        // tensor, whose producer keeps the memory alive until it is released; the global's
-        // caller promises nothing writes it meanwhile (module docs).
+        // `module_source` checked that the tensor is a contiguous CPU tensor of `len` one-byte
+        // elements; `self` holds the tensor, whose producer keeps the memory alive until it is
+        // released; the global's caller promises nothing writes it meanwhile (module docs).
+        // SAFETY: `len` readable, live, unwritten bytes at the data pointer, as said above.
         unsafe { std::slice::from_raw_parts(self.tensor.data_ptr().cast::<u8>(), self.len) }
     }
 }

@@ -71,11 +71,12 @@ impl AsRef<[u8]> for TensorBytes {
         if self.length == 0 {
             return &[];
         }
-        // SAFETY: `new` checked that the tensor is a contiguous CPU tensor of `length` bytes
-        // at its data pointer; `self.tensor` keeps that memory alive while the slice borrows
-        // `self`. The memory is the caller's buffer, aliased as iree.runtime's `add_buffer`
-        // aliases it: the Python API documents that it must not be modified while an index
-        // or a loaded module holds it.
+        // `new` checked that the tensor is a contiguous CPU tensor of `length` bytes at its
+        // data pointer; `self.tensor` keeps that memory alive while the slice borrows `self`.
+        // The memory is the caller's buffer, aliased as iree.runtime's `add_buffer` aliases it:
+        // the Python API documents that it must not be modified while an index or a loaded
+        // module holds it.
+        // SAFETY: `length` readable, live, unmodified bytes at the data pointer, as said above.
         unsafe { std::slice::from_raw_parts(self.tensor.data_ptr().cast::<u8>(), self.length) }
     }
 }

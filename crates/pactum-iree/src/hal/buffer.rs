@@ -53,7 +53,39 @@ impl fmt::Debug for HalBuffer {
     }
 }
 
+/// The budget's charge for a new allocation of `length` bytes, or the `RESOURCE_EXHAUSTED`
+/// error saying what (`allocating`, `mapping`) would exceed it.
+fn charge(
+    budget: Option<&Arc<MemoryBudget>>,
+    length: usize,
+    what: &str,
+) -> Result<Charge, StatusError> {
+    Charge::new(budget, length).map_err(|o| {
+        StatusError::new(
+            StatusCode::ResourceExhausted,
+            format!(
+                "{what} {length} bytes exceeds the memory budget of {} bytes",
+                o.limit
+            ),
+        )
+    })
+}
+
 impl HalBuffer {
+    /// A buffer viewing all of `cells`, a new allocation holding `charge`.
+    fn whole(cells: HostMemory, charge: Charge) -> HalBuffer {
+        let length = cells.len();
+        HalBuffer {
+            allocation: Arc::new(Allocation {
+                cells: Arc::new(cells),
+                _charge: charge,
+                preserve_count: AtomicU32::new(1),
+            }),
+            offset: 0,
+            length,
+        }
+    }
+
     /// A zero-filled buffer of `length` bytes, charged to `budget`.
     pub fn allocate(
         length: i64,
@@ -73,15 +105,7 @@ impl HalBuffer {
     ) -> Result<HalBuffer, StatusError> {
         let length = usize::try_from(length)
             .map_err(|_| invalid(format!("allocation size {length} is negative")))?;
-        let charge = Charge::new(budget, length).map_err(|o| {
-            StatusError::new(
-                StatusCode::ResourceExhausted,
-                format!(
-                    "allocating {length} bytes exceeds the memory budget of {} bytes",
-                    o.limit
-                ),
-            )
-        })?;
+        let charge = charge(budget, length, "allocating")?;
         let cells = match cache {
             Some(cache) => HostMemory::reused_or_zeroed(length, cache),
             None => HostMemory::zeroed(length),
@@ -92,15 +116,7 @@ impl HalBuffer {
                 format!("could not allocate {length} bytes"),
             )
         })?;
-        Ok(HalBuffer {
-            allocation: Arc::new(Allocation {
-                cells: Arc::new(cells),
-                _charge: charge,
-                preserve_count: AtomicU32::new(1),
-            }),
-            offset: 0,
-            length,
-        })
+        Ok(HalBuffer::whole(cells, charge))
     }
 
     /// A buffer over the `length` bytes at `offset` of `file`, mapped copy-on-write
@@ -120,30 +136,14 @@ impl HalBuffer {
     ) -> Result<HalBuffer, StatusError> {
         let length = usize::try_from(length)
             .map_err(|_| invalid(format!("mapping size {length} is too large")))?;
-        let charge = Charge::new(budget, length).map_err(|o| {
-            StatusError::new(
-                StatusCode::ResourceExhausted,
-                format!(
-                    "mapping {length} bytes exceeds the memory budget of {} bytes",
-                    o.limit
-                ),
-            )
-        })?;
+        let charge = charge(budget, length, "mapping")?;
         let cells = HostMemory::file_pages(file, offset, length).map_err(|e| {
             StatusError::new(
                 StatusCode::Unavailable,
                 format!("could not map {length} bytes at byte {offset} of the file: {e}"),
             )
         })?;
-        Ok(HalBuffer {
-            allocation: Arc::new(Allocation {
-                cells: Arc::new(cells),
-                _charge: charge,
-                preserve_count: AtomicU32::new(1),
-            }),
-            offset: 0,
-            length,
-        })
+        Ok(HalBuffer::whole(cells, charge))
     }
 
     /// Whether the buffer's bytes are a file's pages mapped copy-on-write (an allocator's
