@@ -275,15 +275,18 @@ def main():
         for case in cases:
             for device in devices:
                 for mode in modes:
+                    def measure(which):
+                        if mode == "whole":
+                            tool = [str(pactum), "run"] if which == "pactum" else [str(tools / "iree-run-module")]
+                            return whole_process(tool, case, device)
+                        tool = [str(pactum), "bench"] if which == "pactum" else [str(tools / "iree-benchmark-module")]
+                        return in_process(tool, case, device, args.min_time)
+
+                    # One uncounted warm-up pair: page cache, CPU frequency.
+                    measure("pactum")
+                    measure("iree")
                     ours, theirs, ratios = [], [], []
                     for run in range(args.runs):
-                        def measure(which):
-                            if mode == "whole":
-                                tool = [str(pactum), "run"] if which == "pactum" else [str(tools / "iree-run-module")]
-                                return whole_process(tool, case, device)
-                            tool = [str(pactum), "bench"] if which == "pactum" else [str(tools / "iree-benchmark-module")]
-                            return in_process(tool, case, device, args.min_time)
-
                         if run % 2 == 0:
                             p = measure("pactum")
                             i = measure("iree")
