@@ -52,7 +52,7 @@ use crate::check::CheckModule;
 use crate::hal::{
     DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, Timeout, Workers, hal_ref,
 };
-use crate::host_memory::HostMemory;
+use crate::host_memory::{BlockCache, HostMemory};
 use crate::status::StatusCode;
 
 use crate::signature::Signature;
@@ -837,6 +837,19 @@ fn imported_buffer(tensor: &Tensor, element_type: HalElementType) -> Option<HalB
     Some(HalBuffer::borrowed(memory))
 }
 
+/// The most bytes of freed argument copies kept for reuse ([`argument_copies`]).
+const ARGUMENT_COPY_CACHE_BYTES: usize = 64 << 20;
+
+/// Freed blocks of argument copies, kept for the next call's copies of the same size: a model
+/// called in a loop with arguments that must be copied (a NumPy array is 16 bytes past a
+/// 64-byte boundary) then maps no fresh pages and takes no page faults for them each call, as
+/// IREE's allocator reuses freed heap memory. Every byte of a reused block is overwritten by
+/// the copy, so nothing of an earlier call's arguments is ever read.
+fn argument_copies() -> &'static Arc<BlockCache> {
+    static CACHE: std::sync::OnceLock<Arc<BlockCache>> = std::sync::OnceLock::new();
+    CACHE.get_or_init(|| BlockCache::new(ARGUMENT_COPY_CACHE_BYTES))
+}
+
 /// A CPU tensor copied into a new HAL buffer, as a dense row-major view of `shape`.
 fn copied_buffer_view(
     tensor: &Tensor,
@@ -867,7 +880,8 @@ fn copied_buffer_view(
             .ok()
             .and_then(|n| n.checked_mul(element))
             .ok_or_else(|| Error::new(ErrorKind::VALUE_ERROR, "tensor too large"))?;
-        let buffer = HalBuffer::allocate(length as i64, None).map_err(hal)?;
+        let buffer =
+            HalBuffer::allocate_in(length as i64, None, Some(argument_copies())).map_err(hal)?;
         if length > 0 {
             let (target, _) = buffer.raw_range(0, length as i64).map_err(hal)?;
             // SAFETY: a contiguous CPU tensor holds `length` bytes at its data pointer, and the
