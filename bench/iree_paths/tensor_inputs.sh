@@ -11,7 +11,7 @@
 # medians of paired ratios). Both devices. The machine is shared: read the spread.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-pactum=${1:-$root/target/release/pactum}
+pactum=$(realpath "${1:-$root/target/release/pactum}")
 runs=${2:-15}
 tools=$(echo "$root"/.venv/lib/python3.*/site-packages/iree/_runtime_libs)
 work=$(mktemp -d /tmp/pactum-tensor-inputs.XXXXXX)
