@@ -201,6 +201,10 @@ def _convert(value: Any, desc: Any, path: str = "argument", allow_casts: bool = 
         except Exception:
             return value
         if array.dtype == object or dtype is None:
+            # Any element type (a declaration's `!hal.buffer_view`): the array as it is, a
+            # read-only one as a copy (see below).
+            if isinstance(value, np.ndarray) and array.dtype != object and not value.flags.writeable:
+                return value.copy()
             return value
         if array.dtype != dtype:
             if isinstance(value, np.ndarray) and not allow_casts:

@@ -606,3 +606,37 @@ def test_read_only_arrays_are_passed_as_copies_as_iree_runtime_takes_them(add_40
     theirs = _iree_module(add_4096)
     np.testing.assert_array_equal(ours.add(read_only, frozen), _host(theirs.add(read_only, frozen)))
     np.testing.assert_array_equal(read_only, values)
+
+
+DOUBLE_IN_PLACE = """
+func.func @double_in_place(%arg0: !hal.buffer_view) -> !hal.buffer_view {
+  %t = hal.tensor.import %arg0 : !hal.buffer_view -> tensor<4096xf32>
+  %r = arith.addf %t, %t : tensor<4096xf32>
+  %a = hal.tensor.alias %r : tensor<4096xf32> to %arg0 : !hal.buffer_view
+  %o = hal.tensor.export %a : tensor<4096xf32> -> !hal.buffer_view
+  return %o : !hal.buffer_view
+}
+"""
+
+
+def test_a_program_writing_its_argument_writes_an_aligned_array_never_a_copied_one(tmp_path):
+    """A program with an in-place result (`hal.tensor.alias`) writes its argument's memory: an
+    aligned writable array is that memory (IREE's import of a host allocation), a misaligned
+    one (IREE's import refuses it) and a read-only one go as copies, as iree.runtime passes
+    every array. The results are iree.runtime's."""
+    path = _iree_compile(DOUBLE_IN_PLACE, tmp_path / "double.vmfb")
+    values = np.arange(4096, dtype=np.float32) - 100.5
+    ours = pactum.iree.load(path, device="local-sync")
+    theirs = _iree_module(path)
+    expected = _host(theirs.double_in_place(values.copy()))
+    np.testing.assert_array_equal(expected, values * 2)
+    imported = _aligned_floats(values)
+    np.testing.assert_array_equal(ours.double_in_place(imported), expected)
+    np.testing.assert_array_equal(imported, values * 2)
+    misaligned = _aligned_floats(values, 16)
+    np.testing.assert_array_equal(ours.double_in_place(misaligned), expected)
+    np.testing.assert_array_equal(misaligned, values)
+    read_only = _aligned_floats(values)
+    read_only.flags.writeable = False
+    np.testing.assert_array_equal(ours.double_in_place(read_only), expected)
+    np.testing.assert_array_equal(read_only, values)

@@ -182,8 +182,7 @@ fn a_program_writing_its_argument_in_place_writes_the_callers_tensor_as_iree_doe
         // Imported: the program's write is the caller's tensor's, as with IREE's import of a
         // writable host allocation; the result is a copy, never the argument's memory.
         let input = Tensor::from_slice(&values, &[64]).unwrap();
-        // The flat calling convention: one `!hal.buffer_view` in, one out.
-        let double = module.flat_function("double_in_place").unwrap();
+        let double = module.function("double_in_place").unwrap();
         let result: Tensor = double
             .call(&[AnyView::from(&input)])
             .unwrap_or_else(|e| panic!("{backend}: {e}"))
