@@ -551,3 +551,92 @@ def test_a_missing_module_or_folder(tmp_path):
     with pytest.raises(IsADirectoryError):
         pactum.iree.load(tmp_path)
     assert os.path.isdir(tmp_path)
+
+
+
+# --- tensor arguments: in place where IREE's import would be, copies elsewhere ------------
+
+ADD_4096 = """
+func.func @add(%a: tensor<4096xf32>, %b: tensor<4096xf32>) -> tensor<4096xf32> {
+  %0 = arith.addf %a, %b : tensor<4096xf32>
+  return %0 : tensor<4096xf32>
+}
+"""
+
+
+def _aligned_floats(values: np.ndarray, offset: int = 0) -> np.ndarray:
+    """A float32 copy of `values` whose first element is `offset` bytes past a multiple of 64."""
+    room = np.zeros(values.size + 32, np.float32)
+    start = (-room.ctypes.data % 64 + offset) // 4
+    array = room[start : start + values.size]
+    array[:] = values
+    assert array.ctypes.data % 64 == offset
+    return array
+
+
+@pytest.fixture(scope="module")
+def add_4096(tmp_path_factory):
+    return _iree_compile(ADD_4096, tmp_path_factory.mktemp("add_4096") / "add.vmfb")
+
+
+def test_array_arguments_aligned_or_not_give_iree_runtimes_results(add_4096):
+    """A 64-byte aligned array goes to the program in place (IREE's import of a host
+    allocation), a misaligned one as a copy (IREE's import refuses it): the same results as
+    iree.runtime (which copies every array), never sharing memory with an argument."""
+    values = np.linspace(-3, 5, 4096, dtype=np.float32)
+    ours = pactum.iree.load(add_4096, device="local-sync")
+    theirs = _iree_module(add_4096)
+    for offset in (0, 16):
+        a = _aligned_floats(values, offset)
+        b = _aligned_floats(values[::-1].copy(), offset)
+        got = ours.add(a, b)
+        np.testing.assert_array_equal(got, _host(theirs.add(a, b)))
+        assert not np.shares_memory(got, a) and not np.shares_memory(got, b)
+        np.testing.assert_array_equal(a, values)
+
+
+def test_read_only_arrays_are_passed_as_copies_as_iree_runtime_takes_them(add_4096):
+    """DLPack cannot mark memory read-only (NumPy refuses to export it): pactum copies a
+    read-only array, so no program can write it, where iree.runtime copies every array."""
+    values = np.linspace(0, 1, 4096, dtype=np.float32)
+    read_only = _aligned_floats(values)
+    read_only.flags.writeable = False
+    frozen = np.frombuffer(values.tobytes(), np.float32)  # over immutable bytes
+    ours = pactum.iree.load(add_4096, device="local-sync")
+    theirs = _iree_module(add_4096)
+    np.testing.assert_array_equal(ours.add(read_only, frozen), _host(theirs.add(read_only, frozen)))
+    np.testing.assert_array_equal(read_only, values)
+
+
+DOUBLE_IN_PLACE = """
+func.func @double_in_place(%arg0: !hal.buffer_view) -> !hal.buffer_view {
+  %t = hal.tensor.import %arg0 : !hal.buffer_view -> tensor<4096xf32>
+  %r = arith.addf %t, %t : tensor<4096xf32>
+  %a = hal.tensor.alias %r : tensor<4096xf32> to %arg0 : !hal.buffer_view
+  %o = hal.tensor.export %a : tensor<4096xf32> -> !hal.buffer_view
+  return %o : !hal.buffer_view
+}
+"""
+
+
+def test_a_program_writing_its_argument_writes_an_aligned_array_never_a_copied_one(tmp_path):
+    """A program with an in-place result (`hal.tensor.alias`) writes its argument's memory: an
+    aligned writable array is that memory (IREE's import of a host allocation), a misaligned
+    one (IREE's import refuses it) and a read-only one go as copies, as iree.runtime passes
+    every array. The results are iree.runtime's."""
+    path = _iree_compile(DOUBLE_IN_PLACE, tmp_path / "double.vmfb")
+    values = np.arange(4096, dtype=np.float32) - 100.5
+    ours = pactum.iree.load(path, device="local-sync")
+    theirs = _iree_module(path)
+    expected = _host(theirs.double_in_place(values.copy()))
+    np.testing.assert_array_equal(expected, values * 2)
+    imported = _aligned_floats(values)
+    np.testing.assert_array_equal(ours.double_in_place(imported), expected)
+    np.testing.assert_array_equal(imported, values * 2)
+    misaligned = _aligned_floats(values, 16)
+    np.testing.assert_array_equal(ours.double_in_place(misaligned), expected)
+    np.testing.assert_array_equal(misaligned, values)
+    read_only = _aligned_floats(values)
+    read_only.flags.writeable = False
+    np.testing.assert_array_equal(ours.double_in_place(read_only), expected)
+    np.testing.assert_array_equal(read_only, values)

@@ -11,9 +11,12 @@ use std::sync::Arc;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use pactum_iree::hal::{
-    DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, Workers, c_format_g, shape_text,
+    BufferParams, DENSE_ROW_MAJOR, HalAllocator as _, HalBuffer, HalBufferView, HalElementType,
+    HostAllocator, MIN_FILE_MAPPING_BYTES, Workers, c_format_g, shape_text,
 };
-use pactum_iree::module::{IreeModule, buffer_view_to_tensor, tensor_to_buffer_view};
+use pactum_iree::module::{
+    IreeModule, buffer_view_to_tensor, hal_element_type, tensor_to_buffer_view,
+};
 use pactum_iree::parameters::ParameterIndex;
 use pactum_iree::vm::{Limits, Ref, Value};
 
@@ -223,18 +226,110 @@ pub fn function_name(module: &IreeModule, flags: &ToolFlags) -> Result<String> {
 /// Files the `@`/`+`/`*` inputs read from, each read on from where the last one stopped.
 #[derive(Default)]
 struct InputFiles {
-    open: HashMap<String, (Vec<u8>, usize)>,
+    open: HashMap<String, InputFile>,
+}
+
+/// An input file: memory-mapped, so that only the pages an input needs are read (a `.npy`
+/// array large enough becomes a buffer over the file's pages, [`npy_view`]), or read whole
+/// where it cannot be mapped (a pipe, an empty file).
+struct InputFile {
+    file: File,
+    bytes: FileBytes,
+    /// Where the next `+` input starts.
+    position: usize,
+}
+
+enum FileBytes {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl InputFile {
+    fn bytes(&self) -> &[u8] {
+        match &self.bytes {
+            FileBytes::Mapped(map) => map,
+            FileBytes::Read(bytes) => bytes,
+        }
+    }
 }
 
 impl InputFiles {
     /// The file at `path` with its read position: reopened from the start when `fresh`.
-    fn open(&mut self, path: &str, fresh: bool) -> Result<&mut (Vec<u8>, usize)> {
+    fn open(&mut self, path: &str, fresh: bool) -> Result<&mut InputFile> {
         if fresh || !self.open.contains_key(path) {
-            let bytes = std::fs::read(path).with_context(|| format!("cannot read {path}"))?;
-            self.open.insert(path.to_owned(), (bytes, 0));
+            let read_error = || format!("cannot read {path}");
+            let mut file = File::open(path).with_context(read_error)?;
+            let regular = file.metadata().with_context(read_error)?;
+            let bytes = if regular.is_file() && regular.len() > 0 {
+                // Read-only and shared: pactum never writes through it (buffers over the file
+                // are separate copy-on-write mappings). Another process truncating or
+                // rewriting the file meanwhile changes what is read, as for every mapped file.
+                // SAFETY: a read-only mapping of a regular file, only ever read.
+                match unsafe { memmap2::Mmap::map(&file) } {
+                    Ok(map) => FileBytes::Mapped(map),
+                    Err(_) => FileBytes::Read(read_all(&mut file).with_context(read_error)?),
+                }
+            } else {
+                FileBytes::Read(read_all(&mut file).with_context(read_error)?)
+            };
+            self.open.insert(
+                path.to_owned(),
+                InputFile {
+                    file,
+                    bytes,
+                    position: 0,
+                },
+            );
         }
         Ok(self.open.get_mut(path).expect("just inserted"))
     }
+}
+
+fn read_all(file: &mut File) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The `.npy` array of `length` bytes at `offset` of `input` as a buffer view over the file's
+/// pages, mapped copy-on-write (the program's writes to it stay in private pages; the file
+/// never changes), where its elements are already what the tensor holds
+/// ([`pactum_npy::in_place_layout`]) and the host allocator maps them (they start at a
+/// multiple of 64 bytes in the file, as NumPy pads its headers to, and take at least
+/// [`MIN_FILE_MAPPING_BYTES`]); `None` where the array must be read and converted.
+///
+/// `iree-run-module` reads each `.npy` input into a new allocation
+/// (`iree_numpy_npy_load_ndarray`: `iree_hal_buffer_view_generate_buffer` with a stream read
+/// into the mapped buffer, runtime/src/iree/tooling/numpy_io.c): the same bytes, one copy.
+fn npy_view(input: &InputFile, offset: usize, length: usize) -> Result<Option<HalBufferView>> {
+    let array = &input.bytes()[offset..offset + length];
+    // A malformed array is read by `pactum_npy::read`, which reports what is wrong.
+    let Ok(Some(layout)) = pactum_npy::in_place_layout(array, length) else {
+        return Ok(None);
+    };
+    let Some(element_type) = hal_element_type(layout.dtype).filter(|t| !t.is_sub_byte()) else {
+        return Ok(None);
+    };
+    if (layout.data_len as u64) < MIN_FILE_MAPPING_BYTES {
+        return Ok(None);
+    }
+    let allocator = HostAllocator::new(None);
+    let mapped = allocator
+        .map_file(
+            BufferParams::default(),
+            &input.file,
+            (offset + layout.data_start) as u64,
+            layout.data_len as u64,
+        )
+        .map_err(|e| anyhow!("{e}"))?;
+    let Some(buffer) = mapped else {
+        return Ok(None);
+    };
+    let shape = layout.shape.iter().map(|&d| d.max(0) as u64).collect();
+    let view = HalBufferView::new(buffer, shape, element_type, DENSE_ROW_MAJOR)
+        .map_err(|e| anyhow!("{e}"))?;
+    Ok(Some(view))
 }
 
 /// The bytes one `.npy` array takes at the start of `bytes` (header and data), read from its
@@ -360,22 +455,28 @@ fn parse_value(
         if !path.ends_with(".npy") {
             bail!("only numpy (.npy) files are supported for metadata-less variant I/O");
         }
-        let (bytes, position) = files.open(path, mode == '@')?;
+        let input = files.open(path, mode == '@')?;
         loop {
-            if mode == '*' && *position >= bytes.len() {
+            let position = input.position;
+            if mode == '*' && position >= input.bytes().len() {
                 break;
             }
             expect_ref(kinds)?;
-            let rest = &bytes[*position..];
+            let rest = &input.bytes()[position..];
             let length = npy_array_length(rest).with_context(|| path.to_owned())?;
-            let array = rest
-                .get(..length)
-                .ok_or_else(|| anyhow!("{path}: truncated array at byte {position}"))?;
-            let tensor = pactum_npy::read(array).map_err(|e| anyhow!("{path}: {e}"))?;
-            *position += length;
-            values.push(view_ref(
-                tensor_to_buffer_view(&tensor).map_err(|e| anyhow!("{path}: {e}"))?,
-            ));
+            if rest.len() < length {
+                bail!("{path}: truncated array at byte {position}");
+            }
+            let view = match npy_view(input, position, length).with_context(|| path.to_owned())? {
+                Some(view) => view,
+                None => {
+                    let array = &input.bytes()[position..position + length];
+                    let tensor = pactum_npy::read(array).map_err(|e| anyhow!("{path}: {e}"))?;
+                    tensor_to_buffer_view(&tensor).map_err(|e| anyhow!("{path}: {e}"))?
+                }
+            };
+            input.position += length;
+            values.push(view_ref(view));
             if mode != '*' {
                 break;
             }
@@ -431,12 +532,14 @@ fn push_view(values: &mut Vec<Value>, text: &str, files: &mut InputFiles) -> Res
         let length = HalBufferView::byte_length(&shape, element_type)
             .ok_or_else(|| anyhow!("shape of `{metadata}` overflows"))?
             as usize;
-        let (bytes, position) = files.open(path, mode == '@')?;
-        let chunk = bytes
-            .get(*position..*position + length)
+        let input = files.open(path, mode == '@')?;
+        let position = input.position;
+        let chunk = input
+            .bytes()
+            .get(position..position + length)
             .ok_or_else(|| anyhow!("{path}: fewer than {length} bytes left to read"))?;
         let buffer = HalBuffer::from_bytes(chunk, None).map_err(|e| anyhow!("{e}"))?;
-        *position += length;
+        input.position += length;
         let view = HalBufferView::new(buffer, shape, element_type, DENSE_ROW_MAJOR)
             .map_err(|e| anyhow!("{e}"))?;
         values.push(view_ref(view));

@@ -10,6 +10,11 @@
 //! mapping that reads as the file and whose written pages the kernel copies, so the file never
 //! changes. Such a block is unmapped when dropped, never cached.
 //!
+//! A block can also be memory someone else owns ([`HostMemory::borrowed`]): a caller's tensor
+//! imported without a copy, as IREE's heap allocator imports a host allocation
+//! (`IREE_HAL_EXTERNAL_BUFFER_TYPE_HOST_ALLOCATION`, `iree_hal_heap_buffer_wrap`). The block
+//! holds the owner until it is dropped, never frees the memory and never caches it.
+//!
 //! Fresh blocks are zero-filled. A [`BlockCache`] keeps large blocks its owner freed and hands
 //! them out again as they are, like IREE's allocator reusing freed memory: a model called in a
 //! loop then takes no page faults for its outputs. A HAL module owns one cache, so a reused
@@ -45,6 +50,9 @@ enum Owner {
     /// A private (copy-on-write) mapping of a file's pages; never read, held to keep the
     /// mapping alive until the block is dropped.
     FilePages(#[allow(dead_code)] memmap2::MmapMut),
+    /// Memory owned by someone else ([`HostMemory::borrowed`]); never read, held to keep the
+    /// memory alive until the block is dropped.
+    Borrowed(#[allow(dead_code)] Box<dyn Send + Sync>),
     /// Moved into a cache: nothing to free.
     Moved,
 }
@@ -175,6 +183,40 @@ impl HostMemory {
         })
     }
 
+    /// A block over `len` bytes at `ptr` that `owner` keeps alive, without copying them: the
+    /// HAL, the VM and compiled code read and write those bytes in place, and the block holds
+    /// `owner` until it is dropped (then drops it; the memory is never freed or cached here).
+    /// `None` when `ptr` is not aligned to [`HOST_MEMORY_ALIGNMENT`] (compiled code assumes
+    /// it of every binding; IREE's `iree_hal_heap_buffer_wrap` refuses such memory with
+    /// `OUT_OF_RANGE`) or `len` is zero (an empty block needs no memory of anyone's).
+    ///
+    /// # Safety
+    /// While `owner` lives, the `len` bytes at `ptr` must stay allocated, readable and
+    /// writable, and must not be accessed other than through this block (or, as for every
+    /// buffer shared with compiled code, under the caller's own synchronisation: nobody
+    /// writes them while a call that reads them runs).
+    pub unsafe fn borrowed(
+        ptr: *mut u8,
+        len: usize,
+        owner: Box<dyn Send + Sync>,
+    ) -> Option<HostMemory> {
+        if len == 0 || ptr as usize % HOST_MEMORY_ALIGNMENT != 0 {
+            return None;
+        }
+        let ptr = NonNull::new(ptr.cast::<AtomicU8>())?;
+        Some(HostMemory {
+            ptr,
+            len,
+            owner: Owner::Borrowed(owner),
+            cache: None,
+        })
+    }
+
+    /// Whether the block is memory someone else owns ([`HostMemory::borrowed`]).
+    pub fn is_borrowed(&self) -> bool {
+        matches!(self.owner, Owner::Borrowed(_))
+    }
+
     /// Whether the block is a file's pages ([`HostMemory::file_pages`]).
     pub fn is_file_pages(&self) -> bool {
         matches!(self.owner, Owner::FilePages(_))
@@ -209,9 +251,10 @@ impl HostMemory {
 impl Drop for HostMemory {
     fn drop(&mut self) {
         if let Some(cache) = self.cache.take().and_then(|c| c.upgrade()) {
-            // A file's pages hold the file's bytes (or the program's writes over them), not
-            // memory to hand out again: unmapped, never cached (they never get a cache).
-            if self.len >= BlockCache::MIN_BLOCK && !self.is_file_pages() {
+            // A file's pages hold the file's bytes (or the program's writes over them), and
+            // borrowed memory is its owner's, not memory to hand out again: never cached
+            // (they never get a cache).
+            if self.len >= BlockCache::MIN_BLOCK && !self.is_file_pages() && !self.is_borrowed() {
                 let block = HostMemory {
                     ptr: self.ptr,
                     len: self.len,
@@ -389,6 +432,46 @@ mod tests {
             );
         }
         std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn borrowed_blocks_use_the_owners_memory_hold_the_owner_and_are_never_cached() {
+        #[repr(C, align(64))]
+        struct Aligned([u8; 2 * BlockCache::MIN_BLOCK]);
+        let mut storage = Box::new(Aligned([3; 2 * BlockCache::MIN_BLOCK]));
+        let address = storage.0.as_mut_ptr();
+        let owner = Arc::new(());
+        let len = BlockCache::MIN_BLOCK;
+        // SAFETY: `storage` outlives every block made over it below, and is only reached
+        // through them while they live.
+        let memory = unsafe { HostMemory::borrowed(address, len, Box::new(owner.clone())) };
+        let mut memory = memory.expect("an aligned range is borrowed");
+        assert!(memory.is_borrowed() && !memory.is_file_pages());
+        assert_eq!(
+            memory.as_mut_ptr(),
+            address,
+            "the owner's memory, not a copy"
+        );
+        memory.cells()[0].store(9, Relaxed);
+        assert_eq!(Arc::strong_count(&owner), 2, "the block holds the owner");
+        // A block returning to a cache is kept for reuse; a borrowed one never is.
+        let cache = BlockCache::new(4 * len);
+        memory.cache = Some(Arc::downgrade(&cache));
+        drop(memory);
+        assert_eq!(cache.held_bytes(), 0);
+        assert_eq!(
+            Arc::strong_count(&owner),
+            1,
+            "the owner is dropped with the block"
+        );
+        assert_eq!(storage.0[0], 9);
+        // Misaligned and empty ranges are refused (the caller copies).
+        for (offset, len) in [(4, 64), (0, 0)] {
+            // SAFETY: as above; a refused range is never touched.
+            let refused =
+                unsafe { HostMemory::borrowed(address.wrapping_add(offset), len, Box::new(())) };
+            assert!(refused.is_none(), "{offset} {len}");
+        }
     }
 
     #[test]

@@ -94,6 +94,42 @@ pub fn read(bytes: &[u8]) -> Result<Tensor> {
     Ok(tensor)
 }
 
+/// Where the elements of a `.npy` array lie in its file, when they are already the bytes of a
+/// C-contiguous tensor on this machine ([`in_place_layout`]): a reader may then use them in
+/// place (map the file) instead of copying them out with [`read()`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InPlaceLayout {
+    /// The element type.
+    pub dtype: DataType,
+    /// The extents, C order.
+    pub shape: Vec<i64>,
+    /// The offset of the first element from the start of the array's bytes. NumPy pads the
+    /// header so that this is a multiple of 64 (`numpy.lib.format.ARRAY_ALIGN`, "to support
+    /// memory mapping"); files written by NumPy before 1.14 padded to 16.
+    pub data_start: usize,
+    /// The bytes the elements take (to the end of the array).
+    pub data_len: usize,
+}
+
+/// The layout of the `.npy` array that `bytes` starts with (a whole array of `file_len` bytes,
+/// or at least its preamble and header), checked as [`read()`] checks it, when its elements
+/// are what [`read()`] would return byte for byte: C order (or at most one dimension), this
+/// machine's byte order (or one-byte elements), and not `bool` (whose bytes [`read()`]
+/// normalises to 0 or 1). `Ok(None)` when they must be converted, which [`read()`] does.
+pub fn in_place_layout(bytes: &[u8], file_len: usize) -> Result<Option<InPlaceLayout>> {
+    let header = parse_file(bytes, file_len)?;
+    let reordered = header.fortran_order && header.shape.len() > 1;
+    if reordered || header.element.swap || header.element.dtype == DataType::BOOL {
+        return Ok(None);
+    }
+    Ok(Some(InPlaceLayout {
+        dtype: header.element.dtype,
+        shape: header.shape,
+        data_start: header.data_start,
+        data_len: file_len - header.data_start,
+    }))
+}
+
 /// Reads a `.npy` file; I/O errors (a `RuntimeError`) and format errors name the path.
 ///
 /// The header is checked against the file's size before the data is read, so a file whose

@@ -898,3 +898,108 @@ module @app_test {
         stderr(&output)
     );
 }
+
+/// Doubles its 32768-float argument in place (`hal.tensor.alias`): a program that writes its
+/// input; and adds two.
+const DOUBLE_IN_PLACE: &str = r#"
+func.func @add(%a: tensor<32768xf32>, %b: tensor<32768xf32>) -> tensor<32768xf32> {
+  %r = arith.addf %a, %b : tensor<32768xf32>
+  return %r : tensor<32768xf32>
+}
+func.func @double_in_place(%arg0: !hal.buffer_view) -> !hal.buffer_view {
+  %t = hal.tensor.import %arg0 : !hal.buffer_view -> tensor<32768xf32>
+  %r = arith.addf %t, %t : tensor<32768xf32>
+  %a = hal.tensor.alias %r : tensor<32768xf32> to %arg0 : !hal.buffer_view
+  %o = hal.tensor.export %a : tensor<32768xf32> -> !hal.buffer_view
+  return %o : !hal.buffer_view
+}
+"#;
+
+/// A `.npy` file of 32768 floats (128 KiB: large enough to be mapped) whose data starts at
+/// byte `data_start` (a version 1.0 header padded to it, as NumPy pads to 64 and NumPy before
+/// 1.14 to 16).
+fn npy_of_floats(values: &[f32], data_start: usize) -> Vec<u8> {
+    let dict = format!(
+        "{{'descr': '<f4', 'fortran_order': False, 'shape': ({},), }}",
+        values.len()
+    );
+    let header_len = data_start - 10;
+    let mut header = dict.into_bytes();
+    header.resize(header_len - 1, b' ');
+    header.push(b'\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend_from_slice(&(header_len as u16).to_le_bytes());
+    bytes.extend_from_slice(&header);
+    bytes.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    bytes
+}
+
+#[test]
+fn run_reads_large_npy_inputs_in_place_and_a_program_writing_one_never_changes_the_file() {
+    let test =
+        "run_reads_large_npy_inputs_in_place_and_a_program_writing_one_never_changes_the_file";
+    let Some(tool) = iree_run_module(test) else {
+        return;
+    };
+    let Some(compiler) = peer_or_skip(
+        Some(repo_root().join(".venv/bin/iree-compile")),
+        "the pinned iree-compile (.venv)",
+        test,
+    ) else {
+        return;
+    };
+    let dir = scratch("run-npy-in-place");
+    compile_vmvx(&compiler, &dir, "double", DOUBLE_IN_PLACE);
+    let values: Vec<f32> = (0..32768).map(|i| i as f32 * 0.25 - 7.0).collect();
+    let doubled: Vec<String> = values[..4].iter().map(|v| (v * 2.0).to_string()).collect();
+    // Data at byte 128 (mapped: a multiple of 64) and at byte 80 (copied: 16 past one).
+    let aligned = npy_of_floats(&values, 128);
+    let misaligned = npy_of_floats(&values, 80);
+    std::fs::write(dir.join("aligned.npy"), &aligned).unwrap();
+    std::fs::write(dir.join("misaligned.npy"), &misaligned).unwrap();
+    for input in ["@aligned.npy", "@misaligned.npy"] {
+        let printed = assert_same(
+            &tool,
+            &words(&[
+                "--module=double.vmfb",
+                "--function=double_in_place",
+                &format!("--input={input}"),
+            ]),
+            &dir,
+        );
+        assert!(
+            printed.contains(&format!("32768xf32={} ", doubled.join(" "))),
+            "{input}: {printed:.200}"
+        );
+    }
+    // The program wrote its input; the files never change.
+    assert_eq!(std::fs::read(dir.join("aligned.npy")).unwrap(), aligned);
+    assert_eq!(
+        std::fs::read(dir.join("misaligned.npy")).unwrap(),
+        misaligned
+    );
+    // Two arrays in one file, the second read on from the first (`+`): its data is at its
+    // own offset in the file.
+    let others: Vec<f32> = (0..32768).map(|i| 1000.0 - i as f32).collect();
+    let mut two = aligned.clone();
+    two.extend_from_slice(&npy_of_floats(&others, 128));
+    std::fs::write(dir.join("two.npy"), &two).unwrap();
+    let printed = assert_same(
+        &tool,
+        &words(&[
+            "--module=double.vmfb",
+            "--function=add",
+            "--input=@two.npy",
+            "--input=+two.npy",
+        ]),
+        &dir,
+    );
+    let sums: Vec<String> = (0..4)
+        .map(|i| (values[i] + others[i]).to_string())
+        .collect();
+    assert!(
+        printed.contains(&format!("32768xf32={} ", sums.join(" "))),
+        "{printed:.200}"
+    );
+    assert_eq!(std::fs::read(dir.join("two.npy")).unwrap(), two);
+}

@@ -27,8 +27,10 @@ pub trait HalAllocator: Send + Sync + fmt::Debug {
     /// the same size held).
     fn allocate(&self, params: BufferParams, size: i64) -> Result<HalBuffer, StatusError>;
 
-    /// A new buffer holding a copy of `bytes`. (IREE can also import memory without copying;
-    /// pactum's buffers always own their bytes, so an import is a copy.)
+    /// A new buffer holding a copy of `bytes`. (IREE's allocators can also import host memory
+    /// without copying; pactum does so for a caller's aligned tensor arguments,
+    /// `module::tensor_to_buffer_view`, and a file's pages, [`HalAllocator::map_file`], while
+    /// the bytes a program hands `hal.allocator.import` are copied here.)
     fn import_copy(&self, params: BufferParams, bytes: &[u8]) -> Result<HalBuffer, StatusError>;
 
     /// A buffer of `length` bytes reading as those at `offset` of `file` without copying

@@ -146,6 +146,20 @@ impl HalBuffer {
         Ok(HalBuffer::whole(cells, charge))
     }
 
+    /// A buffer over `memory` someone else owns ([`HostMemory::borrowed`]: a caller's tensor
+    /// imported without a copy), charged to no budget: the memory is its owner's, allocated
+    /// before the call and whatever the budget says.
+    pub(crate) fn borrowed(memory: HostMemory) -> HalBuffer {
+        debug_assert!(memory.is_borrowed());
+        HalBuffer::whole(memory, Charge::default())
+    }
+
+    /// Whether the buffer's bytes are memory someone else owns, imported without a copy
+    /// ([`HostMemory::borrowed`]: a caller's tensor passed to a module).
+    pub fn is_borrowed(&self) -> bool {
+        self.allocation.cells.is_borrowed()
+    }
+
     /// Whether the buffer's bytes are a file's pages mapped copy-on-write (an allocator's
     /// `map_file`) rather than memory of its own.
     pub fn is_file_mapping(&self) -> bool {
@@ -270,10 +284,14 @@ impl HalBuffer {
 
     /// The address of this buffer's first byte when nothing else holds its allocation (no
     /// other buffer, subspan or `!vm.buffer` view): its bytes can then be handed over for as
-    /// long as this buffer is kept, without anyone else reading or writing them.
+    /// long as this buffer is kept, without anyone else reading or writing them. Never for
+    /// borrowed memory ([`HalBuffer::borrowed`]): its owner (the caller's input tensor) still
+    /// reads and writes it, so a result over it is copied, as IREE's Python runtime copies
+    /// every argument.
     #[cfg(feature = "module")]
     pub(crate) fn exclusive_ptr(&self) -> Option<*mut u8> {
-        (Arc::strong_count(&self.allocation) == 1
+        (!self.allocation.cells.is_borrowed()
+            && Arc::strong_count(&self.allocation) == 1
             && Arc::weak_count(&self.allocation) == 0
             && Arc::strong_count(&self.allocation.cells) == 1
             && Arc::weak_count(&self.allocation.cells) == 0)

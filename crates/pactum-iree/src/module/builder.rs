@@ -64,7 +64,9 @@ impl std::fmt::Debug for LinkedModule {
 #[derive(Clone, Debug)]
 pub struct ModuleBuilder {
     limits: Limits,
-    workers: Workers,
+    /// `None`: the process-wide pool ([`Workers::shared`]), made when a module is loaded, not
+    /// by the builder, so a program choosing the caller's thread never starts its threads.
+    workers: Option<Workers>,
     linked: Vec<LinkedModule>,
     trace_sink: Option<TraceSinkSlot>,
     parameters: ParameterProvider,
@@ -97,7 +99,7 @@ impl ModuleBuilder {
     pub fn new() -> ModuleBuilder {
         ModuleBuilder {
             limits: Limits::default(),
-            workers: Workers::shared(),
+            workers: None,
             linked: Vec::new(),
             trace_sink: None,
             parameters: ParameterProvider::new(),
@@ -112,7 +114,7 @@ impl ModuleBuilder {
 
     /// Who runs ELF dispatches (see [`IreeModule::load_with`]).
     pub fn workers(mut self, workers: Workers) -> Self {
-        self.workers = workers;
+        self.workers = Some(workers);
         self
     }
 
@@ -238,8 +240,9 @@ impl ModuleBuilder {
         note_imports(&file, path)?;
         let imports = |name: &str| imported_modules.iter().any(|m| m == name);
 
+        let workers = self.workers.unwrap_or_else(Workers::shared);
         let mut context = Context::new(self.limits.clone());
-        let device = LocalDevice::new(self.workers.clone())
+        let device = LocalDevice::new(workers.clone())
             .with_memory_budget(context.memory_budget().cloned())
             .with_vmvx_limits(self.limits.clone());
         let mut hal = HalModule::with_wait_limit(Arc::new(device), self.limits.max_wait);
@@ -297,7 +300,7 @@ impl ModuleBuilder {
                 context,
                 name,
                 exports,
-                workers: self.workers,
+                workers,
                 check,
             }),
         })

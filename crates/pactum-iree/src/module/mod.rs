@@ -52,6 +52,7 @@ use crate::check::CheckModule;
 use crate::hal::{
     DENSE_ROW_MAJOR, HalBuffer, HalBufferView, HalElementType, HalFence, Timeout, Workers, hal_ref,
 };
+use crate::host_memory::{BlockCache, HostMemory};
 use crate::status::StatusCode;
 
 use crate::signature::Signature;
@@ -762,7 +763,33 @@ fn tensor_bytes(tensor: &Tensor) -> Result<Vec<u8>> {
     })
 }
 
-/// A CPU tensor copied into a HAL buffer, as a dense row-major buffer view.
+/// A CPU tensor as a dense row-major buffer view: over the tensor's own memory, without a
+/// copy, where IREE's heap allocator could import it; a copy elsewhere.
+///
+/// What IREE does, and so what this does:
+/// - IREE's local devices allocate from a heap allocator whose `import_buffer` takes an
+///   `IREE_HAL_EXTERNAL_BUFFER_TYPE_HOST_ALLOCATION` and wraps its pointer without a copy
+///   (`iree_hal_heap_buffer_wrap`, runtime/src/iree/hal/allocator_heap.c, buffer_heap.c),
+///   calling the caller's release callback when the last reference to the buffer goes. The
+///   wrap refuses memory not aligned to `IREE_HAL_HEAP_BUFFER_ALIGNMENT` (64 bytes: compiled
+///   code assumes it of every binding) with `OUT_OF_RANGE`. The memory is used in place: a
+///   program that writes its argument (an in-place result, `hal.tensor.alias`) writes the
+///   caller's memory, when imported with write access.
+/// - Here the same: a contiguous tensor whose first element is 64-byte aligned, of a type a
+///   byte or wider, becomes a buffer over its memory ([`HostMemory::borrowed`]) that holds a
+///   reference to the tensor until the buffer's last user drops it (the caller may drop its
+///   own at once). A program writing the argument writes the tensor, as with IREE's import.
+///   Results over that memory are copied out (a result tensor takes a buffer's memory over
+///   only when the memory is the buffer's own), so a result never aliases an input.
+/// - Everything else is copied into a new buffer, as IREE would have to: misaligned or
+///   strided tensors (IREE's import refuses them), sub-byte types (packed here, a byte an
+///   element in the tensor), empty tensors, big-endian hosts. IREE's Python runtime copies
+///   every NumPy argument (`HalAllocator::AllocateBufferCopy`: an allocation and a
+///   host-to-device transfer, runtime/bindings/python/hal.cc).
+/// - Memory that must never be written is not handed to this function as it is: `pactum.iree`
+///   copies read-only NumPy arrays first (DLPack refuses to export them), and `pactum run`
+///   maps `.npy` files copy-on-write (as parameter archives are mapped), so a program's
+///   writes stay in private pages.
 pub fn tensor_to_buffer_view(tensor: &Tensor) -> Result<HalBufferView> {
     if tensor.device().device_type != DLDeviceType::CPU {
         return Err(Error::new(
@@ -783,6 +810,52 @@ pub fn tensor_to_buffer_view(tensor: &Tensor) -> Result<HalBufferView> {
             ),
         )
     })?;
+    let shape = tensor.shape().iter().map(|&d| d.max(0) as u64).collect();
+    if let Some(buffer) = imported_buffer(tensor, element_type) {
+        let hal = |e: crate::status::StatusError| Error::new(ErrorKind::VALUE_ERROR, e.message);
+        return HalBufferView::new(buffer, shape, element_type, DENSE_ROW_MAJOR).map_err(hal);
+    }
+    copied_buffer_view(tensor, element_type, shape)
+}
+
+/// A buffer over `tensor`'s own memory, holding a reference to it, when IREE's heap allocator
+/// could import that memory (see [`tensor_to_buffer_view`]); `None` when it must be copied.
+fn imported_buffer(tensor: &Tensor, element_type: HalElementType) -> Option<HalBuffer> {
+    if !cfg!(target_endian = "little") || element_type.is_sub_byte() || !tensor.is_contiguous() {
+        return None;
+    }
+    let length = usize::try_from(tensor.numel())
+        .ok()?
+        .checked_mul(tensor.dtype().element_bytes()?)?;
+    let data = tensor.data_ptr().cast::<u8>();
+    // SAFETY: a contiguous CPU tensor holds `length` bytes at its data pointer (its first
+    // element), allocated, readable and writable while the tensor lives; the block holds a
+    // reference to the tensor for as long as any buffer or view uses the bytes. Concurrent
+    // writes by others are the caller's to prevent, as for every tensor handed to a call
+    // (DLPack's contract; IREE's import makes the same one).
+    let memory = unsafe { HostMemory::borrowed(data, length, Box::new(tensor.clone())) }?;
+    Some(HalBuffer::borrowed(memory))
+}
+
+/// The most bytes of freed argument copies kept for reuse ([`argument_copies`]).
+const ARGUMENT_COPY_CACHE_BYTES: usize = 64 << 20;
+
+/// Freed blocks of argument copies, kept for the next call's copies of the same size: a model
+/// called in a loop with arguments that must be copied (a NumPy array is 16 bytes past a
+/// 64-byte boundary) then maps no fresh pages and takes no page faults for them each call, as
+/// IREE's allocator reuses freed heap memory. Every byte of a reused block is overwritten by
+/// the copy, so nothing of an earlier call's arguments is ever read.
+fn argument_copies() -> &'static Arc<BlockCache> {
+    static CACHE: std::sync::OnceLock<Arc<BlockCache>> = std::sync::OnceLock::new();
+    CACHE.get_or_init(|| BlockCache::new(ARGUMENT_COPY_CACHE_BYTES))
+}
+
+/// A CPU tensor copied into a new HAL buffer, as a dense row-major view of `shape`.
+fn copied_buffer_view(
+    tensor: &Tensor,
+    element_type: HalElementType,
+    shape: Vec<u64>,
+) -> Result<HalBufferView> {
     let hal = |e: crate::status::StatusError| Error::new(ErrorKind::VALUE_ERROR, e.message);
     let buffer = if cfg!(target_endian = "little") {
         // The tensor's bytes are already the little-endian bytes IREE reads: one copy, from
@@ -807,7 +880,8 @@ pub fn tensor_to_buffer_view(tensor: &Tensor) -> Result<HalBufferView> {
             .ok()
             .and_then(|n| n.checked_mul(element))
             .ok_or_else(|| Error::new(ErrorKind::VALUE_ERROR, "tensor too large"))?;
-        let buffer = HalBuffer::allocate(length as i64, None).map_err(hal)?;
+        let buffer =
+            HalBuffer::allocate_in(length as i64, None, Some(argument_copies())).map_err(hal)?;
         if length > 0 {
             let (target, _) = buffer.raw_range(0, length as i64).map_err(hal)?;
             // SAFETY: a contiguous CPU tensor holds `length` bytes at its data pointer, and the
@@ -828,7 +902,6 @@ pub fn tensor_to_buffer_view(tensor: &Tensor) -> Result<HalBufferView> {
     } else {
         buffer
     };
-    let shape = tensor.shape().iter().map(|&d| d.max(0) as u64).collect();
     HalBufferView::new(buffer, shape, element_type, DENSE_ROW_MAJOR).map_err(hal)
 }
 

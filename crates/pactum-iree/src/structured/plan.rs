@@ -48,6 +48,9 @@ impl Slot {
                     dtype: scalar_dtype(element),
                     dims: array.dims.clone(),
                 },
+                // A declaration's `!hal.buffer_view`: a tensor of any element type and rank,
+                // passed and returned as it is (iree.runtime takes any array for it).
+                None if matches!(*array.element, Type::Unknown) => Node::Unknown,
                 None => Node::RefArray {
                     element: Box::new(Slot::compile(&array.element)),
                     dims: array.dims.clone(),

@@ -29,3 +29,4 @@ mod vm_reference;
 mod vmfb;
 mod vmfb_loader;
 mod vmvx_module;
+mod zero_copy;

@@ -518,3 +518,55 @@ print("ok")
     );
     assert_eq!(run_python(&python, &script, &dir).trim(), "ok");
 }
+
+#[test]
+fn in_place_layouts_are_found_exactly_where_the_file_holds_what_read_returns() {
+    let Some(python) = python() else { return };
+    let dir = scratch("in-place");
+    let script = r#"
+import sys, numpy as np
+d = sys.argv[1]
+a = np.arange(12, dtype=np.float32).reshape(3, 4)
+np.save(f"{d}/c.npy", a)
+np.save(f"{d}/big_endian.npy", a.astype(">f4"))
+np.save(f"{d}/fortran.npy", np.asfortranarray(a))
+np.save(f"{d}/fortran_1d.npy", np.asfortranarray(np.arange(5, dtype=np.int16)))
+np.save(f"{d}/bool.npy", np.array([True, False]))
+np.save(f"{d}/bytes.npy", np.arange(7, dtype=np.uint8))
+"#;
+    run_python(&python, script, &dir);
+    // (file, whether its elements are read()'s bytes as they are)
+    let cases = [
+        ("c", true),
+        ("big_endian", cfg!(target_endian = "big")),
+        ("fortran", false),
+        ("fortran_1d", true),
+        ("bool", false),
+        ("bytes", true),
+    ];
+    for (name, in_place) in cases {
+        let bytes = std::fs::read(dir.join(format!("{name}.npy"))).unwrap();
+        let layout = npy::in_place_layout(&bytes, bytes.len()).unwrap();
+        assert_eq!(layout.is_some(), in_place, "{name}");
+        let Some(layout) = layout else { continue };
+        let tensor = npy::read(&bytes).unwrap();
+        assert_eq!(layout.dtype, tensor.dtype(), "{name}");
+        assert_eq!(layout.shape, tensor.shape(), "{name}");
+        assert_eq!(
+            layout.data_start % 64,
+            0,
+            "{name}: NumPy pads its header to 64"
+        );
+        assert_eq!(layout.data_start + layout.data_len, bytes.len(), "{name}");
+        let elements = npy::write(&tensor).unwrap();
+        assert_eq!(
+            &bytes[layout.data_start..],
+            &elements[elements.len() - layout.data_len..],
+            "{name}: the file's elements are read()'s"
+        );
+    }
+    // A malformed array is an error, as for read().
+    let bytes = std::fs::read(dir.join("c.npy")).unwrap();
+    assert!(npy::in_place_layout(&bytes[..bytes.len() - 1], bytes.len() - 1).is_err());
+    std::fs::remove_dir_all(&dir).ok();
+}
