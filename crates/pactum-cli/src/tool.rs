@@ -326,6 +326,7 @@ fn npy_view(input: &InputFile, offset: usize, length: usize) -> Result<Option<Ha
     let Some(buffer) = mapped else {
         return Ok(None);
     };
+    remember_mapped_file(&input.file);
     let shape = layout.shape.iter().map(|&d| d.max(0) as u64).collect();
     let view = HalBufferView::new(buffer, shape, element_type, DENSE_ROW_MAJOR)
         .map_err(|e| anyhow!("{e}"))?;
@@ -624,6 +625,51 @@ fn output_view(value: &Value) -> Result<HalBufferView> {
     }
 }
 
+/// The files (device and inode) whose pages some input buffer maps ([`npy_view`]).
+static MAPPED_FILES: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+fn file_identity(metadata: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt as _;
+    (metadata.dev(), metadata.ino())
+}
+
+fn remember_mapped_file(file: &File) {
+    if let Ok(metadata) = file.metadata() {
+        let mut mapped = MAPPED_FILES.lock().unwrap_or_else(|e| e.into_inner());
+        mapped.push(file_identity(&metadata));
+    }
+}
+
+/// Whether `path` is a file that an input buffer maps: truncating it in place would take the
+/// pages from under the buffer (a later read of them is a SIGBUS).
+fn is_mapped_file(path: &std::path::Path) -> bool {
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return false;
+    };
+    let mapped = MAPPED_FILES.lock().unwrap_or_else(|e| e.into_inner());
+    metadata.is_file() && mapped.contains(&file_identity(&metadata))
+}
+
+/// Writes `bytes` to a new file beside `path` and renames it over `path`: the old file's
+/// pages stay mapped (and valid) for the buffers over them, and `path` ends with `bytes`.
+fn replace_file(path: &str, bytes: &[u8]) -> Result<()> {
+    let target = std::path::Path::new(path);
+    let name = target
+        .file_name()
+        .ok_or_else(|| anyhow!("cannot write {path}: not a file name"))?;
+    let mut temporary_name = std::ffi::OsString::from(".");
+    temporary_name.push(name);
+    temporary_name.push(format!(".pactum-{}", std::process::id()));
+    let temporary = target.with_file_name(temporary_name);
+    let written = File::create(&temporary)
+        .and_then(|mut file| file.write_all(bytes))
+        .and_then(|()| std::fs::rename(&temporary, target));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written.with_context(|| format!("cannot write {path}"))
+}
+
 /// Writes the results as `--output` says, one spec a result: `` ignores it, `-` prints it,
 /// `@file` writes and `+file` appends (`.npy` as an array, anything else as raw bytes).
 pub fn write_outputs(results: &[Value], specs: &[String], max_elements: u64) -> Result<()> {
@@ -657,6 +703,10 @@ pub fn write_outputs(results: &[Value], specs: &[String], max_elements: u64) -> 
                 } else {
                     view.to_bytes()
                 };
+                if !append && is_mapped_file(std::path::Path::new(path)) {
+                    replace_file(path, &bytes)?;
+                    continue;
+                }
                 let mut file = File::options()
                     .create(true)
                     .write(true)

@@ -900,7 +900,7 @@ module @app_test {
 }
 
 /// Doubles its 32768-float argument in place (`hal.tensor.alias`): a program that writes its
-/// input; and adds two.
+/// input; adds two; and returns a small constant and its input.
 const DOUBLE_IN_PLACE: &str = r#"
 func.func @add(%a: tensor<32768xf32>, %b: tensor<32768xf32>) -> tensor<32768xf32> {
   %r = arith.addf %a, %b : tensor<32768xf32>
@@ -912,6 +912,10 @@ func.func @double_in_place(%arg0: !hal.buffer_view) -> !hal.buffer_view {
   %a = hal.tensor.alias %r : tensor<32768xf32> to %arg0 : !hal.buffer_view
   %o = hal.tensor.export %a : tensor<32768xf32> -> !hal.buffer_view
   return %o : !hal.buffer_view
+}
+func.func @small_then_input(%arg0: !hal.buffer_view) -> (tensor<4xf32>, !hal.buffer_view) {
+  %c = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  return %c, %arg0 : tensor<4xf32>, !hal.buffer_view
 }
 "#;
 
@@ -1002,4 +1006,42 @@ fn run_reads_large_npy_inputs_in_place_and_a_program_writing_one_never_changes_t
         "{printed:.200}"
     );
     assert_eq!(std::fs::read(dir.join("two.npy")).unwrap(), two);
+
+    // Results written over the mapped input file: the first (4 floats) truncates the file
+    // the second result's pages come from. Both runtimes must end with the same file, and
+    // pactum must not lose the pages from under the second result (a SIGBUS).
+    let mut written = Vec::new();
+    for runner in ["pactum", "iree"] {
+        std::fs::write(dir.join("over.npy"), &aligned).unwrap();
+        let args = words(&[
+            "--module=double.vmfb",
+            "--function=small_then_input",
+            "--input=@over.npy",
+            "--output=@over.npy",
+            "--output=@over.npy",
+        ]);
+        let output = if runner == "pactum" {
+            let mut all = vec!["run".to_string()];
+            all.extend(args);
+            let all: Vec<&str> = all.iter().map(String::as_str).collect();
+            pactum(&all, &dir)
+        } else {
+            std::process::Command::new(&tool)
+                .args(&args)
+                .current_dir(&dir)
+                .output()
+                .unwrap()
+        };
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{runner}: {}",
+            stderr(&output)
+        );
+        written.push(std::fs::read(dir.join("over.npy")).unwrap());
+    }
+    assert_eq!(
+        written[0], written[1],
+        "pactum's file (left) and IREE's (right)"
+    );
 }
