@@ -326,6 +326,68 @@ fn mmt4d_args(
     args
 }
 
+/// f32 `mmt4d` gives the bits of IREE's generic tile function: per output cell, K steps
+/// then K0, one multiply then one add each, subnormal operands, products and sums flushed
+/// to zero of their sign; with the accumulate flag the sums start from the output's values.
+#[test]
+fn mmt4d_f32_sums_in_iree_order_with_subnormals_flushed() {
+    let context = context();
+    let (m, n, k, m0, n0, k0) = (2usize, 3usize, 3usize, 2usize, 5usize, 3usize);
+    // Values of mixed magnitude (sums that depend on their order), a few subnormal, and
+    // products small enough to be subnormal.
+    let value = |seed: usize| -> f32 {
+        match seed % 11 {
+            0 => f32::from_bits(0x0000_0400 + seed as u32),
+            1 => 1e-20 * (seed as f32 + 1.0),
+            _ => ((seed * 7919 % 1013) as f32 - 500.0) * 10f32.powi((seed % 7) as i32 - 3),
+        }
+    };
+    let lhs: Vec<f32> = (0..m * k * m0 * k0).map(|i| value(i * 3 + 1)).collect();
+    let rhs: Vec<f32> = (0..n * k * n0 * k0).map(|i| value(i * 5 + 2)).collect();
+    let start: Vec<f32> = (0..m * n * m0 * n0).map(|i| value(i * 7 + 3)).collect();
+    let flush = |x: f32| {
+        if x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        }
+    };
+    let bits = |v: &[f32]| words(&v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    for accumulate in [false, true] {
+        let mut expected = Vec::new();
+        for i in 0..m {
+            for j in 0..n {
+                for i0 in 0..m0 {
+                    for j0 in 0..n0 {
+                        let cell = (i * n + j) * m0 * n0 + i0 * n0 + j0;
+                        let mut acc = if accumulate { flush(start[cell]) } else { 0.0 };
+                        for step in 0..k {
+                            for c in 0..k0 {
+                                let x = flush(lhs[((i * k + step) * m0 + i0) * k0 + c]);
+                                let y = flush(rhs[((j * k + step) * n0 + j0) * k0 + c]);
+                                acc = flush(acc + flush(x * y));
+                            }
+                        }
+                        expected.push(acc.to_bits());
+                    }
+                }
+            }
+        }
+        let out = buffer(&bits(&start));
+        let flags = 1 | if accumulate { 0x100 } else { 0 };
+        let args = mmt4d_args(
+            &buffer(&bits(&lhs)),
+            &buffer(&bits(&rhs)),
+            &out,
+            [m as i64, n as i64, k as i64],
+            [m0 as i32, n0 as i32, k0 as i32],
+            flags,
+        );
+        context.call("vmvx.mmt4d", &args).unwrap();
+        assert_eq!(read_words(&out), expected, "accumulate: {accumulate}");
+    }
+}
+
 #[test]
 fn mmt4d_refuses_element_types_and_flags_it_does_not_handle() {
     let context = context();

@@ -551,36 +551,53 @@ fn mmt4d(
     }
     // A K0 of zero makes every K step empty: the sums are over nothing.
     let k = if k0 == 0 { 0 } else { k };
-    let (mut lhs_bytes, mut rhs_bytes, mut out_bytes) = (Vec::new(), Vec::new(), Vec::new());
+    let mut lhs_bytes = Vec::new();
+    let mut out_bytes = Vec::new();
+    if int8 {
+        let mut rhs_bytes = Vec::new();
+        for i in 0..m {
+            read_row(F, "lhs", lhs.buffer, &lhs_layout, i, &mut lhs_bytes)?;
+            read_out_row(&out_layout, out, i, accumulate, &mut out_bytes)?;
+            for j in 0..n {
+                read_row(F, "rhs", rhs.buffer, &rhs_layout, j, &mut rhs_bytes)?;
+                let tile = &mut out_bytes[j * out_tile * 4..(j + 1) * out_tile * 4];
+                mmt4d_tile_s8(tile, &lhs_bytes, &rhs_bytes, [m0, n0, k0], k, accumulate);
+            }
+            write_row(F, "out", out.buffer, &out_layout, i, &out_bytes)?;
+        }
+        return Ok(());
+    }
+    // Every rhs row is read once, flushed, and stored with each K step's tile transposed
+    // (`[k][k0][n0]`), so the tile kernel runs along N0 over contiguous elements.
+    let mut rhs_t = vec![0f32; n * rhs_row];
+    let mut rhs_bytes = Vec::new();
+    for (j, row_t) in rhs_t.chunks_exact_mut(rhs_row.max(1)).enumerate().take(n) {
+        read_row(F, "rhs", rhs.buffer, &rhs_layout, j, &mut rhs_bytes)?;
+        for (at, w) in words(&rhs_bytes).enumerate() {
+            let (step, j0, c) = (at / (n0 * k0), at / k0 % n0, at % k0);
+            row_t[step * n0 * k0 + c * n0 + j0] = flush(f32::from_bits(w));
+        }
+    }
+    let mut lhs_f32 = Vec::with_capacity(lhs_row);
+    let mut acc = vec![0f32; out_tile];
     for i in 0..m {
         read_row(F, "lhs", lhs.buffer, &lhs_layout, i, &mut lhs_bytes)?;
-        if accumulate {
-            read_row(F, "out", out.buffer, &out_layout, i, &mut out_bytes)?;
-        } else {
-            out_bytes.clear();
-            out_bytes.resize(n * out_tile * 4, 0);
-        }
-        let lhs_f32: Vec<f32>;
-        let lhs_i8: &[u8];
-        if int8 {
-            lhs_f32 = Vec::new();
-            lhs_i8 = &lhs_bytes;
-        } else {
-            lhs_f32 = words(&lhs_bytes)
-                .map(|w| flush(f32::from_bits(w)))
-                .collect();
-            lhs_i8 = &[];
-        }
+        lhs_f32.clear();
+        lhs_f32.extend(words(&lhs_bytes).map(|w| flush(f32::from_bits(w))));
+        read_out_row(&out_layout, out, i, accumulate, &mut out_bytes)?;
         for j in 0..n {
-            read_row(F, "rhs", rhs.buffer, &rhs_layout, j, &mut rhs_bytes)?;
             let tile = &mut out_bytes[j * out_tile * 4..(j + 1) * out_tile * 4];
-            if int8 {
-                mmt4d_tile_s8(tile, lhs_i8, &rhs_bytes, [m0, n0, k0], k, accumulate);
-            } else {
-                let rhs_f32: Vec<f32> = words(&rhs_bytes)
-                    .map(|w| flush(f32::from_bits(w)))
-                    .collect();
-                mmt4d_tile_f32(tile, &lhs_f32, &rhs_f32, [m0, n0, k0], k, accumulate);
+            for (a, cell) in acc.iter_mut().zip(words(tile)) {
+                *a = if accumulate {
+                    flush(f32::from_bits(cell))
+                } else {
+                    0.0
+                };
+            }
+            let rhs_j = &rhs_t[j * rhs_row..(j + 1) * rhs_row];
+            mmt4d_tile_f32(&mut acc, &lhs_f32, rhs_j, [m0, n0, k0], k);
+            for (cell, a) in tile.chunks_exact_mut(4).zip(&acc) {
+                cell.copy_from_slice(&a.to_le_bytes());
             }
         }
         write_row(F, "out", out.buffer, &out_layout, i, &out_bytes)?;
@@ -588,31 +605,49 @@ fn mmt4d(
     Ok(())
 }
 
-/// One `m0 x n0` f32 tile: the K loop outermost, unfused multiply then add, each flushed.
-fn mmt4d_tile_f32(
-    tile: &mut [u8],
-    lhs: &[f32],
-    rhs: &[f32],
-    [m0, n0, k0]: [usize; 3],
-    k: usize,
+/// Row `i` of the output into `row`: its elements to add to, or zeros.
+fn read_out_row(
+    layout: &Layout,
+    out: Rows<'_>,
+    i: usize,
     accumulate: bool,
-) {
-    for i0 in 0..m0 {
-        for j0 in 0..n0 {
-            let cell = &mut tile[(i0 * n0 + j0) * 4..][..4];
-            let mut acc = if accumulate {
-                flush(f32::from_bits(word(cell)))
-            } else {
-                0.0
-            };
-            for kk in 0..k {
-                let l = &lhs[kk * m0 * k0 + i0 * k0..][..k0];
-                let r = &rhs[kk * n0 * k0 + j0 * k0..][..k0];
-                for (&x, &y) in l.iter().zip(r) {
-                    acc = flush(acc + flush(x * y));
+    row: &mut Vec<u8>,
+) -> Result<(), NativeError> {
+    if accumulate {
+        read_row("vmvx.mmt4d", "out", out.buffer, layout, i, row)
+    } else {
+        row.clear();
+        row.resize(layout.size1 * 4, 0);
+        Ok(())
+    }
+}
+
+/// `x`, or zero of its sign when it is subnormal, without a branch (so loops of it vectorise).
+#[inline(always)]
+fn flush_lanes(x: f32) -> f32 {
+    let bits = x.to_bits();
+    let sign = bits & 0x8000_0000;
+    f32::from_bits(if bits & 0x7f80_0000 == 0 { sign } else { bits })
+}
+
+/// One `m0 x n0` f32 tile, `acc[i0 * n0 + j0]`, of `lhs` (`[k][m0][k0]`) times `rhs_t` (`[k]
+/// [k0][n0]`, each step transposed): each cell sums in IREE's generic order (K steps, then
+/// K0, one unfused multiply and one add each, each flushed), the N0 cells of a row side by side.
+fn mmt4d_tile_f32(acc: &mut [f32], lhs: &[f32], rhs_t: &[f32], [m0, n0, k0]: [usize; 3], k: usize) {
+    if n0 == 0 {
+        return;
+    }
+    for step in 0..k {
+        let l_step = &lhs[step * m0 * k0..][..m0 * k0];
+        let r_step = &rhs_t[step * n0 * k0..][..n0 * k0];
+        for c in 0..k0 {
+            let r = &r_step[c * n0..][..n0];
+            for (i0, a) in acc.chunks_exact_mut(n0).enumerate().take(m0) {
+                let x = l_step[i0 * k0 + c];
+                for (a, &y) in a.iter_mut().zip(r) {
+                    *a = flush_lanes(*a + flush_lanes(x * y));
                 }
             }
-            cell.copy_from_slice(&acc.to_le_bytes());
         }
     }
 }
