@@ -326,6 +326,68 @@ fn mmt4d_args(
     args
 }
 
+/// The f32 elementwise kernels flush subnormal operands and results to zero of their sign
+/// (IREE's FTZ/DAZ dispatch threads), and `abs`/`neg` move bits only, element by element
+/// over strided rows.
+#[test]
+fn elementwise_f32_kernels_flush_subnormals_and_abs_neg_move_bits() {
+    let context = context();
+    let tiny = f32::from_bits(0x0000_0001);
+    let lhs = [
+        1.5f32,
+        tiny,
+        -tiny,
+        1e-20,
+        3.0,
+        -0.0,
+        1e30,
+        f32::NAN.copysign(-1.0),
+    ];
+    let rhs = [2.0f32, 1.0, 0.0, 1e-20, -tiny, 1.0, 1e30, 2.0];
+    let flush = |x: f32| {
+        if x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        }
+    };
+    let bits = |v: &[f32]| words(&v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    type Op = fn(f32, f32) -> f32;
+    let ops: [(&str, Op); 4] = [
+        ("add.2d.f32", |x, y| x + y),
+        ("sub.2d.f32", |x, y| x - y),
+        ("mul.2d.f32", |x, y| x * y),
+        ("div.2d.f32", |x, y| x / y),
+    ];
+    for (name, op) in ops {
+        let out = buffer(&[0; 32]);
+        let args = binary_args(&buffer(&bits(&lhs)), &buffer(&bits(&rhs)), &out, [2, 4]);
+        context.call(&format!("vmvx.{name}"), &args).unwrap();
+        let expected: Vec<u32> = lhs
+            .iter()
+            .zip(&rhs)
+            .map(|(&x, &y)| flush(op(flush(x), flush(y))).to_bits())
+            .collect();
+        assert_eq!(read_words(&out), expected, "{name}");
+    }
+    for (name, op) in [("abs.2d.f32", 0x7fff_ffffu32), ("neg.2d.f32", 0)] {
+        let out = buffer(&[0; 32]);
+        let mut args = Vec::new();
+        args.extend(operand(&buffer(&bits(&lhs)), 0, [4, 1]));
+        args.extend(operand(&out, 0, [4, 1]));
+        args.extend([Value::I64(2), Value::I64(4)]);
+        context.call(&format!("vmvx.{name}"), &args).unwrap();
+        let expected: Vec<u32> = lhs
+            .iter()
+            .map(|x| match op {
+                0 => x.to_bits() ^ 0x8000_0000,
+                mask => x.to_bits() & mask,
+            })
+            .collect();
+        assert_eq!(read_words(&out), expected, "{name}");
+    }
+}
+
 /// f32 `mmt4d` gives the bits of IREE's generic tile function: per output cell, K steps
 /// then K0, one multiply then one add each, subnormal operands, products and sums flushed
 /// to zero of their sign; with the accumulate flag the sums start from the output's values.

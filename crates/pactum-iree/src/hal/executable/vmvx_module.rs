@@ -279,12 +279,12 @@ fn words(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
 }
 
 /// `x`, or zero of its sign when it is subnormal (the FTZ/DAZ of IREE's dispatch threads).
+/// Without a branch, so that loops of it vectorise.
+#[inline(always)]
 fn flush(x: f32) -> f32 {
-    if x.is_subnormal() {
-        0.0f32.copysign(x)
-    } else {
-        x
-    }
+    let bits = x.to_bits();
+    let sign = bits & 0x8000_0000;
+    f32::from_bits(if bits & 0x7f80_0000 == 0 { sign } else { bits })
 }
 
 // ------------------------------------------------------------------------------- elementwise
@@ -309,7 +309,57 @@ enum Binary {
     XorI,
 }
 
+/// `out[j] = f(a[j], b[j])` over rows of packed little-endian words.
+#[inline(always)]
+fn each_word(a: &[u8], b: &[u8], out: &mut [u8], f: impl Fn(u32, u32) -> u32) {
+    for ((o, x), y) in out
+        .chunks_exact_mut(4)
+        .zip(a.chunks_exact(4))
+        .zip(b.chunks_exact(4))
+    {
+        o.copy_from_slice(&f(word(x), word(y)).to_le_bytes());
+    }
+}
+
+/// `f` on flushed f32 operands, its result flushed.
+#[inline(always)]
+fn float_words(f: impl Fn(f32, f32) -> f32) -> impl Fn(u32, u32) -> u32 {
+    move |a, b| flush(f(flush(f32::from_bits(a)), flush(f32::from_bits(b)))).to_bits()
+}
+
 impl Binary {
+    /// `out = a op b` over a row of packed words (each `4 * n` bytes), one loop per kernel;
+    /// an integer division that cannot be done stops it, naming the element.
+    fn apply_row(self, a: &[u8], b: &[u8], out: &mut [u8]) -> Result<(), (usize, &'static str)> {
+        match self {
+            Binary::AddF => each_word(a, b, out, float_words(|x, y| x + y)),
+            Binary::SubF => each_word(a, b, out, float_words(|x, y| x - y)),
+            Binary::MulF => each_word(a, b, out, float_words(|x, y| x * y)),
+            Binary::DivF => each_word(a, b, out, float_words(|x, y| x / y)),
+            Binary::AddI => each_word(a, b, out, u32::wrapping_add),
+            Binary::SubI => each_word(a, b, out, u32::wrapping_sub),
+            Binary::MulI => each_word(a, b, out, u32::wrapping_mul),
+            Binary::AndI => each_word(a, b, out, |x, y| x & y),
+            Binary::OrI => each_word(a, b, out, |x, y| x | y),
+            Binary::XorI => each_word(a, b, out, |x, y| x ^ y),
+            Binary::ShlI => each_word(a, b, out, u32::wrapping_shl),
+            Binary::ShrUI => each_word(a, b, out, u32::wrapping_shr),
+            Binary::ShrSI => each_word(a, b, out, |x, y| (x as i32).wrapping_shr(y) as u32),
+            Binary::DivSI | Binary::DivUI => {
+                for (j, ((o, x), y)) in out
+                    .chunks_exact_mut(4)
+                    .zip(a.chunks_exact(4))
+                    .zip(b.chunks_exact(4))
+                    .enumerate()
+                {
+                    let v = self.apply(word(x), word(y)).map_err(|e| (j, e))?;
+                    o.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn apply(self, a: u32, b: u32) -> Result<u32, &'static str> {
         let float = |op: fn(f32, f32) -> f32| {
             let v = op(flush(f32::from_bits(a)), flush(f32::from_bits(b)));
@@ -358,7 +408,25 @@ enum Unary {
     RsqrtF,
 }
 
+/// `out[j] = f(a[j])` over a row of packed little-endian words.
+#[inline(always)]
+fn each_word_unary(a: &[u8], out: &mut [u8], f: impl Fn(u32) -> u32) {
+    for (o, x) in out.chunks_exact_mut(4).zip(a.chunks_exact(4)) {
+        o.copy_from_slice(&f(word(x)).to_le_bytes());
+    }
+}
+
 impl Unary {
+    /// `out = op a` over a row of packed words, one loop per kernel.
+    fn apply_row(self, a: &[u8], out: &mut [u8]) {
+        match self {
+            Unary::AbsF => each_word_unary(a, out, |x| x & 0x7fff_ffff),
+            Unary::NegF => each_word_unary(a, out, |x| x ^ 0x8000_0000),
+            Unary::Ctlz => each_word_unary(a, out, u32::leading_zeros),
+            op => each_word_unary(a, out, |x| op.apply(x)),
+        }
+    }
+
     fn apply(self, a: u32) -> u32 {
         let float = |op: fn(f32) -> f32| flush(op(flush(f32::from_bits(a)))).to_bits();
         match self {
@@ -390,17 +458,13 @@ fn binary_2d(
     if sizes.contains(&0) {
         return Ok(());
     }
-    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut c = vec![0u8; sizes[1] * 4];
     for i in 0..sizes[0] {
         read_row(function, "lhs", lhs.buffer, &lhs_layout, i, &mut a)?;
         read_row(function, "rhs", rhs.buffer, &rhs_layout, i, &mut b)?;
-        c.clear();
-        for (j, (x, y)) in words(&a).zip(words(&b)).enumerate() {
-            let v = op
-                .apply(x, y)
-                .map_err(|e| bad(function, format!("element [{i}, {j}]: {e}")))?;
-            c.extend_from_slice(&v.to_le_bytes());
-        }
+        op.apply_row(&a, &b, &mut c)
+            .map_err(|(j, e)| bad(function, format!("element [{i}, {j}]: {e}")))?;
         write_row(function, "out", out.buffer, &out_layout, i, &c)?;
     }
     Ok(())
@@ -420,11 +484,11 @@ fn unary_2d(
     if sizes.contains(&0) {
         return Ok(());
     }
-    let (mut a, mut c) = (Vec::new(), Vec::new());
+    let mut a = Vec::new();
+    let mut c = vec![0u8; sizes[1] * 4];
     for i in 0..sizes[0] {
         read_row(function, "in", input.buffer, &in_layout, i, &mut a)?;
-        c.clear();
-        c.extend(words(&a).flat_map(|x| op.apply(x).to_le_bytes()));
+        op.apply_row(&a, &mut c);
         write_row(function, "out", out.buffer, &out_layout, i, &c)?;
     }
     Ok(())
@@ -622,14 +686,6 @@ fn read_out_row(
     }
 }
 
-/// `x`, or zero of its sign when it is subnormal, without a branch (so loops of it vectorise).
-#[inline(always)]
-fn flush_lanes(x: f32) -> f32 {
-    let bits = x.to_bits();
-    let sign = bits & 0x8000_0000;
-    f32::from_bits(if bits & 0x7f80_0000 == 0 { sign } else { bits })
-}
-
 /// One `m0 x n0` f32 tile, `acc[i0 * n0 + j0]`, of `lhs` (`[k][m0][k0]`) times `rhs_t` (`[k]
 /// [k0][n0]`, each step transposed): each cell sums in IREE's generic order (K steps, then
 /// K0, one unfused multiply and one add each, each flushed), the N0 cells of a row side by side.
@@ -645,7 +701,7 @@ fn mmt4d_tile_f32(acc: &mut [f32], lhs: &[f32], rhs_t: &[f32], [m0, n0, k0]: [us
             for (i0, a) in acc.chunks_exact_mut(n0).enumerate().take(m0) {
                 let x = l_step[i0 * k0 + c];
                 for (a, &y) in a.iter_mut().zip(r) {
-                    *a = flush_lanes(*a + flush_lanes(x * y));
+                    *a = flush(*a + flush(x * y));
                 }
             }
         }
