@@ -5,8 +5,8 @@
 # (bench/iree_paths/vmvx_{matmul,mlp,cnn}.mlir) are compiled for vmvx first. Each run takes
 # the median of 3 repetitions per tool; the table gives, per case and device, the median over
 # runs of the paired ratio pactum / IREE and its spread (min–max). With PACTUM_BASE set to
-# another pactum binary (an older build), that binary is run in the same rounds and its
-# ratios are printed alongside.
+# another pactum binary (an older build), that binary is run in the same rounds: its ratios to
+# IREE are printed alongside, and the paired ratio pactum / base.
 #
 # usage: bench/run_vmvx_bench.sh [RUNS=5]   (builds target/release/pactum)
 set -euo pipefail
@@ -61,15 +61,16 @@ for line in open(sys.argv[1], encoding="utf-8"):
 tools = [t for t in ("pactum", "base") if any(t in v for v in times.values())]
 print(f"vmvx in process, pactum bench vs iree-benchmark-module, {sys.argv[2]} alternated runs")
 print()
-print("| case | device | IREE (median) | " + " | ".join(f"{t} / IREE: median (min–max)" for t in tools) + " |")
-print("|---|---|---|" + "---|" * len(tools))
+paired = ["pactum / base"] if "base" in tools else []
+print("| case | device | IREE (median) | " + " | ".join([f"{t} / IREE: median (min–max)" for t in tools] + [f"{p}: median (min–max)" for p in paired]) + " |")
+print("|---|---|---|" + "---|" * len(tools + paired))
 for case in ("matmul", "mlp", "cnn"):
     for device in ("local-task", "local-sync"):
         runs = [v for (c, d, _), v in sorted(times.items()) if (c, d) == (case, device)]
         iree = statistics.median(v["iree"] for v in runs)
         cells = []
-        for t in tools:
-            ratios = [v[t] / v["iree"] for v in runs]
+        for t, against in [(t, "iree") for t in tools] + [("pactum", "base")] * len(paired):
+            ratios = [v[t] / v[against] for v in runs]
             cells.append(f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f})")
         print(f"| {case} | {device} | {iree * 1e3:.1f} ms | " + " | ".join(cells) + " |")
 PY
