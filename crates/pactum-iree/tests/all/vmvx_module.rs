@@ -388,6 +388,50 @@ fn elementwise_f32_kernels_flush_subnormals_and_abs_neg_move_bits() {
     }
 }
 
+/// `pack` of a strided 3x7 i32 input into 2x3 tiles, for each transposition flag: element
+/// `[r, c]` lands in tile `[r / 2, c / 3]` (swapped by the outer flag) at `[r % 2, c % 3]`
+/// (swapped by the inner flag), and the cells past the input hold the padding.
+#[test]
+fn pack_places_elements_tiles_and_padding_for_every_transposition() {
+    let context = context();
+    let (rows, cols, row_stride) = (3usize, 7usize, 9usize);
+    let input: Vec<u32> = (0..rows * row_stride).map(|k| 100 + k as u32).collect();
+    let padding = 0xdead_beef_u32;
+    for flags in [0x03, 0x103, 0x203, 0x303] {
+        let (outer_t, inner_t) = (flags & 0x200 != 0, flags & 0x100 != 0);
+        let swap = |[a, b]: [usize; 2], yes: bool| if yes { [b, a] } else { [a, b] };
+        let outer = swap([2, 3], outer_t);
+        let tile = swap([2, 3], inner_t);
+        let mut expected = Vec::new();
+        for o0 in 0..outer[0] {
+            for o1 in 0..outer[1] {
+                for p0 in 0..tile[0] {
+                    for p1 in 0..tile[1] {
+                        let [i, j] = swap([o0, o1], outer_t);
+                        let [a, b] = swap([p0, p1], inner_t);
+                        let (r, c) = (i * 2 + a, j * 3 + b);
+                        expected.push(if r < rows && c < cols {
+                            input[r * row_stride + c]
+                        } else {
+                            padding
+                        });
+                    }
+                }
+            }
+        }
+        let out = buffer(&vec![0; expected.len() * 4]);
+        let mut args = Vec::new();
+        args.extend(operand(&buffer(&words(&input)), 0, [row_stride as i64, 1]));
+        args.extend(operand(&out, 0, [(outer[1] * 6) as i64, 6]));
+        args.extend(
+            [rows, cols, outer[0], outer[1], tile[0], tile[1]].map(|v| Value::I64(v as i64)),
+        );
+        args.extend([Value::I64(i64::from(padding)), Value::I32(flags)]);
+        context.call("vmvx.pack", &args).unwrap();
+        assert_eq!(read_words(&out), expected, "flags 0x{flags:x}");
+    }
+}
+
 /// f32 `mmt4d` gives the bits of IREE's generic tile function: per output cell, K steps
 /// then K0, one multiply then one add each, subnormal operands, products and sums flushed
 /// to zero of their sign; with the accumulate flag the sums start from the output's values.

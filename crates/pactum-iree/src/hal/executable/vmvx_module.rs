@@ -894,6 +894,15 @@ fn pack(
     }
     let padding_bytes = padding.to_le_bytes();
     let padding = &padding_bytes[..element];
+    // The input read once, rows packed: the tiles cover it, so it holds at most as many
+    // elements as the output.
+    let width = in_sizes[1] * element;
+    let mut plain = Vec::new();
+    let mut in_row = Vec::new();
+    for r in 0..in_sizes[0] {
+        read_row(F, "in", input.buffer, &in_layout, r, &mut in_row)?;
+        plain.extend_from_slice(&in_row);
+    }
     let mut row = vec![0u8; row_len * element];
     for o0 in 0..rows {
         let mut at = 0;
@@ -903,10 +912,7 @@ fn pack(
                     let (r, c) = tiling.source([o0, o1, p0, p1]);
                     let cell = &mut row[at..at + element];
                     if r < in_sizes[0] && c < in_sizes[1] {
-                        input
-                            .buffer
-                            .read(in_layout.at(r, c) as u64, cell)
-                            .map_err(|e| buffer_error(F, "in", e))?;
+                        cell.copy_from_slice(&plain[r * width + c * element..][..element]);
                     } else {
                         cell.copy_from_slice(padding);
                     }
