@@ -131,61 +131,96 @@ impl VmvxExecutable {
             constant_bytes: constants.iter().flat_map(|c| c.to_le_bytes()).collect(),
             bindings,
         };
-        // Made here first so that bad bindings fail the dispatch before any workgroup runs.
-        let mut args = call.arguments()?;
-        let total = u64::from(count[0]) * u64::from(count[1]) * u64::from(count[2]);
-        let threads = workers.concurrency() as u64;
-        match workers {
-            Workers::Pool(pool) if total > 1 && threads > 1 => {
-                let next = AtomicU64::new(0);
-                let first_failure = FirstFailure::new();
-                pool.scope(|scope| {
-                    for _ in 0..threads.min(total) {
-                        scope.spawn(|_| {
-                            let mut stack = self.stack();
-                            let outcome = call.arguments().and_then(|mut args| {
-                                loop {
-                                    let index = next.fetch_add(1, Ordering::Relaxed);
-                                    if index >= total || index > first_failure.index() {
-                                        return Ok(());
-                                    }
-                                    if let Err(e) = call.run(index, &mut args, &mut stack) {
-                                        first_failure.record(index, e);
-                                    }
-                                }
-                            });
-                            if let Err(e) = outcome {
-                                first_failure.record(0, e);
-                            }
-                            self.keep(stack);
-                        });
-                    }
-                });
-                first_failure.into_result()
-            }
-            _ => {
-                let mut stack = self.stack();
-                let outcome =
-                    (0..total).try_for_each(|index| call.run(index, &mut args, &mut stack));
-                self.keep(stack);
-                outcome
-            }
+        // Checked here first so that bad bindings fail the dispatch before any workgroup runs.
+        for binding in bindings {
+            vm_view(&binding.buffer, binding.offset, binding.length)?;
         }
+        let total = u64::from(count[0]) * u64::from(count[1]) * u64::from(count[2]);
+        let first_failure = FirstFailure::new();
+        run_workgroups(
+            workers,
+            total,
+            || Ok((self.lease_stack(), call.arguments()?)),
+            |(stack, args), index| {
+                // Past a failed workgroup nothing can fail first: skip the rest.
+                if index < first_failure.index() {
+                    if let Err(e) = call.run(index, args, &mut stack.0) {
+                        first_failure.record(index, e);
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        first_failure.into_result()
     }
 
-    /// A call stack for running workgroups: one kept from an earlier dispatch, or a new one.
-    fn stack(&self) -> CallStack {
-        self.stacks
+    /// A call stack for running workgroups, kept from an earlier dispatch or new, given back
+    /// when the lease is dropped.
+    fn lease_stack(&self) -> StackLease<'_> {
+        let stack = self
+            .stacks
             .lock()
             .ok()
             .and_then(|mut stacks| stacks.pop())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        StackLease(stack, self)
     }
+}
 
-    /// Keeps `stack` for later dispatches.
-    fn keep(&self, stack: CallStack) {
-        if let Ok(mut stacks) = self.stacks.lock() {
-            stacks.push(stack);
+/// A call stack of a [`VmvxExecutable`], returned to it on drop.
+struct StackLease<'a>(CallStack, &'a VmvxExecutable);
+
+impl Drop for StackLease<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut stacks) = self.1.stacks.lock() {
+            stacks.push(std::mem::take(&mut self.0));
+        }
+    }
+}
+
+/// Runs `body(state, index)` for every workgroup `index` in `0..total` on `workers`: in order
+/// on the caller's thread ([`Workers::CallerThread`], a pool of one, or a single workgroup),
+/// or on the pool's threads, each making its `state` once with `init` and taking the next
+/// index until none is left. The first error returned stops the threads that see it.
+fn run_workgroups<S>(
+    workers: &Workers,
+    total: u64,
+    init: impl Fn() -> Result<S, StatusError> + Sync,
+    body: impl Fn(&mut S, u64) -> Result<(), StatusError> + Sync,
+) -> Result<(), StatusError> {
+    let threads = workers.concurrency() as u64;
+    match workers {
+        Workers::Pool(pool) if total > 1 && threads > 1 => {
+            let next = AtomicU64::new(0);
+            let failure = Mutex::new(None);
+            pool.scope(|scope| {
+                for _ in 0..threads.min(total) {
+                    scope.spawn(|_| {
+                        let outcome = init().and_then(|mut state| {
+                            loop {
+                                let index = next.fetch_add(1, Ordering::Relaxed);
+                                if index >= total {
+                                    return Ok(());
+                                }
+                                body(&mut state, index)?;
+                            }
+                        });
+                        if let Err(e) = outcome {
+                            let mut failure = failure.lock().unwrap_or_else(|p| p.into_inner());
+                            failure.get_or_insert(e);
+                            next.store(total, Ordering::Relaxed);
+                        }
+                    });
+                }
+            });
+            match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                Some(error) => Err(error),
+                None => Ok(()),
+            }
+        }
+        _ => {
+            let mut state = init()?;
+            (0..total).try_for_each(|index| body(&mut state, index))
         }
     }
 }
