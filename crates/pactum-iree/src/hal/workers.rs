@@ -1,4 +1,4 @@
-//! Who runs the workgroups of an ELF dispatch: the caller's thread alone (IREE's
+//! Who runs the workgroups of a dispatch (vmvx or ELF): the caller's thread alone (IREE's
 //! `local-sync`: deterministic, nothing shared) or a pool of worker threads (IREE's
 //! `local-task`). Pools are shared: one process-wide pool sized to the machine serves every
 //! device that does not ask for its own, so no call ever spawns threads.

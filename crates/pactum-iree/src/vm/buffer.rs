@@ -169,6 +169,7 @@ impl VmBuffer {
     }
 
     /// The length in bytes.
+    #[inline]
     pub fn len(&self) -> usize {
         match &self.storage {
             Storage::ReadOnly { len, .. } | Storage::Shared { len, .. } => *len,
@@ -187,6 +188,7 @@ impl VmBuffer {
     }
 
     /// The byte range `offset..offset+length`, checked.
+    #[inline]
     pub fn range(&self, offset: u64, length: u64) -> Result<Range<usize>, BufferError> {
         let len = self.len();
         offset
@@ -200,6 +202,7 @@ impl VmBuffer {
             })
     }
 
+    #[inline]
     fn read_only_slice(&self) -> Option<&[u8]> {
         match &self.storage {
             Storage::ReadOnly { owner, start, len } => owner.bytes().get(*start..start + len),
@@ -207,6 +210,7 @@ impl VmBuffer {
         }
     }
 
+    #[inline]
     fn mutable_cells(&self) -> Option<&[AtomicU8]> {
         match &self.storage {
             Storage::Mutable(cells) => Some(cells),
@@ -215,6 +219,7 @@ impl VmBuffer {
         }
     }
 
+    #[inline]
     fn cells(&self) -> Result<&[AtomicU8], BufferError> {
         self.mutable_cells().ok_or(BufferError::ReadOnly)
     }
@@ -238,12 +243,41 @@ impl VmBuffer {
         Ok(())
     }
 
-    /// `N` bytes at byte `offset`.
+    /// `N` bytes at byte `offset`: [`VmBuffer::read`] of a few bytes, whole in the caller (the
+    /// VM's `buffer.load` instructions and vmvx dispatches make one for each element).
     #[inline]
     pub fn load<const N: usize>(&self, offset: u64) -> Result<[u8; N], BufferError> {
+        let range = self.range(offset, N as u64)?;
         let mut out = [0u8; N];
-        self.read(offset, &mut out)?;
+        match self.mutable_cells() {
+            Some(cells) => {
+                if let Some(cells) = cells.get(range) {
+                    for (o, c) in out.iter_mut().zip(cells) {
+                        *o = c.load(Relaxed);
+                    }
+                }
+            }
+            None => {
+                if let Some(bytes) = self.read_only_slice().and_then(|b| b.get(range)) {
+                    out.copy_from_slice(bytes);
+                }
+            }
+        }
         Ok(out)
+    }
+
+    /// Writes the `N` bytes of `bytes` at byte `offset`: [`VmBuffer::write`] of a few bytes,
+    /// whole in the caller.
+    #[inline]
+    pub fn store<const N: usize>(&self, offset: u64, bytes: [u8; N]) -> Result<(), BufferError> {
+        let cells = self.cells()?;
+        let range = self.range(offset, N as u64)?;
+        if let Some(cells) = cells.get(range) {
+            for (c, b) in cells.iter().zip(bytes) {
+                c.store(b, Relaxed);
+            }
+        }
+        Ok(())
     }
 
     /// Writes `bytes` at byte `offset`.

@@ -114,6 +114,18 @@ impl Function {
     }
 }
 
+/// Register storage and frames for invocations, kept by a caller that makes many calls (a
+/// worker thread running the workgroups of dispatches) so that no call allocates them anew.
+/// It holds nothing between calls: references are released when a call returns.
+#[derive(Default)]
+pub struct CallStack(Stack);
+
+impl fmt::Debug for CallStack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CallStack")
+    }
+}
+
 static NEXT_CONTEXT: AtomicU64 = AtomicU64::new(1);
 
 /// A set of modules linked in registration order, with each bytecode module's state.
@@ -455,6 +467,26 @@ impl Context {
     /// Calls `function` with `args`, checked against its calling convention (the count, and
     /// each argument's kind), and returns its results.
     pub fn invoke(&self, function: &Function, args: &[Value]) -> Result<Vec<Value>, VmError> {
+        self.invoke_with(function, args, None)
+    }
+
+    /// [`Context::invoke`] with the registers and frames in `stack` (reused between calls)
+    /// rather than the context's own or a new one.
+    pub fn invoke_on(
+        &self,
+        function: &Function,
+        args: &[Value],
+        stack: &mut CallStack,
+    ) -> Result<Vec<Value>, VmError> {
+        self.invoke_with(function, args, Some(&mut stack.0))
+    }
+
+    fn invoke_with(
+        &self,
+        function: &Function,
+        args: &[Value],
+        stack: Option<&mut Stack>,
+    ) -> Result<Vec<Value>, VmError> {
         if function.context != self.id {
             return Err(VmError::ForeignFunction(function.name.clone()));
         }
@@ -497,6 +529,15 @@ impl Context {
                     function: ordinal,
                     args,
                 };
+                if let Some(stack) = stack {
+                    return interp::invoke(
+                        &self.instances,
+                        entry,
+                        &self.limits,
+                        self.memory.as_ref(),
+                        stack,
+                    );
+                }
                 // Reuse the context's register stack when no other invocation holds it.
                 match self.stack.try_lock() {
                     Ok(mut stack) => interp::invoke(

@@ -51,7 +51,7 @@ mod verify;
 
 pub use crate::memory_budget::{Charge, MemoryBudget, OverBudget};
 pub use buffer::{BufferError, ByteSource, VmBuffer};
-pub use context::{Context, Function, ModuleSource};
+pub use context::{CallStack, Context, Function, ModuleSource};
 pub use error::{
     BudgetKind, FunctionName, LinkError, Location, StatusCode, TrapKind, VerifyRule, VmError,
 };

@@ -16,21 +16,29 @@ fn to_i64_or_min(rounded: f64) -> i64 {
 }
 
 /// `x`, or zero of its sign when it is subnormal (flush-to-zero).
+///
+/// Tested on the exponent bits alone, without a branch (`is_subnormal` classifies the value
+/// with several; a vmvx dispatch flushes every operand and result of its float arithmetic).
+#[inline]
 pub fn flush_f32(x: f32) -> f32 {
-    if x.is_subnormal() {
-        0.0f32.copysign(x)
+    let bits = x.to_bits();
+    // All-zero exponent: zero or subnormal, either way zero of its sign.
+    f32::from_bits(if bits & 0x7f80_0000 == 0 {
+        bits & 0x8000_0000
     } else {
-        x
-    }
+        bits
+    })
 }
 
 /// `x`, or zero of its sign when it is subnormal (flush-to-zero).
+#[inline]
 pub fn flush_f64(x: f64) -> f64 {
-    if x.is_subnormal() {
-        0.0f64.copysign(x)
+    let bits = x.to_bits();
+    f64::from_bits(if bits & 0x7ff0_0000_0000_0000 == 0 {
+        bits & 0x8000_0000_0000_0000
     } else {
-        x
-    }
+        bits
+    })
 }
 
 /// `llroundf`: round half away from zero to an i64.
@@ -296,6 +304,46 @@ int_ops!(bin_i64, cmp_i64, shift_i64, i64, u64, 63);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flushing_zeroes_subnormals_only_keeping_the_sign() {
+        let f32s = [
+            0.0,
+            f32::from_bits(1),
+            f32::from_bits(0x007f_ffff),
+            f32::MIN_POSITIVE,
+            1.5,
+            f32::MAX,
+            f32::INFINITY,
+            f32::NAN,
+        ];
+        for x in f32s.into_iter().flat_map(|x| [x, -x]) {
+            let expected = if x.is_subnormal() {
+                0.0f32.copysign(x)
+            } else {
+                x
+            };
+            assert_eq!(flush_f32(x).to_bits(), expected.to_bits(), "{x:e}");
+        }
+        let f64s = [
+            0.0,
+            f64::from_bits(1),
+            f64::from_bits(0x000f_ffff_ffff_ffff),
+            f64::MIN_POSITIVE,
+            1.5,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+        ];
+        for x in f64s.into_iter().flat_map(|x| [x, -x]) {
+            let expected = if x.is_subnormal() {
+                0.0f64.copysign(x)
+            } else {
+                x
+            };
+            assert_eq!(flush_f64(x).to_bits(), expected.to_bits(), "{x:e}");
+        }
+    }
 
     #[test]
     fn remainder_is_ieee() {

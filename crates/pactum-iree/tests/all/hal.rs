@@ -710,6 +710,103 @@ fn dispatches_check_ordinals_counts_and_bindings() {
         .unwrap();
 }
 
+/// `add_one`'s dispatch of the `vmvx_tensors` fixture over `n` elements (constants: `n` as
+/// two i32 halves; bindings: input, output; 64 elements a workgroup, as the module's own
+/// call computes its count), its output binding `out_length` bytes long: the output
+/// buffer's bytes, or the dispatch's error.
+fn add_one_dispatch(
+    workers: &pactum_iree::hal::Workers,
+    input: &[f32],
+    out_length: i64,
+) -> Result<Vec<u8>, pactum_iree::status::StatusError> {
+    use pactum_iree::hal::{Binding, HalExecutable, LocalExecutable};
+    let executable = LocalExecutable::load(
+        "vmvx-bytecode-fb",
+        embedded_executable(),
+        &[],
+        Limits::default(),
+    )
+    .unwrap();
+    let ordinal = executable
+        .lookup("add_one_dispatch_0_elementwise_D_f32")
+        .unwrap() as i64;
+    let n = input.len() as u64;
+    let bytes: Vec<u8> = input.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let source = HalBuffer::from_bytes(&bytes, None).unwrap();
+    let target = HalBuffer::allocate(bytes.len() as i64, None).unwrap();
+    let bindings = [
+        Binding {
+            buffer: source,
+            offset: 0,
+            length: WHOLE_BUFFER,
+        },
+        Binding {
+            buffer: target.clone(),
+            offset: 0,
+            length: out_length,
+        },
+    ];
+    let count = n.div_ceil(64) as u32;
+    executable.dispatch(
+        ordinal,
+        [count, 1, 1],
+        &[n as u32 as i32, (n >> 32) as i32],
+        &bindings,
+        workers,
+    )?;
+    Ok(target.to_vec())
+}
+
+/// A vmvx dispatch of many workgroups gives the same bytes on pools of several threads as
+/// on the caller's thread, every call, and computes what the program says (`x + 1`).
+#[test]
+fn vmvx_workgroups_on_a_pool_compute_what_the_caller_thread_computes() {
+    use pactum_iree::hal::Workers;
+    let input: Vec<f32> = (0..64 * 40 + 17)
+        .map(|k| ((k * 7919 % 1013) as f32 - 500.0) / 3.0)
+        .collect();
+    let expected: Vec<u8> = input.iter().flat_map(|x| (x + 1.0).to_le_bytes()).collect();
+    let whole = (input.len() * 4) as i64;
+    let on_caller = add_one_dispatch(&Workers::CallerThread, &input, whole).unwrap();
+    assert_eq!(on_caller, expected);
+    for workers in [
+        Workers::shared(),
+        Workers::with_threads(2).unwrap(),
+        Workers::with_threads(5).unwrap(),
+    ] {
+        for _ in 0..3 {
+            let on_pool = add_one_dispatch(&workers, &input, whole).unwrap();
+            assert!(
+                on_pool == on_caller,
+                "{workers:?}: differs from the caller's thread"
+            );
+        }
+    }
+}
+
+/// When workgroups of a vmvx dispatch trap, a pool reports the error of the first failing
+/// workgroup in grid order, the same error the caller's thread stops at.
+#[test]
+fn a_trapping_vmvx_workgroup_reports_the_same_error_on_a_pool() {
+    use pactum_iree::hal::Workers;
+    let input = vec![0.5f32; 64 * 32];
+    // The output binding ends inside workgroup 9: it and every workgroup after it write
+    // outside it, each at its own offset.
+    let short = (64 * 9 + 10) * 4;
+    let on_caller = add_one_dispatch(&Workers::CallerThread, &input, short).unwrap_err();
+    assert_eq!(on_caller.status, StatusCode::OutOfRange, "{on_caller}");
+    for workers in [
+        Workers::with_threads(2).unwrap(),
+        Workers::with_threads(4).unwrap(),
+    ] {
+        for _ in 0..5 {
+            let on_pool = add_one_dispatch(&workers, &input, short).unwrap_err();
+            assert_eq!(on_pool.status, on_caller.status, "{workers:?}");
+            assert_eq!(on_pool.message, on_caller.message, "{workers:?}");
+        }
+    }
+}
+
 #[test]
 fn vm_views_share_the_hal_buffers_bytes() {
     use pactum_iree::host_memory::HostMemory;

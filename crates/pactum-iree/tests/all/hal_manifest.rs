@@ -137,3 +137,56 @@ fn long_results_are_elided_as_iree_run_module_elides_them() {
         );
     }
 }
+
+/// A vmvx dispatch of many workgroups (`add_one` over 1,500 elements: 24 workgroups of 64)
+/// prints the same on pactum's pools (`local-task`: the shared pool; a pool of 3 threads of
+/// its own) as on the caller's thread and as iree-run-module prints it on `local-task`, live.
+#[test]
+fn vmvx_workgroups_on_a_pool_match_the_caller_thread_and_iree_run_module() {
+    if tool_or_skip(
+        "iree-run-module",
+        "vmvx_workgroups_on_a_pool_match_the_caller_thread_and_iree_run_module",
+    )
+    .is_none()
+    {
+        return;
+    }
+    let base = manifest_runs()
+        .unwrap()
+        .into_iter()
+        .find(|run| run.file == "vmvx_tensors.vmfb" && run.function == "add_one")
+        .unwrap();
+    // Distinct values, so a workgroup writing another's elements would show.
+    let values: Vec<String> = (0..1500)
+        .map(|k| format!("{}", (k * 7919 % 1013) as f32 / 8.0 - 60.0))
+        .collect();
+    let run = ManifestRun {
+        device: Some("local-task".into()),
+        inputs: vec![format!("1500xf32={}", values.join(" "))],
+        ..base
+    };
+    let iree = run.run().unwrap_or_else(|e| panic!("{run}: {e}"));
+    assert!(iree.results.is_ok(), "{run}: {iree:?}");
+    let own_pool = || {
+        let mut context = Context::new(Limits::default());
+        let device = LocalDevice::new(Workers::with_threads(3).unwrap())
+            .with_memory_budget(context.memory_budget().cloned());
+        context
+            .register_native(Arc::new(HalModule::new(Arc::new(device))))
+            .unwrap();
+        context
+    };
+    let contexts = [
+        ("local-task", context(Some("local-task"))),
+        ("a pool of 3", own_pool()),
+        ("local-sync", context(Some("local-sync"))),
+    ];
+    for (name, context) in contexts {
+        let ours = manifest_harness::run_in_pactum(&run, context)
+            .unwrap_or_else(|e| panic!("{run} on {name}: {e:?}"));
+        assert_eq!(
+            ours, iree.stdout,
+            "{run} on {name}: pactum (left) vs iree-run-module (right)"
+        );
+    }
+}

@@ -326,6 +326,174 @@ fn mmt4d_args(
     args
 }
 
+/// The f32 elementwise kernels flush subnormal operands and results to zero of their sign
+/// (IREE's FTZ/DAZ dispatch threads), and `abs`/`neg` move bits only, element by element
+/// over strided rows.
+#[test]
+fn elementwise_f32_kernels_flush_subnormals_and_abs_neg_move_bits() {
+    let context = context();
+    let tiny = f32::from_bits(0x0000_0001);
+    let lhs = [
+        1.5f32,
+        tiny,
+        -tiny,
+        1e-20,
+        3.0,
+        -0.0,
+        1e30,
+        f32::NAN.copysign(-1.0),
+    ];
+    let rhs = [2.0f32, 1.0, 0.0, 1e-20, -tiny, 1.0, 1e30, 2.0];
+    let flush = |x: f32| {
+        if x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        }
+    };
+    let bits = |v: &[f32]| words(&v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    type Op = fn(f32, f32) -> f32;
+    let ops: [(&str, Op); 4] = [
+        ("add.2d.f32", |x, y| x + y),
+        ("sub.2d.f32", |x, y| x - y),
+        ("mul.2d.f32", |x, y| x * y),
+        ("div.2d.f32", |x, y| x / y),
+    ];
+    for (name, op) in ops {
+        let out = buffer(&[0; 32]);
+        let args = binary_args(&buffer(&bits(&lhs)), &buffer(&bits(&rhs)), &out, [2, 4]);
+        context.call(&format!("vmvx.{name}"), &args).unwrap();
+        let expected: Vec<u32> = lhs
+            .iter()
+            .zip(&rhs)
+            .map(|(&x, &y)| flush(op(flush(x), flush(y))).to_bits())
+            .collect();
+        assert_eq!(read_words(&out), expected, "{name}");
+    }
+    for (name, op) in [("abs.2d.f32", 0x7fff_ffffu32), ("neg.2d.f32", 0)] {
+        let out = buffer(&[0; 32]);
+        let mut args = Vec::new();
+        args.extend(operand(&buffer(&bits(&lhs)), 0, [4, 1]));
+        args.extend(operand(&out, 0, [4, 1]));
+        args.extend([Value::I64(2), Value::I64(4)]);
+        context.call(&format!("vmvx.{name}"), &args).unwrap();
+        let expected: Vec<u32> = lhs
+            .iter()
+            .map(|x| match op {
+                0 => x.to_bits() ^ 0x8000_0000,
+                mask => x.to_bits() & mask,
+            })
+            .collect();
+        assert_eq!(read_words(&out), expected, "{name}");
+    }
+}
+
+/// `pack` of a strided 3x7 i32 input into 2x3 tiles, for each transposition flag: element
+/// `[r, c]` lands in tile `[r / 2, c / 3]` (swapped by the outer flag) at `[r % 2, c % 3]`
+/// (swapped by the inner flag), and the cells past the input hold the padding.
+#[test]
+fn pack_places_elements_tiles_and_padding_for_every_transposition() {
+    let context = context();
+    let (rows, cols, row_stride) = (3usize, 7usize, 9usize);
+    let input: Vec<u32> = (0..rows * row_stride).map(|k| 100 + k as u32).collect();
+    let padding = 0xdead_beef_u32;
+    for flags in [0x03, 0x103, 0x203, 0x303] {
+        let (outer_t, inner_t) = (flags & 0x200 != 0, flags & 0x100 != 0);
+        let swap = |[a, b]: [usize; 2], yes: bool| if yes { [b, a] } else { [a, b] };
+        let outer = swap([2, 3], outer_t);
+        let tile = swap([2, 3], inner_t);
+        let mut expected = Vec::new();
+        for o0 in 0..outer[0] {
+            for o1 in 0..outer[1] {
+                for p0 in 0..tile[0] {
+                    for p1 in 0..tile[1] {
+                        let [i, j] = swap([o0, o1], outer_t);
+                        let [a, b] = swap([p0, p1], inner_t);
+                        let (r, c) = (i * 2 + a, j * 3 + b);
+                        expected.push(if r < rows && c < cols {
+                            input[r * row_stride + c]
+                        } else {
+                            padding
+                        });
+                    }
+                }
+            }
+        }
+        let out = buffer(&vec![0; expected.len() * 4]);
+        let mut args = Vec::new();
+        args.extend(operand(&buffer(&words(&input)), 0, [row_stride as i64, 1]));
+        args.extend(operand(&out, 0, [(outer[1] * 6) as i64, 6]));
+        args.extend(
+            [rows, cols, outer[0], outer[1], tile[0], tile[1]].map(|v| Value::I64(v as i64)),
+        );
+        args.extend([Value::I64(i64::from(padding)), Value::I32(flags)]);
+        context.call("vmvx.pack", &args).unwrap();
+        assert_eq!(read_words(&out), expected, "flags 0x{flags:x}");
+    }
+}
+
+/// f32 `mmt4d` gives the bits of IREE's generic tile function: per output cell, K steps
+/// then K0, one multiply then one add each, subnormal operands, products and sums flushed
+/// to zero of their sign; with the accumulate flag the sums start from the output's values.
+#[test]
+fn mmt4d_f32_sums_in_iree_order_with_subnormals_flushed() {
+    let context = context();
+    let (m, n, k, m0, n0, k0) = (2usize, 3usize, 3usize, 2usize, 5usize, 3usize);
+    // Values of mixed magnitude (sums that depend on their order), a few subnormal, and
+    // products small enough to be subnormal.
+    let value = |seed: usize| -> f32 {
+        match seed % 11 {
+            0 => f32::from_bits(0x0000_0400 + seed as u32),
+            1 => 1e-20 * (seed as f32 + 1.0),
+            _ => ((seed * 7919 % 1013) as f32 - 500.0) * 10f32.powi((seed % 7) as i32 - 3),
+        }
+    };
+    let lhs: Vec<f32> = (0..m * k * m0 * k0).map(|i| value(i * 3 + 1)).collect();
+    let rhs: Vec<f32> = (0..n * k * n0 * k0).map(|i| value(i * 5 + 2)).collect();
+    let start: Vec<f32> = (0..m * n * m0 * n0).map(|i| value(i * 7 + 3)).collect();
+    let flush = |x: f32| {
+        if x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        }
+    };
+    let bits = |v: &[f32]| words(&v.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+    for accumulate in [false, true] {
+        let mut expected = Vec::new();
+        for i in 0..m {
+            for j in 0..n {
+                for i0 in 0..m0 {
+                    for j0 in 0..n0 {
+                        let cell = (i * n + j) * m0 * n0 + i0 * n0 + j0;
+                        let mut acc = if accumulate { flush(start[cell]) } else { 0.0 };
+                        for step in 0..k {
+                            for c in 0..k0 {
+                                let x = flush(lhs[((i * k + step) * m0 + i0) * k0 + c]);
+                                let y = flush(rhs[((j * k + step) * n0 + j0) * k0 + c]);
+                                acc = flush(acc + flush(x * y));
+                            }
+                        }
+                        expected.push(acc.to_bits());
+                    }
+                }
+            }
+        }
+        let out = buffer(&bits(&start));
+        let flags = 1 | if accumulate { 0x100 } else { 0 };
+        let args = mmt4d_args(
+            &buffer(&bits(&lhs)),
+            &buffer(&bits(&rhs)),
+            &out,
+            [m as i64, n as i64, k as i64],
+            [m0 as i32, n0 as i32, k0 as i32],
+            flags,
+        );
+        context.call("vmvx.mmt4d", &args).unwrap();
+        assert_eq!(read_words(&out), expected, "accumulate: {accumulate}");
+    }
+}
+
 #[test]
 fn mmt4d_refuses_element_types_and_flags_it_does_not_handle() {
     let context = context();

@@ -12,12 +12,16 @@
 //! loader does, so executables compiled with `--iree-vmvx-enable-microkernels` link their
 //! `vmvx.*` imports against it.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::vmvx_module::vmvx_module;
 use crate::hal::buffer::{Binding, HalBuffer};
+use crate::hal::workers::Workers;
 use crate::status::StatusError;
-use crate::vm::{Context, ElementType, Function, Limits, Ref, RefType, Value, VmBuffer, VmList};
+use crate::vm::{
+    CallStack, Context, ElementType, Function, Limits, Ref, RefType, Value, VmBuffer, VmList,
+};
 use crate::vmfb::VmfbFile;
 
 fn invalid(message: impl Into<String>) -> StatusError {
@@ -40,6 +44,9 @@ pub const DISPATCH_CCONV: &str = "0rrriiiiiiiii_v";
 pub struct VmvxExecutable {
     context: Context,
     exports: Vec<(String, Function)>,
+    /// Call stacks of earlier dispatches, one per thread that ran workgroups at once, reused
+    /// so that running a workgroup allocates nothing.
+    stacks: Mutex<Vec<CallStack>>,
 }
 
 impl VmvxExecutable {
@@ -79,7 +86,11 @@ impl VmvxExecutable {
             }
             exports.push((export, function));
         }
-        Ok(VmvxExecutable { context, exports })
+        Ok(VmvxExecutable {
+            context,
+            exports,
+            stacks: Mutex::new(Vec::new()),
+        })
     }
 
     /// The name of every export, by ordinal.
@@ -92,14 +103,19 @@ impl VmvxExecutable {
         self.exports.get(ordinal).map(|(n, _)| n.as_str())
     }
 
-    /// Runs export `ordinal` for every workgroup of `count` (at least one), on the caller's
-    /// thread.
+    /// Runs export `ordinal` for every workgroup of `count` (at least one) on `workers`: in
+    /// order on the caller's thread ([`Workers::CallerThread`], or a single workgroup), or
+    /// spread over the pool, each of its threads taking the next workgroup (x fastest) until
+    /// none is left. A pool changes who runs a workgroup, never what it computes; when
+    /// workgroups fail, the error is that of the first failing one in grid order, the one
+    /// the caller's thread would have stopped at.
     pub fn dispatch(
         &self,
         ordinal: usize,
         count: [u32; 3],
         constants: &[i32],
         bindings: &[Binding],
+        workers: &Workers,
     ) -> Result<(), StatusError> {
         let (name, function) = self.exports.get(ordinal).ok_or_else(|| {
             invalid(format!(
@@ -107,43 +123,203 @@ impl VmvxExecutable {
                 self.exports.len()
             ))
         })?;
-        let constant_bytes: Vec<u8> = constants.iter().flat_map(|c| c.to_le_bytes()).collect();
-        let constants = Ref::Buffer(Arc::new(VmBuffer::from_bytes(&constant_bytes)));
-        let local_memory = Ref::Buffer(Arc::new(VmBuffer::from_bytes(&[])));
-        let views = bindings
+        let call = Call {
+            context: &self.context,
+            function,
+            name,
+            count,
+            constant_bytes: constants.iter().flat_map(|c| c.to_le_bytes()).collect(),
+            bindings,
+        };
+        // Checked here first so that bad bindings fail the dispatch before any workgroup runs.
+        for binding in bindings {
+            vm_view(&binding.buffer, binding.offset, binding.length)?;
+        }
+        let total = u64::from(count[0]) * u64::from(count[1]) * u64::from(count[2]);
+        let first_failure = FirstFailure::new();
+        run_workgroups(
+            workers,
+            total,
+            || Ok((self.lease_stack(), call.arguments()?)),
+            |(stack, args), index| {
+                // Past a failed workgroup nothing can fail first: skip the rest.
+                if index < first_failure.index() {
+                    if let Err(e) = call.run(index, args, &mut stack.0) {
+                        first_failure.record(index, e);
+                    }
+                }
+                Ok(())
+            },
+        )?;
+        first_failure.into_result()
+    }
+
+    /// A call stack for running workgroups, kept from an earlier dispatch or new, given back
+    /// when the lease is dropped.
+    fn lease_stack(&self) -> StackLease<'_> {
+        let stack = self
+            .stacks
+            .lock()
+            .ok()
+            .and_then(|mut stacks| stacks.pop())
+            .unwrap_or_default();
+        StackLease(stack, self)
+    }
+}
+
+/// A call stack of a [`VmvxExecutable`], returned to it on drop.
+struct StackLease<'a>(CallStack, &'a VmvxExecutable);
+
+impl Drop for StackLease<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut stacks) = self.1.stacks.lock() {
+            stacks.push(std::mem::take(&mut self.0));
+        }
+    }
+}
+
+/// Runs `body(state, index)` for every workgroup `index` in `0..total` on `workers`: in order
+/// on the caller's thread ([`Workers::CallerThread`], a pool of one, or a single workgroup),
+/// or on the pool's threads, each making its `state` once with `init` and taking the next
+/// index until none is left. The first error returned stops the threads that see it.
+fn run_workgroups<S>(
+    workers: &Workers,
+    total: u64,
+    init: impl Fn() -> Result<S, StatusError> + Sync,
+    body: impl Fn(&mut S, u64) -> Result<(), StatusError> + Sync,
+) -> Result<(), StatusError> {
+    let threads = workers.concurrency() as u64;
+    match workers {
+        Workers::Pool(pool) if total > 1 && threads > 1 => {
+            let next = AtomicU64::new(0);
+            let failure = Mutex::new(None);
+            pool.scope(|scope| {
+                for _ in 0..threads.min(total) {
+                    scope.spawn(|_| {
+                        let outcome = init().and_then(|mut state| {
+                            loop {
+                                let index = next.fetch_add(1, Ordering::Relaxed);
+                                if index >= total {
+                                    return Ok(());
+                                }
+                                body(&mut state, index)?;
+                            }
+                        });
+                        if let Err(e) = outcome {
+                            let mut failure = failure.lock().unwrap_or_else(|p| p.into_inner());
+                            failure.get_or_insert(e);
+                            next.store(total, Ordering::Relaxed);
+                        }
+                    });
+                }
+            });
+            match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+                Some(error) => Err(error),
+                None => Ok(()),
+            }
+        }
+        _ => {
+            let mut state = init()?;
+            (0..total).try_for_each(|index| body(&mut state, index))
+        }
+    }
+}
+
+/// One dispatch, shared by the threads running its workgroups.
+struct Call<'a> {
+    context: &'a Context,
+    function: &'a Function,
+    name: &'a str,
+    count: [u32; 3],
+    constant_bytes: Vec<u8>,
+    bindings: &'a [Binding],
+}
+
+/// Where an argument of the dispatch calling convention is.
+const WORKGROUP_ID: usize = 3;
+
+impl Call<'_> {
+    /// The arguments of a workgroup, for one thread: its own local memory, constants and
+    /// binding views (no reference count is shared between threads), the workgroup id to be
+    /// set by [`Call::run`].
+    fn arguments(&self) -> Result<[Value; 12], StatusError> {
+        let buffer = |b: VmBuffer| Value::Ref(Some(Ref::Buffer(Arc::new(b))));
+        let views = self
+            .bindings
             .iter()
-            .map(|b| {
-                vm_view(&b.buffer, b.offset, b.length)
-                    .map(|v| Value::Ref(Some(Ref::Buffer(Arc::new(v)))))
-            })
+            .map(|b| vm_view(&b.buffer, b.offset, b.length).map(buffer))
             .collect::<Result<Vec<_>, _>>()?;
         let list = VmList::from_values(ElementType::Ref(RefType::Buffer), views)
             .map_err(|e| invalid(format!("dispatch bindings: {e}")))?;
-        let list = Ref::List(Arc::new(list));
-        let [cx, cy, cz] = count.map(|c| c as i32);
-        for z in 0..count[2] {
-            for y in 0..count[1] {
-                for x in 0..count[0] {
-                    let args = [
-                        Value::Ref(Some(local_memory.clone())),
-                        Value::Ref(Some(constants.clone())),
-                        Value::Ref(Some(list.clone())),
-                        Value::I32(x as i32),
-                        Value::I32(y as i32),
-                        Value::I32(z as i32),
-                        Value::I32(1),
-                        Value::I32(1),
-                        Value::I32(1),
-                        Value::I32(cx),
-                        Value::I32(cy),
-                        Value::I32(cz),
-                    ];
-                    self.context.invoke(function, &args).map_err(|e| {
-                        StatusError::new(e.status(), format!("dispatch `{name}` failed: {e}"))
-                    })?;
-                }
-            }
+        let [cx, cy, cz] = self.count.map(|c| c as i32);
+        Ok([
+            buffer(VmBuffer::from_bytes(&[])),
+            buffer(VmBuffer::from_bytes(&self.constant_bytes)),
+            Value::Ref(Some(Ref::List(Arc::new(list)))),
+            Value::I32(0),
+            Value::I32(0),
+            Value::I32(0),
+            Value::I32(1),
+            Value::I32(1),
+            Value::I32(1),
+            Value::I32(cx),
+            Value::I32(cy),
+            Value::I32(cz),
+        ])
+    }
+
+    /// Runs workgroup `index` of the grid (x fastest) with `args` on `stack`.
+    fn run(
+        &self,
+        index: u64,
+        args: &mut [Value; 12],
+        stack: &mut CallStack,
+    ) -> Result<(), StatusError> {
+        let [cx, cy, _] = self.count.map(u64::from);
+        let id = [index % cx, index / cx % cy, index / cx / cy];
+        for (arg, id) in args[WORKGROUP_ID..WORKGROUP_ID + 3].iter_mut().zip(id) {
+            *arg = Value::I32(id as i32);
         }
-        Ok(())
+        self.context
+            .invoke_on(self.function, args, stack)
+            .map(drop)
+            .map_err(|e| {
+                StatusError::new(e.status(), format!("dispatch `{}` failed: {e}", self.name))
+            })
+    }
+}
+
+/// The failure of the workgroup first in grid order among those that failed.
+struct FirstFailure {
+    /// Its index, `u64::MAX` while none failed: workgroups past it need not run.
+    index: AtomicU64,
+    error: Mutex<Option<(u64, StatusError)>>,
+}
+
+impl FirstFailure {
+    fn new() -> FirstFailure {
+        FirstFailure {
+            index: AtomicU64::new(u64::MAX),
+            error: Mutex::new(None),
+        }
+    }
+
+    fn index(&self) -> u64 {
+        self.index.load(Ordering::Relaxed)
+    }
+
+    fn record(&self, index: u64, error: StatusError) {
+        let mut first = self.error.lock().unwrap_or_else(|p| p.into_inner());
+        if first.as_ref().is_none_or(|(at, _)| index < *at) {
+            *first = Some((index, error));
+        }
+        self.index.fetch_min(index, Ordering::Relaxed);
+    }
+
+    fn into_result(self) -> Result<(), StatusError> {
+        match self.error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some((_, error)) => Err(error),
+            None => Ok(()),
+        }
     }
 }

@@ -279,12 +279,12 @@ fn words(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
 }
 
 /// `x`, or zero of its sign when it is subnormal (the FTZ/DAZ of IREE's dispatch threads).
+/// Without a branch, so that loops of it vectorise.
+#[inline(always)]
 fn flush(x: f32) -> f32 {
-    if x.is_subnormal() {
-        0.0f32.copysign(x)
-    } else {
-        x
-    }
+    let bits = x.to_bits();
+    let sign = bits & 0x8000_0000;
+    f32::from_bits(if bits & 0x7f80_0000 == 0 { sign } else { bits })
 }
 
 // ------------------------------------------------------------------------------- elementwise
@@ -309,7 +309,57 @@ enum Binary {
     XorI,
 }
 
+/// `out[j] = f(a[j], b[j])` over rows of packed little-endian words.
+#[inline(always)]
+fn each_word(a: &[u8], b: &[u8], out: &mut [u8], f: impl Fn(u32, u32) -> u32) {
+    for ((o, x), y) in out
+        .chunks_exact_mut(4)
+        .zip(a.chunks_exact(4))
+        .zip(b.chunks_exact(4))
+    {
+        o.copy_from_slice(&f(word(x), word(y)).to_le_bytes());
+    }
+}
+
+/// `f` on flushed f32 operands, its result flushed.
+#[inline(always)]
+fn float_words(f: impl Fn(f32, f32) -> f32) -> impl Fn(u32, u32) -> u32 {
+    move |a, b| flush(f(flush(f32::from_bits(a)), flush(f32::from_bits(b)))).to_bits()
+}
+
 impl Binary {
+    /// `out = a op b` over a row of packed words (each `4 * n` bytes), one loop per kernel;
+    /// an integer division that cannot be done stops it, naming the element.
+    fn apply_row(self, a: &[u8], b: &[u8], out: &mut [u8]) -> Result<(), (usize, &'static str)> {
+        match self {
+            Binary::AddF => each_word(a, b, out, float_words(|x, y| x + y)),
+            Binary::SubF => each_word(a, b, out, float_words(|x, y| x - y)),
+            Binary::MulF => each_word(a, b, out, float_words(|x, y| x * y)),
+            Binary::DivF => each_word(a, b, out, float_words(|x, y| x / y)),
+            Binary::AddI => each_word(a, b, out, u32::wrapping_add),
+            Binary::SubI => each_word(a, b, out, u32::wrapping_sub),
+            Binary::MulI => each_word(a, b, out, u32::wrapping_mul),
+            Binary::AndI => each_word(a, b, out, |x, y| x & y),
+            Binary::OrI => each_word(a, b, out, |x, y| x | y),
+            Binary::XorI => each_word(a, b, out, |x, y| x ^ y),
+            Binary::ShlI => each_word(a, b, out, u32::wrapping_shl),
+            Binary::ShrUI => each_word(a, b, out, u32::wrapping_shr),
+            Binary::ShrSI => each_word(a, b, out, |x, y| (x as i32).wrapping_shr(y) as u32),
+            Binary::DivSI | Binary::DivUI => {
+                for (j, ((o, x), y)) in out
+                    .chunks_exact_mut(4)
+                    .zip(a.chunks_exact(4))
+                    .zip(b.chunks_exact(4))
+                    .enumerate()
+                {
+                    let v = self.apply(word(x), word(y)).map_err(|e| (j, e))?;
+                    o.copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn apply(self, a: u32, b: u32) -> Result<u32, &'static str> {
         let float = |op: fn(f32, f32) -> f32| {
             let v = op(flush(f32::from_bits(a)), flush(f32::from_bits(b)));
@@ -358,7 +408,25 @@ enum Unary {
     RsqrtF,
 }
 
+/// `out[j] = f(a[j])` over a row of packed little-endian words.
+#[inline(always)]
+fn each_word_unary(a: &[u8], out: &mut [u8], f: impl Fn(u32) -> u32) {
+    for (o, x) in out.chunks_exact_mut(4).zip(a.chunks_exact(4)) {
+        o.copy_from_slice(&f(word(x)).to_le_bytes());
+    }
+}
+
 impl Unary {
+    /// `out = op a` over a row of packed words, one loop per kernel.
+    fn apply_row(self, a: &[u8], out: &mut [u8]) {
+        match self {
+            Unary::AbsF => each_word_unary(a, out, |x| x & 0x7fff_ffff),
+            Unary::NegF => each_word_unary(a, out, |x| x ^ 0x8000_0000),
+            Unary::Ctlz => each_word_unary(a, out, u32::leading_zeros),
+            op => each_word_unary(a, out, |x| op.apply(x)),
+        }
+    }
+
     fn apply(self, a: u32) -> u32 {
         let float = |op: fn(f32) -> f32| flush(op(flush(f32::from_bits(a)))).to_bits();
         match self {
@@ -390,17 +458,13 @@ fn binary_2d(
     if sizes.contains(&0) {
         return Ok(());
     }
-    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut c = vec![0u8; sizes[1] * 4];
     for i in 0..sizes[0] {
         read_row(function, "lhs", lhs.buffer, &lhs_layout, i, &mut a)?;
         read_row(function, "rhs", rhs.buffer, &rhs_layout, i, &mut b)?;
-        c.clear();
-        for (j, (x, y)) in words(&a).zip(words(&b)).enumerate() {
-            let v = op
-                .apply(x, y)
-                .map_err(|e| bad(function, format!("element [{i}, {j}]: {e}")))?;
-            c.extend_from_slice(&v.to_le_bytes());
-        }
+        op.apply_row(&a, &b, &mut c)
+            .map_err(|(j, e)| bad(function, format!("element [{i}, {j}]: {e}")))?;
         write_row(function, "out", out.buffer, &out_layout, i, &c)?;
     }
     Ok(())
@@ -420,11 +484,11 @@ fn unary_2d(
     if sizes.contains(&0) {
         return Ok(());
     }
-    let (mut a, mut c) = (Vec::new(), Vec::new());
+    let mut a = Vec::new();
+    let mut c = vec![0u8; sizes[1] * 4];
     for i in 0..sizes[0] {
         read_row(function, "in", input.buffer, &in_layout, i, &mut a)?;
-        c.clear();
-        c.extend(words(&a).flat_map(|x| op.apply(x).to_le_bytes()));
+        op.apply_row(&a, &mut c);
         write_row(function, "out", out.buffer, &out_layout, i, &c)?;
     }
     Ok(())
@@ -551,36 +615,53 @@ fn mmt4d(
     }
     // A K0 of zero makes every K step empty: the sums are over nothing.
     let k = if k0 == 0 { 0 } else { k };
-    let (mut lhs_bytes, mut rhs_bytes, mut out_bytes) = (Vec::new(), Vec::new(), Vec::new());
+    let mut lhs_bytes = Vec::new();
+    let mut out_bytes = Vec::new();
+    if int8 {
+        let mut rhs_bytes = Vec::new();
+        for i in 0..m {
+            read_row(F, "lhs", lhs.buffer, &lhs_layout, i, &mut lhs_bytes)?;
+            read_out_row(&out_layout, out, i, accumulate, &mut out_bytes)?;
+            for j in 0..n {
+                read_row(F, "rhs", rhs.buffer, &rhs_layout, j, &mut rhs_bytes)?;
+                let tile = &mut out_bytes[j * out_tile * 4..(j + 1) * out_tile * 4];
+                mmt4d_tile_s8(tile, &lhs_bytes, &rhs_bytes, [m0, n0, k0], k, accumulate);
+            }
+            write_row(F, "out", out.buffer, &out_layout, i, &out_bytes)?;
+        }
+        return Ok(());
+    }
+    // Every rhs row is read once, flushed, and stored with each K step's tile transposed
+    // (`[k][k0][n0]`), so the tile kernel runs along N0 over contiguous elements.
+    let mut rhs_t = vec![0f32; n * rhs_row];
+    let mut rhs_bytes = Vec::new();
+    for (j, row_t) in rhs_t.chunks_exact_mut(rhs_row.max(1)).enumerate().take(n) {
+        read_row(F, "rhs", rhs.buffer, &rhs_layout, j, &mut rhs_bytes)?;
+        for (at, w) in words(&rhs_bytes).enumerate() {
+            let (step, j0, c) = (at / (n0 * k0), at / k0 % n0, at % k0);
+            row_t[step * n0 * k0 + c * n0 + j0] = flush(f32::from_bits(w));
+        }
+    }
+    let mut lhs_f32 = Vec::with_capacity(lhs_row);
+    let mut acc = vec![0f32; out_tile];
     for i in 0..m {
         read_row(F, "lhs", lhs.buffer, &lhs_layout, i, &mut lhs_bytes)?;
-        if accumulate {
-            read_row(F, "out", out.buffer, &out_layout, i, &mut out_bytes)?;
-        } else {
-            out_bytes.clear();
-            out_bytes.resize(n * out_tile * 4, 0);
-        }
-        let lhs_f32: Vec<f32>;
-        let lhs_i8: &[u8];
-        if int8 {
-            lhs_f32 = Vec::new();
-            lhs_i8 = &lhs_bytes;
-        } else {
-            lhs_f32 = words(&lhs_bytes)
-                .map(|w| flush(f32::from_bits(w)))
-                .collect();
-            lhs_i8 = &[];
-        }
+        lhs_f32.clear();
+        lhs_f32.extend(words(&lhs_bytes).map(|w| flush(f32::from_bits(w))));
+        read_out_row(&out_layout, out, i, accumulate, &mut out_bytes)?;
         for j in 0..n {
-            read_row(F, "rhs", rhs.buffer, &rhs_layout, j, &mut rhs_bytes)?;
             let tile = &mut out_bytes[j * out_tile * 4..(j + 1) * out_tile * 4];
-            if int8 {
-                mmt4d_tile_s8(tile, lhs_i8, &rhs_bytes, [m0, n0, k0], k, accumulate);
-            } else {
-                let rhs_f32: Vec<f32> = words(&rhs_bytes)
-                    .map(|w| flush(f32::from_bits(w)))
-                    .collect();
-                mmt4d_tile_f32(tile, &lhs_f32, &rhs_f32, [m0, n0, k0], k, accumulate);
+            for (a, cell) in acc.iter_mut().zip(words(tile)) {
+                *a = if accumulate {
+                    flush(f32::from_bits(cell))
+                } else {
+                    0.0
+                };
+            }
+            let rhs_j = &rhs_t[j * rhs_row..(j + 1) * rhs_row];
+            mmt4d_tile_f32(&mut acc, &lhs_f32, rhs_j, [m0, n0, k0], k);
+            for (cell, a) in tile.chunks_exact_mut(4).zip(&acc) {
+                cell.copy_from_slice(&a.to_le_bytes());
             }
         }
         write_row(F, "out", out.buffer, &out_layout, i, &out_bytes)?;
@@ -588,31 +669,41 @@ fn mmt4d(
     Ok(())
 }
 
-/// One `m0 x n0` f32 tile: the K loop outermost, unfused multiply then add, each flushed.
-fn mmt4d_tile_f32(
-    tile: &mut [u8],
-    lhs: &[f32],
-    rhs: &[f32],
-    [m0, n0, k0]: [usize; 3],
-    k: usize,
+/// Row `i` of the output into `row`: its elements to add to, or zeros.
+fn read_out_row(
+    layout: &Layout,
+    out: Rows<'_>,
+    i: usize,
     accumulate: bool,
-) {
-    for i0 in 0..m0 {
-        for j0 in 0..n0 {
-            let cell = &mut tile[(i0 * n0 + j0) * 4..][..4];
-            let mut acc = if accumulate {
-                flush(f32::from_bits(word(cell)))
-            } else {
-                0.0
-            };
-            for kk in 0..k {
-                let l = &lhs[kk * m0 * k0 + i0 * k0..][..k0];
-                let r = &rhs[kk * n0 * k0 + j0 * k0..][..k0];
-                for (&x, &y) in l.iter().zip(r) {
-                    acc = flush(acc + flush(x * y));
+    row: &mut Vec<u8>,
+) -> Result<(), NativeError> {
+    if accumulate {
+        read_row("vmvx.mmt4d", "out", out.buffer, layout, i, row)
+    } else {
+        row.clear();
+        row.resize(layout.size1 * 4, 0);
+        Ok(())
+    }
+}
+
+/// One `m0 x n0` f32 tile, `acc[i0 * n0 + j0]`, of `lhs` (`[k][m0][k0]`) times `rhs_t` (`[k]
+/// [k0][n0]`, each step transposed): each cell sums in IREE's generic order (K steps, then
+/// K0, one unfused multiply and one add each, each flushed), the N0 cells of a row side by side.
+fn mmt4d_tile_f32(acc: &mut [f32], lhs: &[f32], rhs_t: &[f32], [m0, n0, k0]: [usize; 3], k: usize) {
+    if n0 == 0 {
+        return;
+    }
+    for step in 0..k {
+        let l_step = &lhs[step * m0 * k0..][..m0 * k0];
+        let r_step = &rhs_t[step * n0 * k0..][..n0 * k0];
+        for c in 0..k0 {
+            let r = &r_step[c * n0..][..n0];
+            for (i0, a) in acc.chunks_exact_mut(n0).enumerate().take(m0) {
+                let x = l_step[i0 * k0 + c];
+                for (a, &y) in a.iter_mut().zip(r) {
+                    *a = flush(*a + flush(x * y));
                 }
             }
-            cell.copy_from_slice(&acc.to_le_bytes());
         }
     }
 }
@@ -803,6 +894,15 @@ fn pack(
     }
     let padding_bytes = padding.to_le_bytes();
     let padding = &padding_bytes[..element];
+    // The input read once, rows packed: the tiles cover it, so it holds at most as many
+    // elements as the output.
+    let width = in_sizes[1] * element;
+    let mut plain = Vec::new();
+    let mut in_row = Vec::new();
+    for r in 0..in_sizes[0] {
+        read_row(F, "in", input.buffer, &in_layout, r, &mut in_row)?;
+        plain.extend_from_slice(&in_row);
+    }
     let mut row = vec![0u8; row_len * element];
     for o0 in 0..rows {
         let mut at = 0;
@@ -812,10 +912,7 @@ fn pack(
                     let (r, c) = tiling.source([o0, o1, p0, p1]);
                     let cell = &mut row[at..at + element];
                     if r < in_sizes[0] && c < in_sizes[1] {
-                        input
-                            .buffer
-                            .read(in_layout.at(r, c) as u64, cell)
-                            .map_err(|e| buffer_error(F, "in", e))?;
+                        cell.copy_from_slice(&plain[r * width + c * element..][..element]);
                     } else {
                         cell.copy_from_slice(padding);
                     }

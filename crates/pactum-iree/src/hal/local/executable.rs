@@ -87,9 +87,7 @@ impl LocalExecutable {
         })
     }
 
-    /// Runs export `ordinal` for every workgroup of `count`: vmvx dispatches on the caller's
-    /// thread, ELF ones on `workers`.
-    #[cfg_attr(not(feature = "llvm-cpu"), allow(unused_variables))]
+    /// Runs export `ordinal` for every workgroup of `count` on `workers`.
     pub fn dispatch(
         &self,
         ordinal: i64,
@@ -118,7 +116,7 @@ impl LocalExecutable {
             return Ok(());
         }
         match &self.kind {
-            Kind::Vmvx(e) => e.dispatch(ordinal, count, constants, bindings),
+            Kind::Vmvx(e) => e.dispatch(ordinal, count, constants, bindings, workers),
             #[cfg(feature = "llvm-cpu")]
             Kind::Elf(e) => e.dispatch(ordinal, count, constants, bindings, workers),
         }

@@ -1,4 +1,4 @@
-//! The local CPU device: IREE's `local-task` (workgroups of ELF dispatches spread over a worker
+//! The local CPU device: IREE's `local-task` (workgroups of dispatches spread over a worker
 //! pool) and `local-sync` (everything on the calling thread), by its [`Workers`].
 //!
 //! Queue operations run when they are submitted and finish before they return, on either kind:
@@ -33,7 +33,7 @@ pub struct LocalDevice {
 }
 
 impl LocalDevice {
-    /// A device whose ELF dispatches run on `workers` ([`Workers::shared`]: `local-task`;
+    /// A device whose dispatches run on `workers` ([`Workers::shared`]: `local-task`;
     /// [`Workers::CallerThread`]: `local-sync`), with no memory budget and the default
     /// [`Limits`] for vmvx dispatches.
     pub fn new(workers: Workers) -> LocalDevice {
@@ -44,7 +44,7 @@ impl LocalDevice {
         }
     }
 
-    /// IREE's `local-task`: ELF dispatches on the process-wide worker pool.
+    /// IREE's `local-task`: dispatches on the process-wide worker pool.
     pub fn task() -> LocalDevice {
         LocalDevice::new(Workers::shared())
     }
@@ -71,7 +71,7 @@ impl LocalDevice {
         }
     }
 
-    /// Who runs ELF dispatches.
+    /// Who runs the workgroups of dispatches.
     pub fn workers(&self) -> &Workers {
         &self.workers
     }

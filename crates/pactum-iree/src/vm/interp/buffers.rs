@@ -23,6 +23,20 @@ fn buffer_of(value: Option<&Ref>) -> Result<Arc<VmBuffer>, Fault> {
     }
 }
 
+/// The buffer in a register, borrowed (no reference count touched: a count shared by the
+/// threads running a dispatch's workgroups would bounce between their caches).
+#[inline(always)]
+fn buffer_in(value: Option<&Ref>) -> Result<&VmBuffer, Fault> {
+    match value {
+        Some(Ref::Buffer(b)) => Ok(b),
+        Some(other) => Err(trap(
+            TrapKind::TypeMismatch,
+            format!("expected a vm.buffer, got a {}", other.type_name()),
+        )),
+        None => Err(trap(TrapKind::NullReference, "null buffer")),
+    }
+}
+
 /// The byte offset of element `index` of `size` bytes.
 fn element_offset(index: u64, size: u64) -> Result<u64, Fault> {
     index.checked_mul(size).ok_or_else(|| {
@@ -55,14 +69,16 @@ pub(super) fn load(
     o: Reg64,
     d: Reg,
 ) -> Result<(), Fault> {
-    let buffer = buffer_of(r.peek(b))?;
-    let at = element_offset(r.i64(o), width.size())?;
-    let v = match width {
-        Width::U8 => u32::from(buffer.load::<1>(at)?[0]),
-        Width::S8 => buffer.load::<1>(at)?[0] as i8 as i32 as u32,
-        Width::U16 => u32::from(u16::from_le_bytes(buffer.load::<2>(at)?)),
-        Width::S16 => i16::from_le_bytes(buffer.load::<2>(at)?) as i32 as u32,
-        Width::B32 => u32::from_le_bytes(buffer.load::<4>(at)?),
+    let v = {
+        let buffer = buffer_in(r.peek(b))?;
+        let at = element_offset(r.i64(o), width.size())?;
+        match width {
+            Width::U8 => u32::from(buffer.load::<1>(at)?[0]),
+            Width::S8 => buffer.load::<1>(at)?[0] as i8 as i32 as u32,
+            Width::U16 => u32::from(u16::from_le_bytes(buffer.load::<2>(at)?)),
+            Width::S16 => i16::from_le_bytes(buffer.load::<2>(at)?) as i32 as u32,
+            Width::B32 => u32::from_le_bytes(buffer.load::<4>(at)?),
+        }
     };
     r.set_i32(d, v);
     Ok(())
@@ -70,25 +86,32 @@ pub(super) fn load(
 
 #[inline(always)]
 pub(super) fn load64(r: &mut Registers, b: RefReg, o: Reg64, d: Reg64) -> Result<(), Fault> {
-    let buffer = buffer_of(r.peek(b))?;
-    let at = element_offset(r.i64(o), 8)?;
-    r.set_i64(d, u64::from_le_bytes(buffer.load::<8>(at)?));
+    let v = {
+        let buffer = buffer_in(r.peek(b))?;
+        let at = element_offset(r.i64(o), 8)?;
+        u64::from_le_bytes(buffer.load::<8>(at)?)
+    };
+    r.set_i64(d, v);
     Ok(())
 }
 
 #[inline(always)]
 pub(super) fn store(r: &Registers, width: Width, b: RefReg, o: Reg64, v: Reg) -> Result<(), Fault> {
-    let buffer = buffer_of(r.peek(b))?;
+    let buffer = buffer_in(r.peek(b))?;
     let at = element_offset(r.i64(o), width.size())?;
     let bytes = r.i32(v).to_le_bytes();
-    Ok(buffer.write(at, &bytes[..width.size() as usize])?)
+    Ok(match width {
+        Width::U8 | Width::S8 => buffer.store(at, [bytes[0]]),
+        Width::U16 | Width::S16 => buffer.store(at, [bytes[0], bytes[1]]),
+        Width::B32 => buffer.store(at, bytes),
+    }?)
 }
 
 #[inline(always)]
 pub(super) fn store64(r: &Registers, b: RefReg, o: Reg64, v: Reg64) -> Result<(), Fault> {
-    let buffer = buffer_of(r.peek(b))?;
+    let buffer = buffer_in(r.peek(b))?;
     let at = element_offset(r.i64(o), 8)?;
-    Ok(buffer.write(at, &r.i64(v).to_le_bytes())?)
+    Ok(buffer.store(at, r.i64(v).to_le_bytes())?)
 }
 
 #[inline(always)]
