@@ -379,9 +379,20 @@ impl ElfExecutable {
         }
         let count_z = u16::try_from(count[2])
             .map_err(|_| invalid(format!("workgroup count z {} exceeds 65535", count[2])))?;
-        // On the stack: a dispatch allocates nothing (at most 64 bindings, checked above).
-        let mut pointers = [std::ptr::null_mut::<c_void>(); IREE_HAL_EXECUTABLE_MAX_BINDING_COUNT];
-        let mut lengths = [0usize; IREE_HAL_EXECUTABLE_MAX_BINDING_COUNT];
+        // On the stack for the few bindings most dispatches have, so that those allocate
+        // nothing.
+        const INLINE_BINDINGS: usize = 8;
+        let mut inline_pointers = [std::ptr::null_mut::<c_void>(); INLINE_BINDINGS];
+        let mut inline_lengths = [0usize; INLINE_BINDINGS];
+        let (mut heap_pointers, mut heap_lengths);
+        let (pointers, lengths): (&mut [*mut c_void], &mut [usize]) =
+            if bindings.len() <= INLINE_BINDINGS {
+                (&mut inline_pointers, &mut inline_lengths)
+            } else {
+                heap_pointers = vec![std::ptr::null_mut::<c_void>(); bindings.len()];
+                heap_lengths = vec![0usize; bindings.len()];
+                (&mut heap_pointers, &mut heap_lengths)
+            };
         for (k, binding) in bindings.iter().enumerate() {
             let (pointer, length) = binding
                 .buffer
