@@ -166,8 +166,26 @@ unsafe impl Sync for WorkRef {}
 
 /// How long a helper that ran out of work polls for the next dispatch before it sleeps, and
 /// how long the caller polls for helpers finishing their last workgroups before it sleeps.
-const HELPER_SPIN: Duration = Duration::from_micros(50);
-const CALLER_SPIN: Duration = Duration::from_micros(20);
+/// Past `BUSY_POLL` of either, a poller yields its core between polls: on a machine with
+/// more runnable threads than cores, the thread it waits for may need that core.
+const HELPER_POLL: Duration = Duration::from_micros(100);
+const CALLER_POLL: Duration = Duration::from_micros(200);
+const BUSY_POLL: Duration = Duration::from_micros(5);
+
+/// Waits a little for a poller that has been polling since `started`: a spin at first, then a
+/// yield of the core. False when `limit` has passed (the poller should sleep).
+fn pause(started: Instant, limit: Duration) -> bool {
+    let waited = started.elapsed();
+    if waited < BUSY_POLL {
+        std::hint::spin_loop();
+        true
+    } else if waited < limit {
+        std::thread::yield_now();
+        true
+    } else {
+        false
+    }
+}
 
 thread_local! {
     /// The processor number of this thread while it runs a pool's workgroup (a workgroup
@@ -357,8 +375,7 @@ impl Drop for Posted<'_> {
         let job = &self.job;
         let started = Instant::now();
         while job.active.load(Ordering::SeqCst) != 0 {
-            if started.elapsed() < CALLER_SPIN {
-                std::hint::spin_loop();
+            if pause(started, CALLER_POLL) {
                 continue;
             }
             job.caller_asleep.store(true, Ordering::SeqCst);
@@ -397,8 +414,7 @@ fn helper(shared: &Shared, k: usize) {
                 seen = epoch;
                 break;
             }
-            if started.elapsed() < HELPER_SPIN {
-                std::hint::spin_loop();
+            if pause(started, HELPER_POLL) {
                 continue;
             }
             me.asleep.store(true, Ordering::SeqCst);
