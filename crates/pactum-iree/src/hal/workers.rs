@@ -253,9 +253,9 @@ impl WorkerPool {
             return (0..total).try_for_each(|index| body(&mut state, index, processor));
         }
         let threads = self.threads() as u64;
-        // Claimed in chunks, several per thread, so that threads finishing early take more
-        // while a claim stays one atomic add for many small workgroups.
-        let chunk = total.div_ceil(threads * 8).max(1);
+        // Claimed one at a time, or in chunks when there are very many (a chunk is at most a
+        // 64th of a thread's share), so that threads finishing early take more.
+        let chunk = (total / (threads * 64)).max(1);
         let next = AtomicU64::new(0);
         let failed = AtomicBool::new(false);
         let first_error: Mutex<Option<StatusError>> = Mutex::new(None);
