@@ -35,7 +35,7 @@
 //! | (none) | [`signature`], [`function_abi`], [`vmfb`], [`sig`] | |
 //! | `structured` | [`structured`], [`tensor_fit`], errors as `pactum::Error` | pactum |
 //! | `vm` | [`vm`], [`status`], [`memory_budget`], [`host_memory`] | |
-//! | `hal` | [`hal`] with the local CPU device and vmvx executables | `vm`, rayon |
+//! | `hal` | [`hal`] with the local CPU device and vmvx executables | `vm` |
 //! | `llvm-cpu` | the `embedded-elf`/`system-elf` executable loader | `hal` |
 //! | `check` | [`check`] | `hal` |
 //! | `module` | [`module`] | `structured`, `hal`, `check` |

@@ -70,6 +70,20 @@ pub trait NativeModule: Send + Sync {
 
     /// Calls function `index` with `args`.
     fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError>;
+
+    /// Calls function `index` with `args`, appending its results to `results` (which the
+    /// caller passes empty): what the interpreter calls, so that a module may hand its
+    /// results over without a list of their own on every call. Answers what
+    /// [`call`](NativeModule::call) answers.
+    fn call_into(
+        &self,
+        index: usize,
+        args: &[Value],
+        results: &mut Vec<Value>,
+    ) -> Result<(), NativeError> {
+        results.extend(self.call(index, args)?);
+        Ok(())
+    }
 }
 
 /// A typed native function whose declared calling convention differs from the one its Rust
@@ -521,6 +535,13 @@ pub trait NativeResults {
     fn cconv(out: &mut String);
     /// The VM values.
     fn into_values(self) -> Vec<Value>;
+    /// Appends the VM values to `out`.
+    fn push_values(self, out: &mut Vec<Value>)
+    where
+        Self: Sized,
+    {
+        out.extend(self.into_values());
+    }
 }
 
 impl NativeResults for () {
@@ -530,6 +551,7 @@ impl NativeResults for () {
     fn into_values(self) -> Vec<Value> {
         Vec::new()
     }
+    fn push_values(self, _: &mut Vec<Value>) {}
 }
 
 impl<T: NativeResult> NativeResults for T {
@@ -538,6 +560,9 @@ impl<T: NativeResult> NativeResults for T {
     }
     fn into_values(self) -> Vec<Value> {
         vec![self.into_value()]
+    }
+    fn push_values(self, out: &mut Vec<Value>) {
+        out.push(self.into_value());
     }
 }
 
@@ -551,6 +576,11 @@ macro_rules! tuple_results {
             fn into_values(self) -> Vec<Value> {
                 let ($($r,)+) = self;
                 vec![$($r.into_value()),+]
+            }
+            #[allow(non_snake_case)]
+            fn push_values(self, out: &mut Vec<Value>) {
+                let ($($r,)+) = self;
+                $(out.push($r.into_value());)+
             }
         }
     };
@@ -570,8 +600,20 @@ tuple_results!(A, B, C, D);
 pub trait NativeFn<S, Marker>: Send + Sync + 'static {
     /// The calling convention the signature implies (`0rI_r`).
     fn cconv() -> String;
+    /// Reads the arguments, calls the function and appends its results, flattened, to
+    /// `results`.
+    fn invoke_into(
+        &self,
+        state: &S,
+        args: &[Value],
+        results: &mut Vec<Value>,
+    ) -> Result<(), NativeError>;
     /// Reads the arguments, calls the function and flattens its results.
-    fn invoke(&self, state: &S, args: &[Value]) -> Result<Vec<Value>, NativeError>;
+    fn invoke(&self, state: &S, args: &[Value]) -> Result<Vec<Value>, NativeError> {
+        let mut results = Vec::new();
+        self.invoke_into(state, args, &mut results)?;
+        Ok(results)
+    }
 }
 
 macro_rules! native_fn {
@@ -599,11 +641,17 @@ macro_rules! native_fn {
             }
 
             #[allow(non_snake_case, unused_mut, unused_variables)]
-            fn invoke(&self, state: &S, args: &[Value]) -> Result<Vec<Value>, NativeError> {
+            fn invoke_into(
+                &self,
+                state: &S,
+                args: &[Value],
+                out: &mut Vec<Value>,
+            ) -> Result<(), NativeError> {
                 let mut at = 0;
                 $(let $p = $p::read(args, &mut at)?;)*
                 let results: R = (self)(state, $($p),*)?;
-                Ok(results.into_values())
+                results.push_values(out);
+                Ok(())
             }
         }
     };
@@ -624,7 +672,7 @@ native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11);
 native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12);
 native_fn!(P1, P2, P3, P4, P5, P6, P7, P8, P9, P10, P11, P12, P13);
 
-type Entry<S> = Box<dyn Fn(&S, &[Value]) -> Result<Vec<Value>, NativeError> + Send + Sync>;
+type Entry<S> = Box<dyn Fn(&S, &[Value], &mut Vec<Value>) -> Result<(), NativeError> + Send + Sync>;
 
 /// Builds a [`NativeModule`] from typed Rust functions over a state `S`.
 ///
@@ -713,8 +761,9 @@ impl<S: Send + Sync + 'static> NativeModuleBuilder<S> {
             });
         }
         self.functions.push(declared);
-        self.entries
-            .push(Box::new(move |state, args| function.invoke(state, args)));
+        self.entries.push(Box::new(move |state, args, results| {
+            function.invoke_into(state, args, results)
+        }));
         self
     }
 
@@ -779,6 +828,15 @@ macro_rules! native_module_is_built {
             ) -> Result<Vec<$crate::vm::Value>, $crate::vm::NativeError> {
                 $crate::vm::NativeModule::call(&self.$field, index, args)
             }
+
+            fn call_into(
+                &self,
+                index: usize,
+                args: &[$crate::vm::Value],
+                results: &mut Vec<$crate::vm::Value>,
+            ) -> Result<(), $crate::vm::NativeError> {
+                $crate::vm::NativeModule::call_into(&self.$field, index, args, results)
+            }
         }
     };
 }
@@ -828,6 +886,17 @@ impl<S: Send + Sync> NativeModule for BuiltNativeModule<S> {
     }
 
     fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
+        let mut results = Vec::new();
+        self.call_into(index, args, &mut results)?;
+        Ok(results)
+    }
+
+    fn call_into(
+        &self,
+        index: usize,
+        args: &[Value],
+        results: &mut Vec<Value>,
+    ) -> Result<(), NativeError> {
         let entry = self.entries.get(index).ok_or_else(|| {
             StatusError::new(
                 crate::status::StatusCode::NotFound,
@@ -838,6 +907,6 @@ impl<S: Send + Sync> NativeModule for BuiltNativeModule<S> {
                 ),
             )
         })?;
-        entry(&self.state, args)
+        entry(&self.state, args, results)
     }
 }

@@ -22,7 +22,6 @@ use pactum_sys::iree_hal::{
     IreeHalExecutableLibraryQueryFn, IreeHalExecutableLibraryV0 as Library,
     IreeHalExecutableWorkgroupStateV0 as WorkgroupState, IreeHalProcessorV0,
 };
-use rayon::prelude::*;
 
 use super::elf::{ElfImage, HOST_ARCH};
 use super::fpu::FlushDenormals;
@@ -170,7 +169,8 @@ impl ElfExecutable {
 
         let constants: Box<[u32]> = constants.into();
         let mut environment = Box::new(Environment {
-            constants: constants.as_ptr(),
+            // The library reads the constants as u32: the same bits, the same layout as i32.
+            constants: constants.as_ptr().cast::<u32>(),
             import_thunk: None,
             import_funcs: std::ptr::null(),
             import_contexts: std::ptr::null(),
@@ -379,17 +379,28 @@ impl ElfExecutable {
         }
         let count_z = u16::try_from(count[2])
             .map_err(|_| invalid(format!("workgroup count z {} exceeds 65535", count[2])))?;
-        let mut pointers = Vec::with_capacity(bindings.len());
-        let mut lengths = Vec::with_capacity(bindings.len());
+        // On the stack for the few bindings most dispatches have, so that those allocate
+        // nothing.
+        const INLINE_BINDINGS: usize = 8;
+        let mut inline_pointers = [std::ptr::null_mut::<c_void>(); INLINE_BINDINGS];
+        let mut inline_lengths = [0usize; INLINE_BINDINGS];
+        let (mut heap_pointers, mut heap_lengths);
+        let (pointers, lengths): (&mut [*mut c_void], &mut [usize]) =
+            if bindings.len() <= INLINE_BINDINGS {
+                (&mut inline_pointers, &mut inline_lengths)
+            } else {
+                heap_pointers = vec![std::ptr::null_mut::<c_void>(); bindings.len()];
+                heap_lengths = vec![0usize; bindings.len()];
+                (&mut heap_pointers, &mut heap_lengths)
+            };
         for (k, binding) in bindings.iter().enumerate() {
             let (pointer, length) = binding
                 .buffer
                 .raw_range(binding.offset, binding.length)
                 .map_err(|e| StatusError::new(e.status, format!("binding {k}: {e}")))?;
-            pointers.push(pointer.cast::<c_void>());
-            lengths.push(length);
+            pointers[k] = pointer.cast::<c_void>();
+            lengths[k] = length;
         }
-        let constants: Vec<u32> = constants.iter().map(|&c| c as u32).collect();
         let state = DispatchState {
             workgroup_size_x: attrs.workgroup_size_x.max(1),
             workgroup_size_y: attrs.workgroup_size_y.max(1),
@@ -400,7 +411,8 @@ impl ElfExecutable {
             workgroup_count_z: count_z,
             max_concurrency: workers.concurrency().min(255) as u8,
             binding_count: attrs.binding_count,
-            constants: constants.as_ptr(),
+            // The library reads the constants as u32: the same bits, the same layout as i32.
+            constants: constants.as_ptr().cast::<u32>(),
             binding_ptrs: pointers.as_ptr(),
             binding_lengths: lengths.as_ptr(),
         };
@@ -414,22 +426,11 @@ impl ElfExecutable {
             name: &export.name,
         };
         let total = u64::from(count[0]) * u64::from(count[1]) * u64::from(count_z);
-        match workers {
-            Workers::Pool(pool) if total > 1 => pool.install(|| {
-                (0..total).into_par_iter().try_for_each_init(
-                    || (FlushDenormals::on(), call.local_memory()),
-                    |(_, memory), index| {
-                        let memory = memory.as_ref().map_err(Clone::clone)?;
-                        call.run(index, rayon::current_thread_index().unwrap_or(0), memory)
-                    },
-                )
-            }),
-            _ => {
-                let _fpu = FlushDenormals::on();
-                let memory = call.local_memory()?;
-                (0..total).try_for_each(|index| call.run(index, 0, &memory))
-            }
-        }
+        workers.run_workgroups(
+            total,
+            || Ok((FlushDenormals::on(), call.local_memory()?)),
+            |(_, memory), index, processor| call.run(index, processor, memory),
+        )
     }
 }
 

@@ -137,11 +137,10 @@ impl VmvxExecutable {
         }
         let total = u64::from(count[0]) * u64::from(count[1]) * u64::from(count[2]);
         let first_failure = FirstFailure::new();
-        run_workgroups(
-            workers,
+        workers.run_workgroups(
             total,
             || Ok((self.lease_stack(), call.arguments()?)),
-            |(stack, args), index| {
+            |(stack, args), index, _processor| {
                 // Past a failed workgroup nothing can fail first: skip the rest.
                 if index < first_failure.index() {
                     if let Err(e) = call.run(index, args, &mut stack.0) {
@@ -174,53 +173,6 @@ impl Drop for StackLease<'_> {
     fn drop(&mut self) {
         if let Ok(mut stacks) = self.1.stacks.lock() {
             stacks.push(std::mem::take(&mut self.0));
-        }
-    }
-}
-
-/// Runs `body(state, index)` for every workgroup `index` in `0..total` on `workers`: in order
-/// on the caller's thread ([`Workers::CallerThread`], a pool of one, or a single workgroup),
-/// or on the pool's threads, each making its `state` once with `init` and taking the next
-/// index until none is left. The first error returned stops the threads that see it.
-fn run_workgroups<S>(
-    workers: &Workers,
-    total: u64,
-    init: impl Fn() -> Result<S, StatusError> + Sync,
-    body: impl Fn(&mut S, u64) -> Result<(), StatusError> + Sync,
-) -> Result<(), StatusError> {
-    let threads = workers.concurrency() as u64;
-    match workers {
-        Workers::Pool(pool) if total > 1 && threads > 1 => {
-            let next = AtomicU64::new(0);
-            let failure = Mutex::new(None);
-            pool.scope(|scope| {
-                for _ in 0..threads.min(total) {
-                    scope.spawn(|_| {
-                        let outcome = init().and_then(|mut state| {
-                            loop {
-                                let index = next.fetch_add(1, Ordering::Relaxed);
-                                if index >= total {
-                                    return Ok(());
-                                }
-                                body(&mut state, index)?;
-                            }
-                        });
-                        if let Err(e) = outcome {
-                            let mut failure = failure.lock().unwrap_or_else(|p| p.into_inner());
-                            failure.get_or_insert(e);
-                            next.store(total, Ordering::Relaxed);
-                        }
-                    });
-                }
-            });
-            match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-                Some(error) => Err(error),
-                None => Ok(()),
-            }
-        }
-        _ => {
-            let mut state = init()?;
-            (0..total).try_for_each(|index| body(&mut state, index))
         }
     }
 }

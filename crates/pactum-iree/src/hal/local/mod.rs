@@ -98,6 +98,8 @@ impl LocalDevice {
         command_buffer: &HalCommandBuffer,
         table: &[Binding],
     ) -> Result<(), StatusError> {
+        // One list of resolved bindings, refilled by every dispatch of the replay.
+        let mut resolved = Vec::new();
         for command in command_buffer.commands().iter() {
             match command {
                 Command::Fill {
@@ -133,7 +135,14 @@ impl LocalDevice {
                     count,
                     constants,
                     bindings,
-                } => self.dispatch(executable, *ordinal, *count, constants, bindings, table)?,
+                } => self.dispatch(
+                    executable,
+                    *ordinal,
+                    *count,
+                    constants,
+                    (bindings, table),
+                    &mut resolved,
+                )?,
                 Command::DispatchIndirect {
                     executable,
                     ordinal,
@@ -149,33 +158,40 @@ impl LocalDevice {
                     let count = [0, 4, 8].map(|at| {
                         u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
                     });
-                    self.dispatch(executable, *ordinal, count, constants, bindings, table)?
+                    self.dispatch(
+                        executable,
+                        *ordinal,
+                        count,
+                        constants,
+                        (bindings, table),
+                        &mut resolved,
+                    )?
                 }
             }
         }
         Ok(())
     }
 
-    /// Runs one dispatch, its binding slots filled from `table`.
+    /// Runs one dispatch, its binding slots filled from `table`; `resolved` is a list to
+    /// reuse for the resolved bindings.
     fn dispatch(
         &self,
         executable: &Arc<dyn HalExecutable>,
         ordinal: i64,
         count: [u32; 3],
         constants: &[i32],
-        bindings: &[(BufferRef, i64, i64)],
-        table: &[Binding],
+        (bindings, table): (&[(BufferRef, i64, i64)], &[Binding]),
+        resolved: &mut Vec<Binding>,
     ) -> Result<(), StatusError> {
-        let bindings = bindings
-            .iter()
-            .map(|(r, offset, length)| {
-                Ok(Binding {
-                    buffer: r.resolve(table)?,
-                    offset: *offset,
-                    length: *length,
-                })
-            })
-            .collect::<Result<Vec<_>, StatusError>>()?;
+        resolved.clear();
+        for (r, offset, length) in bindings {
+            resolved.push(Binding {
+                buffer: r.resolve(table)?,
+                offset: *offset,
+                length: *length,
+            });
+        }
+        let bindings = &resolved[..];
         let executable = executable
             .as_any()
             .downcast_ref::<LocalExecutable>()
@@ -185,7 +201,7 @@ impl LocalDevice {
                      ({executable:?})"
                 ))
             })?;
-        executable.dispatch(ordinal, count, constants, &bindings, &self.workers)
+        executable.dispatch(ordinal, count, constants, bindings, &self.workers)
     }
 }
 

@@ -2,6 +2,8 @@
 //! functions (which need no frame). Calls and returns between bytecode frames are the
 //! interpreter's loop (`interp.rs`), as they switch frames.
 
+use std::cell::Cell;
+
 use super::fault::{Fault, trap};
 use super::registers::{Registers, read_ref};
 use crate::vm::code::{ArgOp, BrTable, CallSite, Edge, FunctionCode, Kind, Move, RefReg, Reg};
@@ -62,17 +64,39 @@ pub(super) fn call_native(
     index: usize,
     name: &str,
 ) -> Result<(), NativeFailure> {
-    let args = native_args(call, &mut r);
-    let results = match module.call(index, &args) {
-        Ok(results) => results,
-        Err(e) => {
-            return Err(NativeFailure::Error(VmError::Native {
-                function: name.to_owned(),
-                status: e.status,
-                message: e.message,
-            }));
-        }
+    // The argument and result lists are the thread's, reused from call to call (a native
+    // function that calls back into the VM finds them taken and makes new ones).
+    let mut args = NATIVE_ARGS.take();
+    native_args(call, &mut r, &mut args);
+    let mut results = NATIVE_RESULTS.take();
+    let called = module.call_into(index, &args, &mut results);
+    args.clear();
+    NATIVE_ARGS.set(args);
+    let stored = match called {
+        Ok(()) => store_results(r, call, name, results.drain(..)),
+        Err(e) => Err(NativeFailure::Error(VmError::Native {
+            function: name.to_owned(),
+            status: e.status,
+            message: e.message,
+        })),
     };
+    results.clear();
+    NATIVE_RESULTS.set(results);
+    stored
+}
+
+thread_local! {
+    static NATIVE_ARGS: Cell<Vec<Value>> = const { Cell::new(Vec::new()) };
+    static NATIVE_RESULTS: Cell<Vec<Value>> = const { Cell::new(Vec::new()) };
+}
+
+/// Stores a native call's results in the caller's registers.
+fn store_results(
+    mut r: Registers<'_>,
+    call: &CallSite,
+    name: &str,
+    results: std::vec::Drain<'_, Value>,
+) -> Result<(), NativeFailure> {
     if results.len() != call.results.len() {
         return Err(NativeFailure::Fault(trap(
             TrapKind::BadNativeResults,
@@ -83,7 +107,7 @@ pub(super) fn call_native(
             ),
         )));
     }
-    for (value, &(kind, slot)) in results.into_iter().zip(call.results.iter()) {
+    for (value, &(kind, slot)) in results.zip(call.results.iter()) {
         match (kind, value) {
             (Kind::I32, Value::I32(v)) => r.set_slot(slot, v as u32),
             (Kind::F32, Value::F32(v)) => r.set_slot(slot, v.to_bits()),
@@ -105,19 +129,16 @@ pub(super) fn call_native(
     Ok(())
 }
 
-/// The arguments of a native call, from the caller's registers.
-fn native_args(call: &CallSite, r: &mut Registers) -> Vec<Value> {
-    call.args
-        .iter()
-        .map(|arg| match *arg {
-            ArgOp::Count(n) => Value::I32(n as i32),
-            ArgOp::Value { kind, src, .. } => match kind {
-                Kind::I32 => Value::I32(r.slot(src) as i32),
-                Kind::F32 => Value::F32(f32::from_bits(r.slot(src))),
-                Kind::I64 => Value::I64(r.slot64(src) as i64),
-                Kind::F64 => Value::F64(f64::from_bits(r.slot64(src))),
-                Kind::Ref => Value::Ref(r.read_ref(RefReg(src))),
-            },
-        })
-        .collect()
+/// Appends the arguments of a native call, from the caller's registers, to `args`.
+fn native_args(call: &CallSite, r: &mut Registers, args: &mut Vec<Value>) {
+    args.extend(call.args.iter().map(|arg| match *arg {
+        ArgOp::Count(n) => Value::I32(n as i32),
+        ArgOp::Value { kind, src, .. } => match kind {
+            Kind::I32 => Value::I32(r.slot(src) as i32),
+            Kind::F32 => Value::F32(f32::from_bits(r.slot(src))),
+            Kind::I64 => Value::I64(r.slot64(src) as i64),
+            Kind::F64 => Value::F64(f64::from_bits(r.slot64(src))),
+            Kind::Ref => Value::Ref(r.read_ref(RefReg(src))),
+        },
+    }));
 }
