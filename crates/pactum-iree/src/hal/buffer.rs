@@ -146,11 +146,12 @@ impl HalBuffer {
         Ok(HalBuffer::whole(cells, charge))
     }
 
-    /// A buffer over `memory` someone else owns ([`HostMemory::borrowed`]: a caller's tensor
-    /// imported without a copy), charged to no budget: the memory is its owner's, allocated
-    /// before the call and whatever the budget says.
-    pub(crate) fn borrowed(memory: HostMemory) -> HalBuffer {
-        debug_assert!(memory.is_borrowed());
+    /// A buffer over host memory someone else owns, without a copy (IREE's heap allocator
+    /// importing a host allocation), charged to no budget: the memory is its owner's,
+    /// allocated before the call and whatever the budget says. `memory` is usually a
+    /// [`HostMemory::borrowed`] block (a caller's tensor); any other block works too and is
+    /// then simply the buffer's own.
+    pub fn borrowed(memory: HostMemory) -> HalBuffer {
         HalBuffer::whole(memory, Charge::default())
     }
 
