@@ -18,30 +18,14 @@ use crate::vm::code::{FunctionCode, IBin, Inst, Shift};
 /// Runs the instructions of `code` from `ip` while they are on the fast path; returns the
 /// index of the first one that is not (not yet run), with `fuel` charged for the edges taken.
 /// `ftz`: whether float operands and results are flushed to zero when subnormal.
-#[inline(always)]
-pub(super) fn run(
-    code: &FunctionCode,
-    r: Registers<'_>,
-    fuel: &mut u64,
-    ftz: bool,
-    ip: usize,
-) -> usize {
-    // One loop for each setting, so that float handlers do not test it.
-    if ftz {
-        run_with::<true>(code, r, fuel, ip)
-    } else {
-        run_with::<false>(code, r, fuel, ip)
-    }
-}
-
 #[inline(never)]
-fn run_with<const FTZ: bool>(
+pub(super) fn run(
     code: &FunctionCode,
     mut r: Registers<'_>,
     fuel: &mut u64,
+    ftz: bool,
     mut ip: usize,
 ) -> usize {
-    let ftz = FTZ;
     let insts: &[Inst] = &code.insts;
     let mut left = *fuel;
     let r = &mut r;
