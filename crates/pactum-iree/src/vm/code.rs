@@ -94,35 +94,33 @@ impl Kind {
     }
 }
 
-/// A register-to-register copy of a branch's remap list.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Move {
-    /// Copy one i32-bank slot.
-    I32 {
-        /// Source slot.
-        src: Reg,
-        /// Destination slot.
-        dst: Reg,
-    },
-    /// Retain (or move, with the source's MOVE bit) a reference.
-    Ref {
-        /// Source.
-        src: RefReg,
-        /// Destination.
-        dst: RefReg,
-    },
-}
-
 /// A branch: the instruction to continue at and the remap to apply first.
+///
+/// The remap's copies are kept by bank: the i32-bank copies in [`FunctionCode::moves`] and
+/// the reference copies in [`FunctionCode::ref_moves`], each in the order of the remap list.
+/// The banks are disjoint, so applying one bank's copies before the other's is the remap's
+/// sequential order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Edge {
     /// Index of the first instruction of the target block.
     pub target: u32,
     /// Into [`FunctionCode::moves`].
     pub moves: Span,
+    /// Into [`FunctionCode::ref_moves`].
+    pub ref_moves: Span,
     /// Fuel the edge charges: the instructions of the target's segment (see
     /// [`FunctionCode::entry_cost`]).
     pub cost: u32,
+}
+
+/// An edge held in a superinstruction: its target and its fuel cost, both under 2^16 (the
+/// copies of its remap, if any, are the instruction's own fields).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShortEdge {
+    /// Index of the first instruction of the target block.
+    pub target: u16,
+    /// Fuel the edge charges (see [`Edge::cost`]).
+    pub cost: u16,
 }
 
 /// A `br_table`.
@@ -677,6 +675,96 @@ pub enum Inst {
         b: Reg64,
         d: Reg64,
     },
+    /// `mul.i32`.
+    MulI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    /// `and.i32`.
+    AndI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    /// `or.i32`.
+    OrI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    /// `xor.i32`.
+    XorI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    /// `shl.i32`.
+    ShlI32 {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    /// `shr.i32.s`.
+    ShrI32S {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    /// `shr.i32.u`.
+    ShrI32U {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+    },
+    /// `sub.i64`.
+    SubI64 {
+        a: Reg64,
+        b: Reg64,
+        d: Reg64,
+    },
+    /// `mul.i64`.
+    MulI64 {
+        a: Reg64,
+        b: Reg64,
+        d: Reg64,
+    },
+    /// `and.i64`.
+    AndI64 {
+        a: Reg64,
+        b: Reg64,
+        d: Reg64,
+    },
+    /// `or.i64`.
+    OrI64 {
+        a: Reg64,
+        b: Reg64,
+        d: Reg64,
+    },
+    /// `xor.i64`.
+    XorI64 {
+        a: Reg64,
+        b: Reg64,
+        d: Reg64,
+    },
+    /// `shl.i64`.
+    ShlI64 {
+        a: Reg64,
+        b: Reg,
+        d: Reg64,
+    },
+    /// `shr.i64.s`.
+    ShrI64S {
+        a: Reg64,
+        b: Reg,
+        d: Reg64,
+    },
+    /// `shr.i64.u`.
+    ShrI64U {
+        a: Reg64,
+        b: Reg,
+        d: Reg64,
+    },
     CmpEqI32 {
         a: Reg,
         b: Reg,
@@ -735,18 +823,6 @@ pub enum Inst {
     Un64 {
         op: IUn64,
         a: Reg64,
-        d: Reg64,
-    },
-    Shift32 {
-        op: Shift,
-        a: Reg,
-        b: Reg,
-        d: Reg,
-    },
-    Shift64 {
-        op: Shift,
-        a: Reg64,
-        b: Reg,
         d: Reg64,
     },
     Cmp32 {
@@ -872,6 +948,63 @@ pub enum Inst {
     Yield {
         edge: u32,
     },
+    // Superinstructions, made from the decoded instructions by `fuse.rs` (never decoded
+    // from bytecode). A fused compare-and-branch replaces the compare and leaves the
+    // `cond_br` it absorbed at the next index, unreached, so that instruction indices, byte
+    // offsets and segment costs stay those of the bytecode. Their edges have no copy of their
+    // own (`BrMove*` carry theirs) and are held in the instruction.
+    /// `cmp.lt.i32.s` into `d`, then the `cond_br` on `d`: takes `t` or `f`.
+    BrLtI32S {
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: ShortEdge,
+        f: ShortEdge,
+    },
+    /// `cmp.lt.i64.s` into `d`, then the `cond_br` on `d`.
+    BrLtI64S {
+        a: Reg64,
+        b: Reg64,
+        d: Reg,
+        t: ShortEdge,
+        f: ShortEdge,
+    },
+    /// Any other i32 comparison into `d`, then the `cond_br` on `d`.
+    BrCmp32 {
+        op: ICmp,
+        a: Reg,
+        b: Reg,
+        d: Reg,
+        t: ShortEdge,
+        f: ShortEdge,
+    },
+    /// Any other i64 comparison into `d`, then the `cond_br` on `d`.
+    BrCmp64 {
+        op: ICmp,
+        a: Reg64,
+        b: Reg64,
+        d: Reg,
+        t: ShortEdge,
+        f: ShortEdge,
+    },
+    /// A `br` without copies.
+    BrShort {
+        to: ShortEdge,
+    },
+    /// A `br` whose remap is one i32-bank copy (`src` to `dst`).
+    BrMove1 {
+        to: ShortEdge,
+        src: Reg,
+        dst: Reg,
+    },
+    /// A `br` whose remap is two i32-bank copies, in order.
+    BrMove2 {
+        to: ShortEdge,
+        s0: Reg,
+        d0: Reg,
+        s1: Reg,
+        d1: Reg,
+    },
     // References.
     CmpEqRef {
         a: RefReg,
@@ -985,6 +1118,13 @@ impl Inst {
             self,
             Inst::Br { .. }
                 | Inst::CondBr { .. }
+                | Inst::BrLtI32S { .. }
+                | Inst::BrLtI64S { .. }
+                | Inst::BrCmp32 { .. }
+                | Inst::BrCmp64 { .. }
+                | Inst::BrShort { .. }
+                | Inst::BrMove1 { .. }
+                | Inst::BrMove2 { .. }
                 | Inst::BrTable { .. }
                 | Inst::Call { .. }
                 | Inst::Return { .. }
@@ -1021,8 +1161,10 @@ pub struct FunctionCode {
     pub regs: Vec<u16>,
     /// `return` operands: the result kind and raw register.
     pub returns: Vec<(Kind, u16)>,
-    /// Remap moves of all edges.
-    pub moves: Vec<Move>,
+    /// The i32-bank copies of all edges' remaps: (source slot, destination slot).
+    pub moves: Vec<(Reg, Reg)>,
+    /// The reference copies of all edges' remaps (the source's MOVE bit kept).
+    pub ref_moves: Vec<(RefReg, RefReg)>,
     /// Branch edges.
     pub edges: Vec<Edge>,
     /// `br_table`s.

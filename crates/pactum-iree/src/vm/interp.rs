@@ -19,6 +19,7 @@ mod convert;
 mod fault;
 mod float;
 mod globals;
+mod hot;
 mod instance;
 mod integer;
 mod lists;
@@ -276,11 +277,16 @@ impl<'a> Machine<'a> {
                     return Err(locate($fault, instance, code, ip - 1))
                 };
             }
+            // Charges `cost`; out of fuel, the error is located at instruction `at` (the
+            // running one unless given).
             macro_rules! charge {
-                ($cost:expr) => {{
+                ($cost:expr) => {
+                    charge!($cost, ip - 1)
+                };
+                ($cost:expr, $at:expr) => {{
                     let cost = u64::from($cost);
                     if fuel < cost {
-                        return Err(out_of_fuel(self.limits, instance, code, ip - 1));
+                        return Err(out_of_fuel(self.limits, instance, code, $at));
                     }
                     fuel -= cost;
                 }};
@@ -292,9 +298,21 @@ impl<'a> Machine<'a> {
                     ip = control::take_edge(code, &mut r, edge);
                 }};
             }
+            // A fused compare-and-branch: the compare ran at `ip - 1`, the `cond_br` it
+            // absorbed is at `ip`, where the branch's fuel error is located as before fusion.
+            macro_rules! fused_branch {
+                ($taken:expr, $t:expr, $f:expr) => {{
+                    let to = if $taken { $t } else { $f };
+                    charge!(to.cost, ip);
+                    ip = usize::from(to.target);
+                }};
+            }
 
             let insts: &[Inst] = &code.insts;
             loop {
+                // The fast path runs what it can; it stops before an instruction it leaves
+                // to this loop.
+                ip = hot::run(code, r.reborrow(), &mut fuel, ftz, ip);
                 let Some(inst) = insts.get(ip) else {
                     // The verifier ends every block with a terminator; this cannot happen.
                     return Err(locate(
@@ -401,6 +419,21 @@ impl<'a> Machine<'a> {
                     Inst::AddI32 { a, b, d } => integer::add_i32(r, a, b, d),
                     Inst::SubI32 { a, b, d } => integer::sub_i32(r, a, b, d),
                     Inst::AddI64 { a, b, d } => integer::add_i64(r, a, b, d),
+                    Inst::MulI32 { a, b, d } => integer::bin32(r, IBin::Mul, a, b, d),
+                    Inst::AndI32 { a, b, d } => integer::bin32(r, IBin::And, a, b, d),
+                    Inst::OrI32 { a, b, d } => integer::bin32(r, IBin::Or, a, b, d),
+                    Inst::XorI32 { a, b, d } => integer::bin32(r, IBin::Xor, a, b, d),
+                    Inst::ShlI32 { a, b, d } => integer::shift32(r, Shift::Shl, a, b, d),
+                    Inst::ShrI32S { a, b, d } => integer::shift32(r, Shift::ShrS, a, b, d),
+                    Inst::ShrI32U { a, b, d } => integer::shift32(r, Shift::ShrU, a, b, d),
+                    Inst::SubI64 { a, b, d } => integer::bin64(r, IBin::Sub, a, b, d),
+                    Inst::MulI64 { a, b, d } => integer::bin64(r, IBin::Mul, a, b, d),
+                    Inst::AndI64 { a, b, d } => integer::bin64(r, IBin::And, a, b, d),
+                    Inst::OrI64 { a, b, d } => integer::bin64(r, IBin::Or, a, b, d),
+                    Inst::XorI64 { a, b, d } => integer::bin64(r, IBin::Xor, a, b, d),
+                    Inst::ShlI64 { a, b, d } => integer::shift64(r, Shift::Shl, a, b, d),
+                    Inst::ShrI64S { a, b, d } => integer::shift64(r, Shift::ShrS, a, b, d),
+                    Inst::ShrI64U { a, b, d } => integer::shift64(r, Shift::ShrU, a, b, d),
                     Inst::Bin32 { op, a, b, d } => integer::bin32(r, op, a, b, d),
                     Inst::Bin64 { op, a, b, d } => integer::bin64(r, op, a, b, d),
                     Inst::Div32 { op, a, b, d } => tri!(integer::div32(r, op, a, b, d)),
@@ -409,15 +442,19 @@ impl<'a> Machine<'a> {
                     Inst::Fma64 { a, b, c, d } => integer::fma64(r, a, b, c, d),
                     Inst::Un32 { op, a, d } => integer::un32(r, op, a, d),
                     Inst::Un64 { op, a, d } => integer::un64(r, op, a, d),
-                    Inst::Shift32 { op, a, b, d } => integer::shift32(r, op, a, b, d),
-                    Inst::Shift64 { op, a, b, d } => integer::shift64(r, op, a, b, d),
 
                     // Integer comparisons.
                     Inst::CmpEqI32 { a, b, d } => compare::eq_i32(r, a, b, d),
-                    Inst::CmpLtI32S { a, b, d } => compare::lt_i32_s(r, a, b, d),
+                    Inst::CmpLtI32S { a, b, d } => {
+                        compare::lt_i32_s(r, a, b, d);
+                    }
                     Inst::NzI32 { a, d } => compare::nz_i32(r, a, d),
-                    Inst::Cmp32 { op, a, b, d } => compare::cmp32(r, op, a, b, d),
-                    Inst::Cmp64 { op, a, b, d } => compare::cmp64(r, op, a, b, d),
+                    Inst::Cmp32 { op, a, b, d } => {
+                        compare::cmp32(r, op, a, b, d);
+                    }
+                    Inst::Cmp64 { op, a, b, d } => {
+                        compare::cmp64(r, op, a, b, d);
+                    }
 
                     // Conversions.
                     Inst::Convert32 { op, a, d } => convert::convert32(r, op, a, d),
@@ -442,6 +479,38 @@ impl<'a> Machine<'a> {
                     Inst::CondBr { c, t, f } => {
                         let edge = if r.i32(c) != 0 { t } else { f };
                         branch!(edge);
+                    }
+                    Inst::BrLtI32S { a, b, d, t, f } => {
+                        let taken = compare::lt_i32_s(r, a, b, d);
+                        fused_branch!(taken, t, f);
+                    }
+                    Inst::BrLtI64S { a, b, d, t, f } => {
+                        let taken = compare::lt_i64_s(r, a, b, d);
+                        fused_branch!(taken, t, f);
+                    }
+                    Inst::BrCmp32 { op, a, b, d, t, f } => {
+                        let taken = compare::cmp32(r, op, a, b, d);
+                        fused_branch!(taken, t, f);
+                    }
+                    Inst::BrCmp64 { op, a, b, d, t, f } => {
+                        let taken = compare::cmp64(r, op, a, b, d);
+                        fused_branch!(taken, t, f);
+                    }
+                    Inst::BrShort { to } => {
+                        charge!(to.cost);
+                        ip = usize::from(to.target);
+                    }
+                    Inst::BrMove1 { to, src, dst } => {
+                        charge!(to.cost);
+                        r.set_i32(dst, r.i32(src));
+                        ip = usize::from(to.target);
+                    }
+                    Inst::BrMove2 { to, s0, d0, s1, d1 } => {
+                        charge!(to.cost);
+                        // In the remap's order: the second copy may read the first's result.
+                        r.set_i32(d0, r.i32(s0));
+                        r.set_i32(d1, r.i32(s1));
+                        ip = usize::from(to.target);
                     }
                     Inst::BrTable { index, table } => {
                         let edge = control::table_edge(r, &code.tables[table as usize], index);

@@ -188,7 +188,7 @@ macro_rules! for_each_instruction {
                 0x22 "add.i32" (a: RegI32, b: RegI32, d: RegI32) => AddI32 { a, b, d };
                 0x23 "sub.i32" (a: RegI32, b: RegI32, d: RegI32) => SubI32 { a, b, d };
                 0x24 "mul.i32" (a: RegI32, b: RegI32, d: RegI32)
-                    => Bin32 { op: IBin::Mul, a, b, d };
+                    => MulI32 { a, b, d };
                 0x25 "div.i32.s" (a: RegI32, b: RegI32, d: RegI32)
                     => Div32 { op: IDiv::DivS, a, b, d };
                 0x26 "div.i32.u" (a: RegI32, b: RegI32, d: RegI32)
@@ -201,9 +201,9 @@ macro_rules! for_each_instruction {
                     => Fma32 { a, b, c, d };
                 0x2A "add.i64" (a: RegI64, b: RegI64, d: RegI64) => AddI64 { a, b, d };
                 0x2B "sub.i64" (a: RegI64, b: RegI64, d: RegI64)
-                    => Bin64 { op: IBin::Sub, a, b, d };
+                    => SubI64 { a, b, d };
                 0x2C "mul.i64" (a: RegI64, b: RegI64, d: RegI64)
-                    => Bin64 { op: IBin::Mul, a, b, d };
+                    => MulI64 { a, b, d };
                 0x2D "div.i64.s" (a: RegI64, b: RegI64, d: RegI64)
                     => Div64 { op: IDiv::DivS, a, b, d };
                 0x2E "div.i64.u" (a: RegI64, b: RegI64, d: RegI64)
@@ -217,30 +217,30 @@ macro_rules! for_each_instruction {
                 // Bitwise operations and shifts.
                 0x32 "not.i32" (a: RegI32, d: RegI32) => Un32 { op: IUn::Not, a, d };
                 0x33 "and.i32" (a: RegI32, b: RegI32, d: RegI32)
-                    => Bin32 { op: IBin::And, a, b, d };
+                    => AndI32 { a, b, d };
                 0x34 "or.i32" (a: RegI32, b: RegI32, d: RegI32)
-                    => Bin32 { op: IBin::Or, a, b, d };
+                    => OrI32 { a, b, d };
                 0x35 "xor.i32" (a: RegI32, b: RegI32, d: RegI32)
-                    => Bin32 { op: IBin::Xor, a, b, d };
+                    => XorI32 { a, b, d };
                 0x36 "not.i64" (a: RegI64, d: RegI64) => Un64 { op: IUn64::Not, a, d };
                 0x37 "and.i64" (a: RegI64, b: RegI64, d: RegI64)
-                    => Bin64 { op: IBin::And, a, b, d };
+                    => AndI64 { a, b, d };
                 0x38 "or.i64" (a: RegI64, b: RegI64, d: RegI64)
-                    => Bin64 { op: IBin::Or, a, b, d };
+                    => OrI64 { a, b, d };
                 0x39 "xor.i64" (a: RegI64, b: RegI64, d: RegI64)
-                    => Bin64 { op: IBin::Xor, a, b, d };
+                    => XorI64 { a, b, d };
                 0x3A "shl.i32" (a: RegI32, b: RegI32, d: RegI32)
-                    => Shift32 { op: Shift::Shl, a, b, d };
+                    => ShlI32 { a, b, d };
                 0x3B "shr.i32.s" (a: RegI32, b: RegI32, d: RegI32)
-                    => Shift32 { op: Shift::ShrS, a, b, d };
+                    => ShrI32S { a, b, d };
                 0x3C "shr.i32.u" (a: RegI32, b: RegI32, d: RegI32)
-                    => Shift32 { op: Shift::ShrU, a, b, d };
+                    => ShrI32U { a, b, d };
                 0x3D "shl.i64" (a: RegI64, b: RegI32, d: RegI64)
-                    => Shift64 { op: Shift::Shl, a, b, d };
+                    => ShlI64 { a, b, d };
                 0x3E "shr.i64.s" (a: RegI64, b: RegI32, d: RegI64)
-                    => Shift64 { op: Shift::ShrS, a, b, d };
+                    => ShrI64S { a, b, d };
                 0x3F "shr.i64.u" (a: RegI64, b: RegI32, d: RegI64)
-                    => Shift64 { op: Shift::ShrU, a, b, d };
+                    => ShrI64U { a, b, d };
                 // Truncations and extensions.
                 0x40 "trunc.i32.i8" (a: RegI32, d: RegI32) => Un32 { op: IUn::TruncI8, a, d };
                 0x41 "trunc.i32.i16" (a: RegI32, d: RegI32)

@@ -39,6 +39,7 @@ mod buffer;
 mod code;
 mod context;
 mod error;
+mod fuse;
 mod interp;
 mod isa;
 mod limits;

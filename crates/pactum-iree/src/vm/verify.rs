@@ -14,10 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::code::Inst::*;
 use super::code::{
     self as c, ArgOp, CallSite, Callee, Conv32, Conv32To64, Conv64, Conv64To32, Edge, FBin, FCmp,
-    FUn, FunctionCode, IBin, ICmp, IDiv, IUn, IUn64, Inst, Kind, Move, RefReg, Reg, Reg64, Shift,
-    Span, Width,
+    FUn, FunctionCode, IBin, ICmp, IDiv, IUn, IUn64, Inst, Kind, RefReg, Reg, Reg64, Span, Width,
 };
 use super::error::{FunctionName, VerifyRule, VmError};
+use super::fuse;
 use super::isa::{self, OpSet};
 use super::value::VmType;
 use crate::signature::cconv::CconvItem;
@@ -626,25 +626,26 @@ impl<'a> Verifier<'a> {
     /// A branch edge to `target` with the moves of `remap`; its index.
     fn edge(&mut self, target: Target, remap: Remap) -> R<u32> {
         let moves_start = self.out.moves.len() as u32;
+        let ref_moves_start = self.out.ref_moves.len() as u32;
         for &(src, dst) in &self.pairs[remap.start..remap.start + remap.len] {
-            self.out.moves.push(if src & 0x8000 != 0 {
-                Move::Ref {
-                    src: RefReg(src),
-                    dst: RefReg(dst),
-                }
+            if src & 0x8000 != 0 {
+                self.out.ref_moves.push((RefReg(src), RefReg(dst)));
             } else {
-                Move::I32 {
-                    src: Reg(src),
-                    dst: Reg(dst),
-                }
-            });
+                self.out.moves.push((Reg(src), Reg(dst)));
+            }
         }
+        let moves_len = self.out.moves.len() as u32 - moves_start;
+        let ref_moves_len = self.out.ref_moves.len() as u32 - ref_moves_start;
         let index = self.out.edges.len();
         self.out.edges.push(Edge {
             target: target.0,
             moves: Span {
                 start: moves_start,
-                len: remap.len as u16,
+                len: moves_len as u16,
+            },
+            ref_moves: Span {
+                start: ref_moves_start,
+                len: ref_moves_len as u16,
             },
             cost: 0,
         });
@@ -992,7 +993,9 @@ impl<'a> Verifier<'a> {
             self.out.calls[site].then = Some(markers[&target]);
         }
         self.charge_segments();
-        Ok(self.out)
+        let mut out = self.out;
+        fuse::fuse(&mut out);
+        Ok(out)
     }
 
     /// Fills in the fuel costs: each entry point of a segment charges the instructions from

@@ -351,6 +351,179 @@ fn an_infinite_loop_stops_with_a_fuel_error() {
     ));
 }
 
+/// `(a, b) -> (compare result, 1 if the branch went to the true block else 0)` for the compare
+/// `op` right before a `cond_br` on its result: the pair the interpreter runs as one fused
+/// compare-and-branch, which must still write the compare's register.
+fn compare_and_branch(op: u8, wide: bool) -> Func {
+    let (cconv, a, b, d, which) = if wide {
+        ("0II_ii", 0, 2, 4, 5)
+    } else {
+        ("0ii_ii", 0, 1, 2, 3)
+    };
+    let mut f = Func::new("f", cconv, 6, 0);
+    f.block();
+    f.bin(op, a, b, d);
+    f.op(0x57).r(d);
+    let to_true = f.target(0);
+    f.remap(&[]);
+    let to_false = f.target(0);
+    f.remap(&[]);
+    let on_true = f.block();
+    f.const_i32(1, which).ret(&[d, which]);
+    let on_false = f.block();
+    f.const_i32(0, which).ret(&[d, which]);
+    f.patch(to_true, on_true);
+    f.patch(to_false, on_false);
+    f
+}
+
+#[test]
+fn a_compare_feeding_a_conditional_branch_branches_both_ways_and_writes_its_result() {
+    let pairs32: [(i32, i32); 5] = [(1, 2), (2, 1), (3, 3), (-1, 1), (i32::MIN, i32::MAX)];
+    type Cmp32 = fn(i32, i32) -> bool;
+    let ops32: [(u8, &str, Cmp32); 4] = [
+        (0x49, "eq", |a, b| a == b),
+        (0x4A, "ne", |a, b| a != b),
+        (0x4B, "lt.s", |a, b| a < b),
+        (0x4C, "lt.u", |a, b| (a as u32) < (b as u32)),
+    ];
+    for (op, name, expect) in ops32 {
+        let context = load(&[compare_and_branch(op, false)]).unwrap();
+        for (a, b) in pairs32 {
+            let want = i32::from(expect(a, b));
+            assert_eq!(
+                context
+                    .call("t.f", &[Value::I32(a), Value::I32(b)])
+                    .unwrap(),
+                [Value::I32(want), Value::I32(want)],
+                "cmp.{name}.i32 {a} {b}"
+            );
+        }
+    }
+    let pairs64: [(i64, i64); 5] = [
+        (1, 2),
+        (2, 1),
+        (1 << 40, 1 << 40),
+        (-1, 1),
+        // Equal low halves: the compare must read both halves of each pair.
+        (5, 5 + (1 << 32)),
+    ];
+    type Cmp64 = fn(i64, i64) -> bool;
+    let ops64: [(u8, &str, Cmp64); 4] = [
+        (0x4E, "eq", |a, b| a == b),
+        (0x4F, "ne", |a, b| a != b),
+        (0x50, "lt.s", |a, b| a < b),
+        (0x51, "lt.u", |a, b| (a as u64) < (b as u64)),
+    ];
+    for (op, name, expect) in ops64 {
+        let context = load(&[compare_and_branch(op, true)]).unwrap();
+        for (a, b) in pairs64 {
+            let want = i32::from(expect(a, b));
+            assert_eq!(
+                context
+                    .call("t.f", &[Value::I64(a), Value::I64(b)])
+                    .unwrap(),
+                [Value::I32(want), Value::I32(want)],
+                "cmp.{name}.i64 {a} {b}"
+            );
+        }
+    }
+}
+
+/// `count(n)`: `i = 0; while i < n { i += 1 }` with the increment's result passed back through
+/// a remap of two copies (`i' -> i`, then `i -> j`: the second reads what the first wrote),
+/// and `(i, j)` returned. The segments cost 3 (entry), 2 (loop head), 2 (body), 1 (exit),
+/// so `n` trips take `4n + 6` fuel. Also returns the byte offsets of the loop head's
+/// `cond_br` and of the body's `br`.
+fn counting_loop() -> (Func, u32, u32) {
+    let mut f = Func::new("count", "0i_ii", 8, 0);
+    f.block();
+    f.const_i32(0, 1).const_i32(1, 2);
+    let to_head = f.br(0);
+    let head = f.block();
+    f.patch(to_head, head);
+    f.bin(0x4B, 1, 0, 3); // cmp.lt.i32.s i, n
+    let cond_br = f.pc();
+    f.op(0x57).r(3);
+    let to_body = f.target(0);
+    f.remap(&[]);
+    let to_exit = f.target(0);
+    f.remap(&[]);
+    let body = f.block();
+    f.patch(to_body, body);
+    f.bin(0x22, 1, 2, 5); // add.i32
+    let back = f.pc();
+    f.op(0x56);
+    f.target(head);
+    f.remap(&[(5, 1), (1, 6)]);
+    let exit = f.block();
+    f.patch(to_exit, exit);
+    f.ret(&[1, 6]);
+    (f, cond_br, back)
+}
+
+fn fuel_error_pc(result: Result<Vec<Value>, VmError>) -> u32 {
+    match result {
+        Err(VmError::BudgetExhausted {
+            kind: BudgetKind::Fuel,
+            location: Some(location),
+            ..
+        }) => location.pc,
+        other => panic!("expected the fuel to run out, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_fused_loop_charges_fuel_per_instruction_and_reports_exhaustion_at_the_branch() {
+    let (f, cond_br, back) = counting_loop();
+    let run_with = |fuel: u64| {
+        load_with(std::slice::from_ref(&f), Limits::with_fuel(fuel), |_| {})
+            .unwrap()
+            .call("t.count", &[Value::I32(10)])
+    };
+    // The remap's copies apply in order: j is the new i.
+    assert_eq!(run_with(46).unwrap(), [Value::I32(10), Value::I32(10)]);
+    // One short: the fused compare-and-branch cannot pay for the exit block, and the error
+    // names the `cond_br`, not the compare that was fused into it.
+    assert_eq!(fuel_error_pc(run_with(45)), cond_br);
+    // Entry (3) and the loop head (2) paid, not the body (2).
+    assert_eq!(fuel_error_pc(run_with(6)), cond_br);
+    // The body paid, not the loop head again: the error names the back edge's `br`.
+    assert_eq!(fuel_error_pc(run_with(8)), back);
+}
+
+#[test]
+fn branches_copy_one_or_two_registers_in_order() {
+    // A `br` with a single copy: `x -> y`, then `y` returned.
+    let mut f = Func::new("one", "0i_i", 2, 0);
+    f.block();
+    let to_exit = f.op(0x56).target(0);
+    f.remap(&[(0, 1)]);
+    let exit = f.block();
+    f.patch(to_exit, exit);
+    f.ret(&[1]);
+    // Two copies where the second reads the first's destination, and a swap that is not one
+    // (sequential copies: b = a, then a = b leaves both equal to a).
+    let mut g = Func::new("two", "0ii_ii", 2, 0);
+    g.block();
+    let to_exit = g.op(0x56).target(0);
+    g.remap(&[(0, 1), (1, 0)]);
+    let exit = g.block();
+    g.patch(to_exit, exit);
+    g.ret(&[0, 1]);
+    let context = load(&[f, g]).unwrap();
+    assert_eq!(
+        context.call("t.one", &[Value::I32(7)]).unwrap(),
+        [Value::I32(7)]
+    );
+    assert_eq!(
+        context
+            .call("t.two", &[Value::I32(3), Value::I32(4)])
+            .unwrap(),
+        [Value::I32(3), Value::I32(3)]
+    );
+}
+
 #[test]
 fn deep_recursion_stops_with_a_stack_error() {
     let mut f = Func::new("down", "0i_i", 2, 0);

@@ -6,26 +6,37 @@ use std::cell::Cell;
 
 use super::fault::{Fault, trap};
 use super::registers::{Registers, read_ref};
-use crate::vm::code::{ArgOp, BrTable, CallSite, Edge, FunctionCode, Kind, Move, RefReg, Reg};
+use crate::vm::code::{ArgOp, BrTable, CallSite, Edge, FunctionCode, Kind, RefReg, Reg};
 use crate::vm::error::{TrapKind, VmError};
 use crate::vm::native::NativeModule;
 use crate::vm::value::{Ref, Value};
 
 /// Applies an edge's remap in order and returns the instruction to continue at.
+///
+/// The i32-bank copies run first, then the reference copies: the banks are disjoint, so this
+/// is the remap list's order (see [`Edge`]).
 #[inline(always)]
 pub(super) fn take_edge(code: &FunctionCode, r: &mut Registers, edge: Edge) -> usize {
     if edge.moves.len != 0 {
-        for &m in &code.moves[edge.moves.range()] {
-            match m {
-                Move::I32 { src, dst } => r.set_i32(dst, r.i32(src)),
-                Move::Ref { src, dst } => move_ref(r.refs, src, dst),
-            }
+        for &(src, dst) in &code.moves[edge.moves.range()] {
+            r.set_i32(dst, r.i32(src));
         }
+    }
+    if edge.ref_moves.len != 0 {
+        move_refs(r.refs, &code.ref_moves[edge.ref_moves.range()]);
     }
     edge.target as usize
 }
 
-#[inline(never)]
+/// The reference copies of a remap, in order (out of line: the tight loops move no refs).
+#[inline(always)]
+fn move_refs(refs: &mut [Option<Ref>], moves: &[(RefReg, RefReg)]) {
+    for &(src, dst) in moves {
+        move_ref(refs, src, dst);
+    }
+}
+
+#[inline(always)]
 fn move_ref(refs: &mut [Option<Ref>], src: RefReg, dst: RefReg) {
     if src.index() != dst.index() {
         let v = read_ref(refs, src);

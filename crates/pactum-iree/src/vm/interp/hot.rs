@@ -1,0 +1,240 @@
+//! The interpreter's fast path: a small loop over the instructions that cannot fail and need
+//! nothing but the frame's registers and its function's tables (arithmetic, compares,
+//! conversions, selects, constants, copies and branches).
+//!
+//! The main loop (`interp.rs`) matches every instruction, which makes it one large function
+//! where the compiler keeps the loop's state (instruction pointer, register window, fuel) in
+//! stack slots. This loop is a function of its own, not inlined, small enough that its state
+//! stays in machine registers. It runs from `ip` until it reaches an instruction it does not
+//! handle, or a branch whose fuel it cannot pay, and returns that instruction's index with
+//! nothing of it done: the main loop then runs it (and reports the fault, with its location)
+//! exactly as it would have without this loop. So the fast path changes no result, trap,
+//! fuel count or location; it only runs the same handlers with fewer stack accesses.
+
+use super::registers::Registers;
+use super::{compare, constants, control, convert, float, integer, select};
+use crate::vm::code::{FunctionCode, IBin, Inst, Shift};
+
+/// Runs the instructions of `code` from `ip` while they are on the fast path; returns the
+/// index of the first one that is not (not yet run), with `fuel` charged for the edges taken.
+/// `ftz`: whether float operands and results are flushed to zero when subnormal.
+#[inline(never)]
+pub(super) fn run(
+    code: &FunctionCode,
+    mut r: Registers<'_>,
+    fuel: &mut u64,
+    ftz: bool,
+    mut ip: usize,
+) -> usize {
+    let insts: &[Inst] = &code.insts;
+    let mut left = *fuel;
+    let r = &mut r;
+    // Charges an edge's `$cost` when it can be paid; otherwise leaves the branch at `$at`
+    // (nothing of it done) to the main loop, which reports the exhaustion.
+    macro_rules! pay {
+        ($cost:expr, $at:expr) => {{
+            let cost = u64::from($cost);
+            if left < cost {
+                break $at;
+            }
+            left -= cost;
+        }};
+    }
+    // The rest of a fused compare-and-branch, once `$taken` is known: pays for the edge,
+    // writes the compare's result to `$d`, and gives the target.
+    macro_rules! fused {
+        ($taken:expr, $t:expr, $f:expr, $d:expr) => {{
+            let to = if $taken { $t } else { $f };
+            pay!(to.cost, ip);
+            r.set_i32($d, u32::from($taken));
+            usize::from(to.target)
+        }};
+    }
+    let stop = loop {
+        let Some(inst) = insts.get(ip) else {
+            break ip;
+        };
+        match *inst {
+            Inst::Const32 { value, d } => constants::const32(r, value, d),
+            Inst::Const64 { lo, hi, d } => constants::const64(r, lo, hi, d),
+            Inst::Copy32 { s, d } => constants::copy32(r, s, d),
+            Inst::Copy64 { s, d } => constants::copy64(r, s, d),
+
+            Inst::Select32 { c, t, f, d } => select::select32(r, c, t, f, d),
+            Inst::Select64 { c, t, f, d } => select::select64(r, c, t, f, d),
+
+            Inst::AddI32 { a, b, d } => integer::add_i32(r, a, b, d),
+            Inst::SubI32 { a, b, d } => integer::sub_i32(r, a, b, d),
+            Inst::AddI64 { a, b, d } => integer::add_i64(r, a, b, d),
+            Inst::MulI32 { a, b, d } => integer::bin32(r, IBin::Mul, a, b, d),
+            Inst::AndI32 { a, b, d } => integer::bin32(r, IBin::And, a, b, d),
+            Inst::OrI32 { a, b, d } => integer::bin32(r, IBin::Or, a, b, d),
+            Inst::XorI32 { a, b, d } => integer::bin32(r, IBin::Xor, a, b, d),
+            Inst::ShlI32 { a, b, d } => integer::shift32(r, Shift::Shl, a, b, d),
+            Inst::ShrI32S { a, b, d } => integer::shift32(r, Shift::ShrS, a, b, d),
+            Inst::ShrI32U { a, b, d } => integer::shift32(r, Shift::ShrU, a, b, d),
+            Inst::SubI64 { a, b, d } => integer::bin64(r, IBin::Sub, a, b, d),
+            Inst::MulI64 { a, b, d } => integer::bin64(r, IBin::Mul, a, b, d),
+            Inst::AndI64 { a, b, d } => integer::bin64(r, IBin::And, a, b, d),
+            Inst::OrI64 { a, b, d } => integer::bin64(r, IBin::Or, a, b, d),
+            Inst::XorI64 { a, b, d } => integer::bin64(r, IBin::Xor, a, b, d),
+            Inst::ShlI64 { a, b, d } => integer::shift64(r, Shift::Shl, a, b, d),
+            Inst::ShrI64S { a, b, d } => integer::shift64(r, Shift::ShrS, a, b, d),
+            Inst::ShrI64U { a, b, d } => integer::shift64(r, Shift::ShrU, a, b, d),
+            Inst::Bin32 { op, a, b, d } => integer::bin32(r, op, a, b, d),
+            Inst::Bin64 { op, a, b, d } => integer::bin64(r, op, a, b, d),
+            Inst::Fma32 { a, b, c, d } => integer::fma32(r, a, b, c, d),
+            Inst::Fma64 { a, b, c, d } => integer::fma64(r, a, b, c, d),
+            Inst::Un32 { op, a, d } => integer::un32(r, op, a, d),
+            Inst::Un64 { op, a, d } => integer::un64(r, op, a, d),
+
+            Inst::CmpEqI32 { a, b, d } => compare::eq_i32(r, a, b, d),
+            Inst::CmpLtI32S { a, b, d } => {
+                compare::lt_i32_s(r, a, b, d);
+            }
+            Inst::NzI32 { a, d } => compare::nz_i32(r, a, d),
+            Inst::Cmp32 { op, a, b, d } => {
+                compare::cmp32(r, op, a, b, d);
+            }
+            Inst::Cmp64 { op, a, b, d } => {
+                compare::cmp64(r, op, a, b, d);
+            }
+
+            Inst::Convert32 { op, a, d } => convert::convert32(r, op, a, d),
+            Inst::Convert32To64 { op, a, d } => convert::convert32_to_64(r, ftz, op, a, d),
+            Inst::Convert64To32 { op, a, d } => convert::convert64_to_32(r, ftz, op, a, d),
+            Inst::Convert64 { op, a, d } => convert::convert64(r, op, a, d),
+
+            Inst::BinF32 { op, a, b, d } => float::bin_f32(r, ftz, op, a, b, d),
+            Inst::BinF64 { op, a, b, d } => float::bin_f64(r, ftz, op, a, b, d),
+            Inst::FmaF32 { a, b, c, d } => float::fma_f32(r, ftz, a, b, c, d),
+            Inst::FmaF64 { a, b, c, d } => float::fma_f64(r, ftz, a, b, c, d),
+            Inst::CmpF32 { op, a, b, d } => float::cmp_f32(r, ftz, op, a, b, d),
+            Inst::CmpF64 { op, a, b, d } => float::cmp_f64(r, ftz, op, a, b, d),
+
+            Inst::Br { edge } => {
+                let edge = code.edges[edge as usize];
+                pay!(edge.cost, ip);
+                ip = control::take_edge(code, r, edge);
+                continue;
+            }
+            Inst::CondBr { c, t, f } => {
+                let edge = code.edges[if r.i32(c) != 0 { t } else { f } as usize];
+                pay!(edge.cost, ip);
+                ip = control::take_edge(code, r, edge);
+                continue;
+            }
+            Inst::BrShort { to } => {
+                pay!(to.cost, ip);
+                ip = usize::from(to.target);
+                continue;
+            }
+            Inst::BrMove1 { to, src, dst } => {
+                pay!(to.cost, ip);
+                r.set_i32(dst, r.i32(src));
+                ip = usize::from(to.target);
+                continue;
+            }
+            Inst::BrMove2 { to, s0, d0, s1, d1 } => {
+                pay!(to.cost, ip);
+                r.set_i32(d0, r.i32(s0));
+                r.set_i32(d1, r.i32(s1));
+                ip = usize::from(to.target);
+                continue;
+            }
+            // A fused compare-and-branch tests first and writes the compare's register only
+            // once the branch is paid for, so that a branch left to the main loop is left
+            // whole (its compare may overwrite one of its own operands).
+            Inst::BrLtI32S { a, b, d, t, f } => {
+                let taken = (r.i32(a) as i32) < (r.i32(b) as i32);
+                ip = fused!(taken, t, f, d);
+                continue;
+            }
+            Inst::BrLtI64S { a, b, d, t, f } => {
+                let taken = (r.i64(a) as i64) < (r.i64(b) as i64);
+                ip = fused!(taken, t, f, d);
+                continue;
+            }
+            Inst::BrCmp32 { op, a, b, d, t, f } => {
+                let taken = compare::test32(r, op, a, b);
+                ip = fused!(taken, t, f, d);
+                continue;
+            }
+            Inst::BrCmp64 { op, a, b, d, t, f } => {
+                let taken = compare::test64(r, op, a, b);
+                ip = fused!(taken, t, f, d);
+                continue;
+            }
+            // Left to the main loop: instructions that can fault, read the module instance,
+            // touch references, or switch frames. Listed, not matched by a wildcard, so that a
+            // new instruction needs a decision here (and the dispatch table covers every tag).
+            Inst::GlobalLoad32 { .. }
+            | Inst::GlobalStore32 { .. }
+            | Inst::GlobalLoad64 { .. }
+            | Inst::GlobalStore64 { .. }
+            | Inst::GlobalLoadInd32 { .. }
+            | Inst::GlobalStoreInd32 { .. }
+            | Inst::GlobalLoadInd64 { .. }
+            | Inst::GlobalStoreInd64 { .. }
+            | Inst::GlobalLoadRef { .. }
+            | Inst::GlobalStoreRef { .. }
+            | Inst::GlobalLoadIndRef { .. }
+            | Inst::GlobalStoreIndRef { .. }
+            | Inst::ConstRefZero { .. }
+            | Inst::ConstRefRodata { .. }
+            | Inst::ListAlloc { .. }
+            | Inst::ListReserve { .. }
+            | Inst::ListSize { .. }
+            | Inst::ListResize { .. }
+            | Inst::ListGetI32 { .. }
+            | Inst::ListSetI32 { .. }
+            | Inst::ListGetI64 { .. }
+            | Inst::ListSetI64 { .. }
+            | Inst::ListGetF32 { .. }
+            | Inst::ListSetF32 { .. }
+            | Inst::ListGetF64 { .. }
+            | Inst::ListSetF64 { .. }
+            | Inst::ListGetRef { .. }
+            | Inst::ListSetRef { .. }
+            | Inst::SelectRef { .. }
+            | Inst::Switch32 { .. }
+            | Inst::SwitchI64 { .. }
+            | Inst::Switch64 { .. }
+            | Inst::SwitchRef { .. }
+            | Inst::Div32 { .. }
+            | Inst::Div64 { .. }
+            | Inst::UnF32 { .. }
+            | Inst::UnF64 { .. }
+            | Inst::PowiF32 { .. }
+            | Inst::PowiF64 { .. }
+            | Inst::BrTable { .. }
+            | Inst::Call { .. }
+            | Inst::Return { .. }
+            | Inst::Fail { .. }
+            | Inst::ImportResolved { .. }
+            | Inst::Yield { .. }
+            | Inst::CmpEqRef { .. }
+            | Inst::CmpNeRef { .. }
+            | Inst::CmpNzRef { .. }
+            | Inst::ReleaseMoved { .. }
+            | Inst::DiscardRefs { .. }
+            | Inst::AssignRef { .. }
+            | Inst::CastAnyRef { .. }
+            | Inst::BufferLoad { .. }
+            | Inst::BufferLoad64 { .. }
+            | Inst::BufferStore { .. }
+            | Inst::BufferStore64 { .. }
+            | Inst::BufferFill { .. }
+            | Inst::BufferFill64 { .. }
+            | Inst::BufferAlloc { .. }
+            | Inst::BufferClone { .. }
+            | Inst::BufferLength { .. }
+            | Inst::BufferCopy { .. }
+            | Inst::BufferCompare { .. }
+            | Inst::BufferHash { .. } => break ip,
+        }
+        ip += 1;
+    };
+    *fuel = left;
+    stop
+}
