@@ -178,14 +178,23 @@ def build_cases(work: Path, compiler: Path, wanted):
     # Many small dispatches: a GPT decode step with a KV cache (bench/iree_paths/decode.py
     # builds it from conformance/models) and a chain of unfusable small ops.
     if want("decode"):
-        spec = json.loads(
-            subprocess.run(
-                [sys.executable, str(HERE / "decode.py"), str(work)],
-                check=True, capture_output=True, text=True,
-            ).stdout
-        )
-        cases.append(Case("decode", "GPT decode step, KV cache", Path(spec["module"]),
-                          spec["function"], spec["inputs"], spec.get("flags", [])))
+        # decode.py prints the flags both tools take (no spaces inside one).
+        printed = subprocess.run(
+            [sys.executable, str(HERE / "decode.py"), str(work / "decode")],
+            check=True, stdout=subprocess.PIPE, text=True,
+        ).stdout.split()
+        case = Case("decode", "GPT decode step, KV cache, weights from an .irpa")
+        for flag in printed:
+            key, _, value = flag.partition("=")
+            if key == "--module":
+                case.module = Path(value)
+            elif key == "--function":
+                case.function = value
+            elif key == "--input":
+                case.inputs.append(value)
+            else:
+                case.flags.append(flag)
+        cases.append(case)
     if want("many_dispatches"):
         text = (HERE / "many_dispatches.mlir").read_text()
         function, specs = first_function(text)
