@@ -267,6 +267,35 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// Whether IREE-style flags ask for help (`--help`, `-h`, `--helpfull`).
+/// `pactum run ...` and `pactum bench ...` read without clap: their flags are IREE's tools',
+/// which they parse themselves, and clap's whole command tree (every subcommand's arguments
+/// and help) is a good part of a short run's start. What clap would make of such a command
+/// line is exactly this: every argument after the subcommand's name is one of its flags. A
+/// command line it might read otherwise (a `--`, an argument that is not UTF-8) is left to
+/// clap.
+fn iree_tool_command() -> Option<Cli> {
+    let mut args = std::env::args_os().skip(1);
+    let subcommand = args.next()?;
+    let flags = args
+        .map(|arg| arg.into_string().ok().filter(|arg| arg != "--"))
+        .collect::<Option<Vec<String>>>()?;
+    let command = match subcommand.to_str()? {
+        "run" => Command::Run { flags },
+        "bench" => Command::Bench { flags },
+        _ => return None,
+    };
+    Some(Cli { command })
+}
+
+/// Whether `command` may load a module through the TVM FFI runtime (`Module::load`), which
+/// needs the `.vmfb` loader registered.
+fn loads_modules_by_path(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Run { .. } | Command::Bench { .. } | Command::Sig { .. }
+    )
+}
+
 fn asks_for_help(flags: &[String]) -> bool {
     flags
         .iter()
@@ -353,9 +382,14 @@ fn split_call_options(args: Vec<String>) -> anyhow::Result<(Vec<String>, CallOpt
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
-    // `.vmfb` files load wherever a module path is accepted (`ffi.ModuleLoadFromFile`).
-    if let Err(error) = pactum_iree::module::register_vmfb_loader() {
+    let cli = iree_tool_command().unwrap_or_else(Cli::parse);
+    // `.vmfb` files load wherever a module path is accepted (`ffi.ModuleLoadFromFile`). The
+    // commands that run `.vmfb` files with IREE's tools' flags load them with pactum-iree
+    // directly and need no TVM FFI runtime: registering would choose and set one up for
+    // nothing, a good part of a short run's start.
+    if loads_modules_by_path(&cli.command)
+        && let Err(error) = pactum_iree::module::register_vmfb_loader()
+    {
         eprintln!("warning: the .vmfb module loader is not available: {error}");
     }
     match std::panic::catch_unwind(|| run(cli)) {

@@ -149,8 +149,8 @@ pub fn workers(flags: &ToolFlags) -> Result<Workers> {
         "local-task" => {
             let exact = threads("task_topology_group_count")?;
             let cap = threads("task_topology_max_group_count")?;
-            let available = std::thread::available_parallelism().map_or(1, |n| n.get());
-            match exact.or(cap.map(|cap| cap.min(available))) {
+            let available = || std::thread::available_parallelism().map_or(1, |n| n.get());
+            match exact.or(cap.map(|cap| cap.min(available()))) {
                 Some(count) => Workers::with_threads(count).map_err(|e| anyhow!("{e}")),
                 None => Ok(Workers::shared()),
             }

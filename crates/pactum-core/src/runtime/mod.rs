@@ -101,13 +101,26 @@ pub fn kind() -> RuntimeKind {
     runtime().kind.clone()
 }
 
+/// The name a TVM FFI runtime library is loaded under, and its SONAME.
+const LIBRARY_NAME: &str = "libtvm_ffi.so";
+
 /// Binds to an already-loaded `libtvm_ffi.so`, if there is one exporting the whole C API.
 fn find_loaded_runtime() -> Option<(TVMFFICApi, std::string::String)> {
+    // The loaded objects are looked through first, and the library is then opened by the path
+    // it was loaded from: a `dlopen` by bare name that finds nothing loaded searches the whole
+    // library path on disk (some forty failed `openat`s) before it gives up, which every plain
+    // Rust program, where nothing is loaded, paid at its first pactum call.
+    let loaded_from = loaded_object_named(LIBRARY_NAME)?;
     let flags = libc::RTLD_NOW | libc::RTLD_NOLOAD;
     // SAFETY: RTLD_NOLOAD never loads anything; it only returns a handle to a library that is
     // already loaded, so no initialisers run.
-    let library =
-        unsafe { libloading::os::unix::Library::open(Some("libtvm_ffi.so"), flags) }.ok()?;
+    let library = unsafe {
+        libloading::os::unix::Library::open(
+            Some(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&loaded_from)),
+            flags,
+        )
+    }
+    .ok()?;
     let mut functions = [core::ptr::null::<core::ffi::c_void>(); pactum_sys::TVM_FFI_C_API_LEN];
     for (slot, name) in functions.iter_mut().zip(TVM_FFI_C_API_NAMES) {
         // SAFETY: we only read the symbol's address.
@@ -129,6 +142,115 @@ fn find_loaded_runtime() -> Option<(TVMFFICApi, std::string::String)> {
     };
     Some((api, path))
 }
+
+/// The path of a loaded object (the main program aside) whose SONAME or file name is `name`,
+/// as the dynamic loader matches a `dlopen` by bare name against the objects it has loaded.
+fn loaded_object_named(name: &str) -> Option<Vec<u8>> {
+    struct Search<'a> {
+        name: &'a [u8],
+        found: Option<Vec<u8>>,
+    }
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut core::ffi::c_void,
+    ) -> libc::c_int {
+        // SAFETY: `data` is the `Search` passed to `dl_iterate_phdr` below, borrowed by no one
+        // else while it runs; `info` is the loader's description of one loaded object, valid
+        // for this call.
+        let (search, info) = unsafe { (&mut *data.cast::<Search<'_>>(), &*info) };
+        if info.dlpi_name.is_null() {
+            return 0;
+        }
+        // SAFETY: the loader's NUL-terminated name of the object, alive during the call.
+        let path = unsafe { core::ffi::CStr::from_ptr(info.dlpi_name) }.to_bytes();
+        // The main program has no name here and cannot be opened by one.
+        if path.is_empty() {
+            return 0;
+        }
+        let file_name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+        let segments = if info.dlpi_phdr.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: the loader's program headers of the object: `dlpi_phnum` entries.
+            unsafe { core::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
+        };
+        if file_name == search.name
+            || soname(info.dlpi_addr as usize, segments) == Some(search.name)
+        {
+            search.found = Some(path.to_vec());
+            return 1;
+        }
+        0
+    }
+    let mut search = Search {
+        name: name.as_bytes(),
+        found: None,
+    };
+    // SAFETY: `visit` matches the callback type and only reads what the loader hands it;
+    // `search` outlives the call.
+    unsafe { libc::dl_iterate_phdr(Some(visit), core::ptr::from_mut(&mut search).cast()) };
+    search.found
+}
+
+/// The SONAME a loaded object records in its dynamic section, read from its mapped segments.
+/// `base` is the object's load address, `segments` its program headers. Every address is
+/// checked to lie in one of the object's readable `PT_LOAD` segments before it is read.
+fn soname<'a>(base: usize, segments: &'a [ElfProgramHeader]) -> Option<&'a [u8]> {
+    const DT_NULL: usize = 0;
+    const DT_STRTAB: usize = 5;
+    const DT_SONAME: usize = 14;
+    // The mapped, readable bytes from `address` to the end of its segment.
+    let readable = |address: usize| -> Option<&'a [u8]> {
+        segments.iter().find_map(|segment| {
+            if segment.p_type != libc::PT_LOAD || segment.p_flags & libc::PF_R == 0 {
+                return None;
+            }
+            let start = base.checked_add(segment.p_vaddr as usize)?;
+            let end = start.checked_add(segment.p_memsz as usize)?;
+            (start..end).contains(&address).then(|| {
+                // SAFETY: the range lies in a readable segment the loader mapped for this
+                // object (p_memsz bytes from its load address), which stays mapped while the
+                // object is loaded: the callers hold the loader's lock (`dl_iterate_phdr`).
+                unsafe { core::slice::from_raw_parts(address as *const u8, end - address) }
+            })
+        })
+    };
+    let dynamic = segments
+        .iter()
+        .find(|segment| segment.p_type == libc::PT_DYNAMIC)?;
+    let entries = readable(base.checked_add(dynamic.p_vaddr as usize)?)?;
+    let entry_size = 2 * core::mem::size_of::<usize>();
+    let entries = &entries[..entries.len().min(dynamic.p_memsz as usize)];
+    let word = |bytes: &[u8]| usize::from_ne_bytes(bytes.try_into().unwrap_or_default());
+    let (mut strtab, mut soname) = (None, None);
+    for entry in entries.chunks_exact(entry_size) {
+        let (tag, value) = entry.split_at(core::mem::size_of::<usize>());
+        match word(tag) {
+            DT_NULL => break,
+            DT_STRTAB => strtab = Some(word(value)),
+            DT_SONAME => soname = Some(word(value)),
+            _ => {}
+        }
+    }
+    let strtab = strtab?;
+    // glibc rewrites the string table's entry to an address when it loads an object whose
+    // dynamic section is writable; otherwise (the vDSO, read-only dynamic sections) it stays
+    // an offset from the load address.
+    let strtab = if strtab < base {
+        base.checked_add(strtab)?
+    } else {
+        strtab
+    };
+    let text = readable(strtab.checked_add(soname?)?)?;
+    text.iter().position(|&b| b == 0).map(|end| &text[..end])
+}
+
+/// A program header, as `dl_iterate_phdr` reports them.
+#[cfg(target_pointer_width = "64")]
+type ElfProgramHeader = libc::Elf64_Phdr;
+#[cfg(target_pointer_width = "32")]
+type ElfProgramHeader = libc::Elf32_Phdr;
 
 /// The file a code address belongs to.
 fn library_path(address: *const core::ffi::c_void) -> Option<std::string::String> {

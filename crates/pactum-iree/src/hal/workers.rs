@@ -1,7 +1,9 @@
 //! Who runs the workgroups of a dispatch (vmvx or ELF): the caller's thread alone (IREE's `local-sync`:
 //! deterministic, nothing shared) or a pool of worker threads (IREE's `local-task`). Pools are
 //! shared: one process-wide pool sized to the machine serves every device that does not ask
-//! for its own, so no call ever spawns threads.
+//! for its own. A pool starts its threads at its first dispatch of more than one workgroup,
+//! so a program that never needs them (a VM-only function, a short command-line run) does
+//! not pay for them, and later dispatches never spawn threads.
 //!
 //! A pool of `n` threads is the calling thread plus `n - 1` helper threads. A dispatch is
 //! cheap when it is small, which is most of a decode step's: the caller posts the dispatch,
@@ -48,21 +50,24 @@ impl Default for Workers {
 }
 
 impl Workers {
-    /// The process-wide pool, one thread per available core (created on first use).
+    /// The process-wide pool, one thread per available core (made on first use; its threads
+    /// start at its first dispatch of more than one workgroup). If the system will not give
+    /// it threads then, its dispatches run on the threads it did get, the caller's at least.
     pub fn shared() -> Workers {
-        static SHARED: OnceLock<Option<Arc<WorkerPool>>> = OnceLock::new();
+        static SHARED: OnceLock<Arc<WorkerPool>> = OnceLock::new();
         let pool = SHARED.get_or_init(|| {
             let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-            WorkerPool::start(threads.min(255)).ok().map(Arc::new)
+            Arc::new(WorkerPool::new(
+                threads.min(255),
+                OnStartFailure::RunWithFewer,
+            ))
         });
-        match pool {
-            Some(pool) => Workers::Pool(pool.clone()),
-            // The system would not give us threads: run inline rather than fail.
-            None => Workers::CallerThread,
-        }
+        Workers::Pool(pool.clone())
     }
 
-    /// A pool of its own with `threads` threads (1 to 255), the caller's counted.
+    /// A pool of its own with `threads` threads (1 to 255), the caller's counted. Its threads
+    /// start at its first dispatch of more than one workgroup; if the system will not give
+    /// them, that dispatch fails (`ResourceExhausted`), and so does every later one.
     pub fn with_threads(threads: usize) -> Result<Workers, StatusError> {
         if !(1..=255).contains(&threads) {
             return Err(StatusError::new(
@@ -70,7 +75,10 @@ impl Workers {
                 format!("{threads} worker threads: expected 1 to 255"),
             ));
         }
-        Ok(Workers::Pool(Arc::new(WorkerPool::start(threads)?)))
+        Ok(Workers::Pool(Arc::new(WorkerPool::new(
+            threads,
+            OnStartFailure::Fail,
+        ))))
     }
 
     /// How many workgroups may run at once.
@@ -123,7 +131,25 @@ pub struct WorkerPool {
     /// Dispatches take turns: the processor numbers of one are the pool's, so a caller waits
     /// while another caller's dispatch runs.
     turn: Mutex<()>,
-    helpers: Vec<JoinHandle<()>>,
+    /// The helper threads, started at the first dispatch that needs them (under `turn`):
+    /// `None` until then, then why some could not start, if any could not.
+    helpers: Mutex<Option<Helpers>>,
+    on_start_failure: OnStartFailure,
+}
+
+/// The started helpers of a pool, and the error of the first that could not start.
+struct Helpers {
+    running: Vec<JoinHandle<()>>,
+    failure: Option<StatusError>,
+}
+
+/// What a pool's dispatches do when the system would not start all of its helper threads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnStartFailure {
+    /// Fail with the error (a pool whose size the user asked for).
+    Fail,
+    /// Run on the threads that did start, the caller's at least (the shared pool).
+    RunWithFewer,
 }
 
 /// What the caller and the helpers share.
@@ -200,7 +226,7 @@ impl std::fmt::Debug for WorkerPool {
 }
 
 impl WorkerPool {
-    fn start(threads: usize) -> Result<WorkerPool, StatusError> {
+    fn new(threads: usize, on_start_failure: OnStartFailure) -> WorkerPool {
         let helper_count = threads.max(1) - 1;
         let shared = Arc::new(Shared {
             epoch: AtomicU64::new(0),
@@ -213,28 +239,62 @@ impl WorkerPool {
                 .collect(),
             shutdown: AtomicBool::new(false),
         });
-        let mut pool = WorkerPool {
-            shared: shared.clone(),
+        WorkerPool {
+            shared,
             turn: Mutex::new(()),
-            helpers: Vec::with_capacity(helper_count),
-        };
-        for k in 0..helper_count {
-            let for_helper = shared.clone();
-            let handle = std::thread::Builder::new()
-                .name(format!("pactum-hal-{}", k + 1))
-                .spawn(move || helper(&for_helper, k))
-                .map_err(|e| {
-                    StatusError::new(
-                        StatusCode::ResourceExhausted,
-                        format!("could not start {threads} worker threads: {e}"),
-                    )
-                })?;
-            // Set before any dispatch is posted, so a caller can always wake the helper.
-            let _ = shared.sleepers[k].thread.set(handle.thread().clone());
-            // Dropping `pool` on a later failure stops the helpers started so far.
-            pool.helpers.push(handle);
+            helpers: Mutex::new(None),
+            on_start_failure,
         }
-        Ok(pool)
+    }
+
+    /// Starts the helper threads if they have not been started; an error if some could not
+    /// start and this pool fails then. Called with the `turn` held.
+    fn start_helpers(&self) -> Result<(), StatusError> {
+        let mut helpers = self.helpers.lock().unwrap_or_else(PoisonError::into_inner);
+        let helpers = helpers.get_or_insert_with(|| {
+            let count = self.shared.sleepers.len();
+            let mut started = Helpers {
+                running: Vec::with_capacity(count),
+                failure: None,
+            };
+            for k in 0..count {
+                let for_helper = self.shared.clone();
+                match std::thread::Builder::new()
+                    .name(format!("pactum-hal-{}", k + 1))
+                    .spawn(move || helper(&for_helper, k))
+                {
+                    Ok(handle) => {
+                        // Set before the dispatch is posted, so its caller can wake the
+                        // helper. A helper that never started is never asleep, so no caller
+                        // waits for it.
+                        let _ = self.shared.sleepers[k].thread.set(handle.thread().clone());
+                        started.running.push(handle);
+                    }
+                    Err(e) => {
+                        started.failure = Some(StatusError::new(
+                            StatusCode::ResourceExhausted,
+                            format!("could not start {} worker threads: {e}", count + 1),
+                        ));
+                        break;
+                    }
+                }
+            }
+            started
+        });
+        match (&helpers.failure, self.on_start_failure) {
+            (Some(error), OnStartFailure::Fail) => Err(error.clone()),
+            _ => Ok(()),
+        }
+    }
+
+    /// How many helper threads run (0 before the first dispatch that needs them).
+    #[cfg(test)]
+    fn running_helpers(&self) -> usize {
+        self.helpers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map_or(0, |helpers| helpers.running.len())
     }
 
     /// Threads taking part in a dispatch, the caller's included.
@@ -311,6 +371,7 @@ impl WorkerPool {
             RUNNING_AS.set(None);
         };
         let _turn = self.turn.lock().unwrap_or_else(PoisonError::into_inner);
+        self.start_helpers()?;
         {
             let work: &(dyn Fn(usize) + Sync) = &work;
             // SAFETY: only the lifetime is erased; `Posted`'s drop, which runs before `work`
@@ -396,7 +457,12 @@ impl Drop for WorkerPool {
                 thread.unpark();
             }
         }
-        for helper in self.helpers.drain(..) {
+        let helpers = self
+            .helpers
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        for helper in helpers.into_iter().flat_map(|helpers| helpers.running) {
             let _ = helper.join();
         }
     }
@@ -460,6 +526,24 @@ mod tests {
         assert!(Workers::with_threads(0).is_err());
         assert!(Workers::with_threads(256).is_err());
         assert!(Workers::shared().concurrency() >= 1);
+    }
+
+    /// A pool costs no threads until a dispatch needs them: a program that only runs VM code,
+    /// or dispatches of one workgroup, never starts any.
+    #[test]
+    fn a_pool_starts_its_threads_at_its_first_dispatch_of_several_workgroups() {
+        let pool = WorkerPool::new(3, OnStartFailure::Fail);
+        assert_eq!(pool.running_helpers(), 0);
+        let workers = Workers::Pool(Arc::new(pool));
+        every_workgroup_runs_once(&workers, 1);
+        let Workers::Pool(pool) = &workers else {
+            unreachable!()
+        };
+        assert_eq!(pool.running_helpers(), 0);
+        every_workgroup_runs_once(&workers, 8);
+        assert_eq!(pool.running_helpers(), 2);
+        every_workgroup_runs_once(&workers, 8);
+        assert_eq!(pool.running_helpers(), 2);
     }
 
     /// Runs `total` workgroups on `workers`, each adding its index to its slot, and checks
