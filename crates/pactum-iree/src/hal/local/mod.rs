@@ -102,7 +102,7 @@ impl LocalDevice {
         // Each table slot's buffer is made once per execution, not per dispatch binding; a
         // slot's error (a range outside its buffer) is returned where a command uses it, as
         // resolving it there would.
-        let slots: Vec<Result<HalBuffer, StatusError>> = (0..table.len())
+        let slots: Box<SlotBuffers> = (0..table.len())
             .map(|slot| BufferRef::Slot(slot as u32).resolve(table))
             .collect();
         // One list of bindings, refilled by every dispatch of the replay.
@@ -188,10 +188,7 @@ impl LocalDevice {
         ordinal: i64,
         count: [u32; 3],
         constants: &[i32],
-        (bindings, slots): (
-            &'a [(BufferRef, i64, i64)],
-            &'a [Result<HalBuffer, StatusError>],
-        ),
+        (bindings, slots): (&'a [(BufferRef, i64, i64)], &'a SlotBuffers),
         resolved: &mut Vec<BindingRef<'a>>,
     ) -> Result<(), StatusError> {
         resolved.clear();
@@ -223,6 +220,10 @@ impl LocalDevice {
         executable.dispatch_bindings(ordinal, count, constants, bindings, &self.workers)
     }
 }
+
+/// The buffers of a binding table's slots for one execution (or the error naming a slot's bad
+/// range, returned where a command uses the slot).
+type SlotBuffers = [Result<HalBuffer, StatusError>];
 
 /// Runs `work` as a queue operation that completes before it returns: after the wait fence
 /// is reached, then signalling the signal fence, or failing it with the error (a failed wait
