@@ -15,10 +15,12 @@
 //! (`IREE_HAL_EXTERNAL_BUFFER_TYPE_HOST_ALLOCATION`, `iree_hal_heap_buffer_wrap`). The block
 //! holds the owner until it is dropped, never frees the memory and never caches it.
 //!
-//! Fresh blocks are zero-filled. A [`BlockCache`] keeps large blocks its owner freed and hands
-//! them out again as they are, like IREE's allocator reusing freed memory: a model called in a
-//! loop then takes no page faults for its outputs. A HAL module owns one cache, so a reused
-//! block only ever holds bytes that the same module's buffers held before.
+//! Fresh blocks are zero-filled. A [`BlockCache`] keeps blocks its owner freed and hands them
+//! out again as they are, like IREE's allocator reusing freed memory: a model called in a
+//! loop then takes no page faults for its outputs, and spends no allocation and zero-fill on
+//! its small transient buffers (IREE's heap buffers are not zero-filled either). A HAL module
+//! owns one cache, so a reused block only ever holds bytes that the same module's buffers held
+//! before.
 
 use std::alloc::Layout;
 use std::ptr::NonNull;
@@ -254,7 +256,7 @@ impl Drop for HostMemory {
             // A file's pages hold the file's bytes (or the program's writes over them), and
             // borrowed memory is its owner's, not memory to hand out again: never cached
             // (they never get a cache).
-            if self.len >= BlockCache::MIN_BLOCK && !self.is_file_pages() && !self.is_borrowed() {
+            if !self.is_file_pages() && !self.is_borrowed() {
                 let block = HostMemory {
                     ptr: self.ptr,
                     len: self.len,
@@ -273,7 +275,10 @@ impl Drop for HostMemory {
     }
 }
 
-/// Freed blocks kept for reuse, by exact size, the oldest evicted first.
+/// Freed blocks kept for reuse, by exact size, the oldest evicted first: large blocks up to a
+/// bound on their bytes, small ones (under [`BlockCache::MIN_BLOCK`]) up to a bound on their
+/// number ([`BlockCache::SMALL_BLOCKS`]), so that a program freeing many small buffers neither
+/// evicts the large ones nor makes finding a block slow.
 #[derive(Debug)]
 pub struct BlockCache {
     max_bytes: usize,
@@ -284,11 +289,17 @@ pub struct BlockCache {
 struct CacheState {
     blocks: std::collections::VecDeque<HostMemory>,
     bytes: usize,
+    small: std::collections::VecDeque<HostMemory>,
 }
 
 impl BlockCache {
-    /// Smaller blocks are not kept: the allocator serves them as fast.
+    /// The smallest block kept under the bound on bytes; smaller ones are kept under the
+    /// bound on their number.
     pub const MIN_BLOCK: usize = 64 << 10;
+
+    /// The most small blocks (under [`BlockCache::MIN_BLOCK`]) kept: enough for the transient
+    /// buffers of a call, few enough to search quickly.
+    pub const SMALL_BLOCKS: usize = 32;
 
     /// A cache holding at most `max_bytes` of free blocks.
     pub fn new(max_bytes: usize) -> Arc<BlockCache> {
@@ -298,9 +309,14 @@ impl BlockCache {
         })
     }
 
-    /// The bytes held now.
+    /// The bytes held now, in large blocks (small ones are bounded by their number).
     pub fn held_bytes(&self) -> usize {
         self.lock().bytes
+    }
+
+    /// The small blocks held now.
+    pub fn held_small_blocks(&self) -> usize {
+        self.lock().small.len()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, CacheState> {
@@ -311,6 +327,10 @@ impl BlockCache {
 
     fn take(&self, len: usize) -> Option<HostMemory> {
         let mut state = self.lock();
+        if len < Self::MIN_BLOCK {
+            let index = state.small.iter().rposition(|b| b.len == len)?;
+            return state.small.remove(index);
+        }
         let index = state.blocks.iter().rposition(|b| b.len == len)?;
         let block = state.blocks.remove(index)?;
         state.bytes -= block.len;
@@ -318,6 +338,20 @@ impl BlockCache {
     }
 
     fn give(&self, block: HostMemory) {
+        if block.len < Self::MIN_BLOCK {
+            let evicted = {
+                let mut state = self.lock();
+                state.small.push_back(block);
+                if state.small.len() > Self::SMALL_BLOCKS {
+                    state.small.pop_front()
+                } else {
+                    None
+                }
+            };
+            // Freed outside the lock.
+            drop(evicted);
+            return;
+        }
         if block.len > self.max_bytes {
             return;
         }
@@ -389,12 +423,39 @@ mod tests {
         // Over the bound, the oldest go first.
         drop(HostMemory::reused_or_zeroed(2 * len, &cache).unwrap());
         assert!(cache.held_bytes() <= 3 * len);
-        // Small blocks and blocks outliving their cache are simply freed.
-        drop(HostMemory::reused_or_zeroed(64, &cache).unwrap());
-        assert!(cache.held_bytes() <= 3 * len);
+        // Blocks outliving their cache are simply freed.
         let orphan = HostMemory::reused_or_zeroed(len, &cache).unwrap();
         drop(cache);
         drop(orphan);
+    }
+
+    #[test]
+    fn small_blocks_are_reused_as_left_and_bounded_by_their_number() {
+        let cache = BlockCache::new(BlockCache::MIN_BLOCK);
+        let block = HostMemory::reused_or_zeroed(100, &cache).unwrap();
+        block.cells()[99].store(4, Relaxed);
+        let address = block.as_mut_ptr();
+        drop(block);
+        assert_eq!(cache.held_small_blocks(), 1);
+        assert_eq!(
+            cache.held_bytes(),
+            0,
+            "small blocks do not count against the bytes"
+        );
+        let again = HostMemory::reused_or_zeroed(100, &cache).unwrap();
+        assert_eq!(again.as_mut_ptr(), address, "the freed block is reused");
+        assert_eq!(again.cells()[99].load(Relaxed), 4, "as it was left");
+        assert_eq!(cache.held_small_blocks(), 0);
+        // Another size gets a fresh, zeroed block.
+        let other = HostMemory::reused_or_zeroed(64, &cache).unwrap();
+        assert!(other.cells().iter().all(|c| c.load(Relaxed) == 0));
+        drop((again, other));
+        // Over the bound, the oldest go first.
+        let many: Vec<_> = (0..2 * BlockCache::SMALL_BLOCKS)
+            .map(|i| HostMemory::reused_or_zeroed(64 * (i + 1), &cache).unwrap())
+            .collect();
+        drop(many);
+        assert_eq!(cache.held_small_blocks(), BlockCache::SMALL_BLOCKS);
     }
 
     #[test]

@@ -61,8 +61,9 @@ pub const FREE_BLOCK_CACHE_BYTES: usize = 256 << 20;
 
 /// The local CPU device's allocator: 64-byte aligned host memory
 /// ([`HostMemory`](crate::host_memory::HostMemory)), charged to an optional memory budget.
-/// Large freed blocks are kept (up to [`FREE_BLOCK_CACHE_BYTES`]) and handed out again, so a
-/// model called in a loop takes no page faults for its outputs; a reused block holds what the
+/// Freed blocks are kept (large ones up to [`FREE_BLOCK_CACHE_BYTES`], a few small ones) and
+/// handed out again, so a model called in a loop takes no page faults for its outputs and no
+/// allocation for its small transient buffers; a reused block holds what the
 /// same allocator's buffers left in it, so share an allocator only between code that may see
 /// each other's data.
 pub struct HostAllocator {

@@ -552,6 +552,53 @@ pub struct Binding {
     pub length: i64,
 }
 
+/// A buffer range bound to a dispatch, as executables take it: a [`Binding`], or a
+/// [`BindingRef`] borrowing its buffer (a replay binds buffers its command buffer and binding
+/// table hold, without a reference count per dispatch).
+pub(crate) trait DispatchBinding: Sync {
+    /// The buffer.
+    fn buffer(&self) -> &HalBuffer;
+    /// Where the range starts.
+    fn offset(&self) -> i64;
+    /// Its length (or [`WHOLE_BUFFER`]).
+    fn length(&self) -> i64;
+}
+
+impl DispatchBinding for Binding {
+    fn buffer(&self) -> &HalBuffer {
+        &self.buffer
+    }
+    fn offset(&self) -> i64 {
+        self.offset
+    }
+    fn length(&self) -> i64 {
+        self.length
+    }
+}
+
+/// A [`Binding`] borrowing its buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BindingRef<'a> {
+    /// The buffer.
+    pub buffer: &'a HalBuffer,
+    /// Where the range starts.
+    pub offset: i64,
+    /// Its length (or [`WHOLE_BUFFER`]).
+    pub length: i64,
+}
+
+impl DispatchBinding for BindingRef<'_> {
+    fn buffer(&self) -> &HalBuffer {
+        self.buffer
+    }
+    fn offset(&self) -> i64 {
+        self.offset
+    }
+    fn length(&self) -> i64 {
+        self.length
+    }
+}
+
 impl Binding {
     /// All of `buffer`.
     pub fn whole(buffer: HalBuffer) -> Binding {

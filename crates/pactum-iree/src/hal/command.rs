@@ -249,16 +249,20 @@ impl BufferRef {
         match self {
             BufferRef::Direct(b) => Ok(b.clone()),
             BufferRef::Slot(slot) => {
-                let entry = table.get(*slot as usize).ok_or_else(|| {
-                    invalid(format!(
-                        "binding slot {slot} is not in the binding table of {} entries",
-                        table.len()
-                    ))
-                })?;
+                let entry = table
+                    .get(*slot as usize)
+                    .ok_or_else(|| slot_not_in_table(*slot, table.len()))?;
                 entry.buffer.subspan(entry.offset, entry.length)
             }
         }
     }
+}
+
+/// The error for a command naming binding-table `slot` of a table of `entries` entries.
+pub(crate) fn slot_not_in_table(slot: u32, entries: usize) -> StatusError {
+    invalid(format!(
+        "binding slot {slot} is not in the binding table of {entries} entries"
+    ))
 }
 
 /// The binding-table slot a buffer operand names (`None` for a buffer bound directly).

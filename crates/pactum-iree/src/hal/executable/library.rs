@@ -26,7 +26,7 @@ use pactum_sys::iree_hal::{
 use super::elf::{ElfImage, HOST_ARCH};
 use super::fpu::FlushDenormals;
 use super::mapping::CodeMapping;
-use crate::hal::buffer::Binding;
+use crate::hal::buffer::{Binding, DispatchBinding};
 use crate::hal::workers::Workers;
 use crate::host_memory::HostMemory;
 use crate::status::{StatusCode, StatusError};
@@ -353,6 +353,18 @@ impl ElfExecutable {
         bindings: &[Binding],
         workers: &Workers,
     ) -> Result<(), StatusError> {
+        self.dispatch_bindings(ordinal, count, constants, bindings, workers)
+    }
+
+    /// [`ElfExecutable::dispatch`] with bindings of any form (borrowed, by a replay).
+    pub(crate) fn dispatch_bindings(
+        &self,
+        ordinal: usize,
+        count: [u32; 3],
+        constants: &[i32],
+        bindings: &[impl DispatchBinding],
+        workers: &Workers,
+    ) -> Result<(), StatusError> {
         let export = self.exports.get(ordinal).ok_or_else(|| {
             invalid(format!(
                 "executable `{}` has no export {ordinal} ({} exports)",
@@ -395,8 +407,8 @@ impl ElfExecutable {
             };
         for (k, binding) in bindings.iter().enumerate() {
             let (pointer, length) = binding
-                .buffer
-                .raw_range(binding.offset, binding.length)
+                .buffer()
+                .raw_range(binding.offset(), binding.length())
                 .map_err(|e| StatusError::new(e.status, format!("binding {k}: {e}")))?;
             pointers[k] = pointer.cast::<c_void>();
             lengths[k] = length;

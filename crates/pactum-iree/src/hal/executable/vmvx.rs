@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::vmvx_module::vmvx_module;
-use crate::hal::buffer::{Binding, HalBuffer};
+use crate::hal::buffer::{Binding, DispatchBinding, HalBuffer};
 use crate::hal::workers::Workers;
 use crate::status::StatusError;
 use crate::vm::{
@@ -117,6 +117,18 @@ impl VmvxExecutable {
         bindings: &[Binding],
         workers: &Workers,
     ) -> Result<(), StatusError> {
+        self.dispatch_bindings(ordinal, count, constants, bindings, workers)
+    }
+
+    /// [`VmvxExecutable::dispatch`] with bindings of any form (borrowed, by a replay).
+    pub(crate) fn dispatch_bindings(
+        &self,
+        ordinal: usize,
+        count: [u32; 3],
+        constants: &[i32],
+        bindings: &[impl DispatchBinding],
+        workers: &Workers,
+    ) -> Result<(), StatusError> {
         let (name, function) = self.exports.get(ordinal).ok_or_else(|| {
             invalid(format!(
                 "executable has no export {ordinal} ({} exports)",
@@ -133,7 +145,7 @@ impl VmvxExecutable {
         };
         // Checked here first so that bad bindings fail the dispatch before any workgroup runs.
         for binding in bindings {
-            vm_view(&binding.buffer, binding.offset, binding.length)?;
+            vm_view(binding.buffer(), binding.offset(), binding.length())?;
         }
         let total = u64::from(count[0]) * u64::from(count[1]) * u64::from(count[2]);
         let first_failure = FirstFailure::new();
@@ -178,19 +190,19 @@ impl Drop for StackLease<'_> {
 }
 
 /// One dispatch, shared by the threads running its workgroups.
-struct Call<'a> {
+struct Call<'a, B> {
     context: &'a Context,
     function: &'a Function,
     name: &'a str,
     count: [u32; 3],
     constant_bytes: Vec<u8>,
-    bindings: &'a [Binding],
+    bindings: &'a [B],
 }
 
 /// Where an argument of the dispatch calling convention is.
 const WORKGROUP_ID: usize = 3;
 
-impl Call<'_> {
+impl<B: DispatchBinding> Call<'_, B> {
     /// The arguments of a workgroup, for one thread: its own local memory, constants and
     /// binding views (no reference count is shared between threads), the workgroup id to be
     /// set by [`Call::run`].
@@ -199,7 +211,7 @@ impl Call<'_> {
         let views = self
             .bindings
             .iter()
-            .map(|b| vm_view(&b.buffer, b.offset, b.length).map(buffer))
+            .map(|b| vm_view(b.buffer(), b.offset(), b.length()).map(buffer))
             .collect::<Result<Vec<_>, _>>()?;
         let list = VmList::from_values(ElementType::Ref(RefType::Buffer), views)
             .map_err(|e| invalid(format!("dispatch bindings: {e}")))?;

@@ -3,7 +3,7 @@
 
 use std::any::Any;
 
-use crate::hal::buffer::Binding;
+use crate::hal::buffer::{Binding, DispatchBinding};
 #[cfg(feature = "llvm-cpu")]
 use crate::hal::executable::ElfExecutable;
 use crate::hal::executable::{
@@ -96,6 +96,18 @@ impl LocalExecutable {
         bindings: &[Binding],
         workers: &Workers,
     ) -> Result<(), StatusError> {
+        self.dispatch_bindings(ordinal, count, constants, bindings, workers)
+    }
+
+    /// [`LocalExecutable::dispatch`] with bindings of any form (borrowed, by a replay).
+    pub(crate) fn dispatch_bindings(
+        &self,
+        ordinal: i64,
+        count: [u32; 3],
+        constants: &[i32],
+        bindings: &[impl DispatchBinding],
+        workers: &Workers,
+    ) -> Result<(), StatusError> {
         let ordinal = usize::try_from(ordinal).map_err(|_| {
             StatusError::invalid_argument(format!("export ordinal {ordinal} is negative"))
         })?;
@@ -116,9 +128,9 @@ impl LocalExecutable {
             return Ok(());
         }
         match &self.kind {
-            Kind::Vmvx(e) => e.dispatch(ordinal, count, constants, bindings, workers),
+            Kind::Vmvx(e) => e.dispatch_bindings(ordinal, count, constants, bindings, workers),
             #[cfg(feature = "llvm-cpu")]
-            Kind::Elf(e) => e.dispatch(ordinal, count, constants, bindings, workers),
+            Kind::Elf(e) => e.dispatch_bindings(ordinal, count, constants, bindings, workers),
         }
     }
 }

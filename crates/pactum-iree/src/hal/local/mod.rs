@@ -13,8 +13,8 @@ use std::sync::Arc;
 pub use executable::{LocalExecutable, MAX_WORKGROUPS, is_local_format};
 
 use super::allocator::{BufferParams, HalAllocator, HostAllocator};
-use super::buffer::{Binding, HalBuffer};
-use super::command::{BufferRef, Command, HalCommandBuffer};
+use super::buffer::{Binding, BindingRef, HalBuffer};
+use super::command::{BufferRef, Command, HalCommandBuffer, slot_not_in_table};
 use super::device::{HalDevice, Submission, id_matches};
 use super::executable::HalExecutable;
 use super::file::HalFile;
@@ -98,9 +98,16 @@ impl LocalDevice {
         command_buffer: &HalCommandBuffer,
         table: &[Binding],
     ) -> Result<(), StatusError> {
-        // One list of resolved bindings, refilled by every dispatch of the replay.
+        let commands = command_buffer.commands();
+        // Each table slot's buffer is made once per execution, not per dispatch binding; a
+        // slot's error (a range outside its buffer) is returned where a command uses it, as
+        // resolving it there would.
+        let slots: Box<SlotBuffers> = (0..table.len())
+            .map(|slot| BufferRef::Slot(slot as u32).resolve(table))
+            .collect();
+        // One list of bindings, refilled by every dispatch of the replay.
         let mut resolved = Vec::new();
-        for command in command_buffer.commands().iter() {
+        for command in commands.iter() {
             match command {
                 Command::Fill {
                     target,
@@ -140,7 +147,7 @@ impl LocalDevice {
                     *ordinal,
                     *count,
                     constants,
-                    (bindings, table),
+                    (bindings, &slots),
                     &mut resolved,
                 )?,
                 Command::DispatchIndirect {
@@ -163,7 +170,7 @@ impl LocalDevice {
                         *ordinal,
                         count,
                         constants,
-                        (bindings, table),
+                        (bindings, &slots),
                         &mut resolved,
                     )?
                 }
@@ -172,21 +179,30 @@ impl LocalDevice {
         Ok(())
     }
 
-    /// Runs one dispatch, its binding slots filled from `table`; `resolved` is a list to
-    /// reuse for the resolved bindings.
-    fn dispatch(
+    /// Runs one dispatch, its binding slots filled from `slots` (the binding table's buffers,
+    /// or the error naming one); `resolved` is a list to reuse for the resolved bindings (emptied on return,
+    /// so that it borrows nothing between dispatches).
+    fn dispatch<'a>(
         &self,
         executable: &Arc<dyn HalExecutable>,
         ordinal: i64,
         count: [u32; 3],
         constants: &[i32],
-        (bindings, table): (&[(BufferRef, i64, i64)], &[Binding]),
-        resolved: &mut Vec<Binding>,
+        (bindings, slots): (&'a [(BufferRef, i64, i64)], &'a SlotBuffers),
+        resolved: &mut Vec<BindingRef<'a>>,
     ) -> Result<(), StatusError> {
         resolved.clear();
         for (r, offset, length) in bindings {
-            resolved.push(Binding {
-                buffer: r.resolve(table)?,
+            let buffer = match r {
+                BufferRef::Direct(buffer) => buffer,
+                BufferRef::Slot(slot) => match slots.get(*slot as usize) {
+                    Some(Ok(buffer)) => buffer,
+                    Some(Err(error)) => return Err(error.clone()),
+                    None => return Err(slot_not_in_table(*slot, slots.len())),
+                },
+            };
+            resolved.push(BindingRef {
+                buffer,
                 offset: *offset,
                 length: *length,
             });
@@ -201,9 +217,13 @@ impl LocalDevice {
                      ({executable:?})"
                 ))
             })?;
-        executable.dispatch(ordinal, count, constants, bindings, &self.workers)
+        executable.dispatch_bindings(ordinal, count, constants, bindings, &self.workers)
     }
 }
+
+/// The buffers of a binding table's slots for one execution (or the error naming a slot's bad
+/// range, returned where a command uses the slot).
+type SlotBuffers = [Result<HalBuffer, StatusError>];
 
 /// Runs `work` as a queue operation that completes before it returns: after the wait fence
 /// is reached, then signalling the signal fence, or failing it with the error (a failed wait
