@@ -123,6 +123,30 @@ fn zeroed(len: usize) -> Result<Box<[AtomicU8]>, BufferError> {
     Ok(cells.into_boxed_slice())
 }
 
+/// `N` cells at `at` of `cells`, each read with a relaxed load.
+#[inline(always)]
+fn load_cells<const N: usize>(cells: &[AtomicU8], at: usize) -> Option<[u8; N]> {
+    let cells: &[AtomicU8; N] = cells.get(at..at.checked_add(N)?)?.try_into().ok()?;
+    Some(std::array::from_fn(|i| cells[i].load(Relaxed)))
+}
+
+/// Cells `at..at + n` of the window `start..start + len` of `cells`: `None` when the range is
+/// not inside the window (or the window not inside `cells`).
+#[inline(always)]
+fn window(
+    cells: &[AtomicU8],
+    start: usize,
+    len: usize,
+    at: usize,
+    n: usize,
+) -> Option<&[AtomicU8]> {
+    let end = at.checked_add(n)?;
+    if end > len {
+        return None;
+    }
+    cells.get(start.checked_add(at)?..start.checked_add(end)?)
+}
+
 impl VmBuffer {
     /// A zero-filled mutable buffer of `len` bytes, charged to `budget`.
     pub fn zeroed(len: usize, budget: Option<&Arc<MemoryBudget>>) -> Result<VmBuffer, BufferError> {
@@ -278,6 +302,42 @@ impl VmBuffer {
             }
         }
         Ok(())
+    }
+
+    /// `N` bytes at byte `offset`, or `None` where [`VmBuffer::load`] would fail (the
+    /// interpreter's fast path tries this and leaves any failure to `load`, which reports it).
+    #[inline(always)]
+    pub fn try_load<const N: usize>(&self, offset: u64) -> Option<[u8; N]> {
+        let at = usize::try_from(offset).ok()?;
+        match &self.storage {
+            Storage::Mutable(cells) => Some(load_cells(cells, at)?),
+            Storage::Shared { cells, start, len } => {
+                Some(load_cells(window(cells.cells(), *start, *len, at, N)?, 0)?)
+            }
+            Storage::ReadOnly { owner, start, len } => {
+                let bytes = owner.bytes().get(*start..start.checked_add(*len)?)?;
+                let end = at.checked_add(N)?;
+                bytes.get(at..end)?.try_into().ok()
+            }
+        }
+    }
+
+    /// Writes the `N` bytes of `bytes` at byte `offset` and returns `Some(())`, or returns
+    /// `None` with nothing written where [`VmBuffer::store`] would fail.
+    #[inline(always)]
+    pub fn try_store<const N: usize>(&self, offset: u64, bytes: [u8; N]) -> Option<()> {
+        let at = usize::try_from(offset).ok()?;
+        let cells: &[AtomicU8; N] = match &self.storage {
+            Storage::Mutable(cells) => cells.get(at..at.checked_add(N)?)?.try_into().ok()?,
+            Storage::Shared { cells, start, len } => window(cells.cells(), *start, *len, at, N)?
+                .try_into()
+                .ok()?,
+            Storage::ReadOnly { .. } => return None,
+        };
+        for (c, b) in cells.iter().zip(bytes) {
+            c.store(b, Relaxed);
+        }
+        Some(())
     }
 
     /// Writes `bytes` at byte `offset`.

@@ -1264,3 +1264,104 @@ fn yield_resumes_at_once_on_a_synchronous_host() {
         "{error}"
     );
 }
+
+/// `(n: i64) -> i32`: a vmvx-style loop over a 16-byte buffer holding the i32s 1, 2, 3, 4:
+/// for `i` in `0..n`, load element `i` and add it to a sum. Returns the function and the pc of
+/// its `buffer.load.i32`.
+fn buffer_loop() -> (Func, u32) {
+    let mut f = Func::new("walk", "0I_i", 16, 1);
+    f.block();
+    f.const_i64(16, 2).const_i32(0, 4);
+    f.op(0x6C).r(2).r(4).r(R); // %r0 = buffer.alloc 16
+    for element in 0..4 {
+        f.const_i64(element, 6).const_i32(element as i32 + 1, 12);
+        f.op(0x6A).r(R).r(6).r(12); // buffer.store.i32 %r0[element] = element + 1
+    }
+    f.const_i64(0, 6).const_i64(1, 8).const_i32(0, 10);
+    let to_head = f.br(0);
+    let head = f.block();
+    f.patch(to_head, head);
+    f.bin(0x50, 6, 0, 13); // cmp.lt.i64.s i, n
+    f.op(0x57).r(13);
+    let to_body = f.target(0);
+    f.remap(&[]);
+    let to_exit = f.target(0);
+    f.remap(&[]);
+    let body = f.block();
+    f.patch(to_body, body);
+    let load = f.pc();
+    f.op(0x66).r(R).r(6).r(11); // buffer.load.i32 %r0[i]
+    f.bin(0x22, 10, 11, 10); // sum += loaded
+    f.bin(0x2A, 6, 8, 6); // i += 1
+    f.br(head);
+    let exit = f.block();
+    f.patch(to_exit, exit);
+    f.ret(&[10]);
+    (f, load)
+}
+
+#[test]
+fn a_buffer_loop_running_out_of_its_buffer_traps_at_the_load() {
+    let (f, load) = buffer_loop();
+    let context = load_with(&[f], Limits::default(), |_| {}).unwrap();
+    assert_eq!(
+        context.call("t.walk", &[Value::I64(4)]).unwrap(),
+        [Value::I32(10)]
+    );
+    // The fifth trip loads element 4: bytes 16..20 of 16.
+    match context.call("t.walk", &[Value::I64(6)]) {
+        Err(VmError::Trap {
+            kind,
+            detail,
+            location,
+        }) => {
+            assert_eq!(kind, TrapKind::OutOfRange);
+            assert_eq!(
+                detail,
+                "byte range 16..16+4 is outside the buffer of 16 bytes"
+            );
+            assert_eq!(location.pc, load, "{location}");
+            assert_eq!(location.function.to_string(), "walk");
+        }
+        other => panic!("expected a trap, got {other:?}"),
+    }
+}
+
+#[test]
+fn buffer_loads_and_stores_of_every_width_read_and_write_the_same_bytes() {
+    // alloc 16; store.i8 [1] = 0x1FF; store.i16 [1] = 0x18081; store.i32 [1] = 0x89ABCDEF;
+    // store.i64 [1] = 0x0123456789ABCDEF; load every width back, and element 0 as i32.
+    let mut f = Func::new("f", "0v_iiiiiIi", 40, 1);
+    f.block();
+    f.const_i64(16, 0).const_i32(0, 2);
+    f.op(0x6C).r(0).r(2).r(R);
+    f.const_i64(1, 4).const_i64(0, 6);
+    f.const_i32(0x1FF, 8)
+        .const_i32(0x18081, 9)
+        .const_i32(0x89AB_CDEFu32 as i32, 10);
+    f.const_i64(0x0123_4567_89AB_CDEF, 12);
+    f.op(0x68).r(R).r(4).r(8); // store.i8 [1]
+    f.op(0x69).r(R).r(4).r(9); // store.i16 [1]
+    f.op(0x6A).r(R).r(4).r(10); // store.i32 [1]
+    f.op(0x6B).r(R).r(4).r(12); // store.i64 [1]
+    f.op(0x62).r(R).r(4).r(20); // load.i8.u [1]
+    f.op(0x63).r(R).r(4).r(21); // load.i8.s [1]
+    f.op(0x64).r(R).r(4).r(22); // load.i16.u [1]
+    f.op(0x65).r(R).r(4).r(23); // load.i16.s [1]
+    f.op(0x66).r(R).r(4).r(24); // load.i32 [1]
+    f.op(0x67).r(R).r(4).r(26); // load.i64 [1]
+    f.op(0x66).r(R).r(6).r(28); // load.i32 [0]
+    f.ret(&[20, 21, 22, 23, 24, 26, 28]);
+    assert_eq!(
+        run(&[f], "f", &[]).unwrap(),
+        [
+            Value::I32(0xFF),
+            Value::I32(-1),
+            Value::I32(0x8081),
+            Value::I32(0x8081u16 as i16 as i32),
+            Value::I32(0x89AB_CDEFu32 as i32),
+            Value::I64(0x0123_4567_89AB_CDEF),
+            Value::I32(0x8081_FF00u32 as i32),
+        ]
+    );
+}

@@ -1,6 +1,7 @@
 //! The interpreter's fast path: a small loop over the instructions that cannot fail and need
 //! nothing but the frame's registers and its function's tables (arithmetic, compares,
-//! conversions, selects, constants, copies and branches).
+//! conversions, selects, constants, copies and branches), and the buffer loads and stores that
+//! succeed (a vmvx workgroup's inner loops are made of them).
 //!
 //! The main loop (`interp.rs`) matches every instruction, which makes it one large function
 //! where the compiler keeps the loop's state (instruction pointer, register window, fuel) in
@@ -12,8 +13,9 @@
 //! fuel count or location; it only runs the same handlers with fewer stack accesses.
 
 use super::registers::Registers;
-use super::{compare, constants, control, convert, float, integer, select};
+use super::{buffers, compare, constants, control, convert, float, integer, select};
 use crate::vm::code::{FunctionCode, IBin, Inst, Shift};
+use crate::vm::value::Ref;
 
 /// Runs the instructions of `code` from `ip` while they are on the fast path; returns the
 /// index of the first one that is not (not yet run), with `fuel` charged for the edges taken.
@@ -29,6 +31,16 @@ pub(super) fn run(
     let insts: &[Inst] = &code.insts;
     let mut left = *fuel;
     let r = &mut r;
+    // The buffer in reference register `$b`, or a stop at `ip` (nothing done) when there is
+    // none: the main loop then reports the fault.
+    macro_rules! buffer {
+        ($b:expr) => {{
+            match r.refs.get($b.index()) {
+                Some(Some(Ref::Buffer(buffer))) => &**buffer,
+                _ => break ip,
+            }
+        }};
+    }
     // Charges an edge's `$cost` when it can be paid; otherwise leaves the branch at `$at`
     // (nothing of it done) to the main loop, which reports the exhaustion.
     macro_rules! pay {
@@ -165,6 +177,31 @@ pub(super) fn run(
                 ip = fused!(taken, t, f, d);
                 continue;
             }
+            // Buffer accesses on their success path; any failure (no buffer, an offset out of
+            // range, a read-only buffer) stops here with nothing done, and the main loop runs
+            // the instruction again and reports the fault as it always has.
+            Inst::BufferLoad { width, b, o, d } => {
+                let Some(v) = buffers::try_load(buffer!(b), width, r.i64(o)) else {
+                    break ip;
+                };
+                r.set_i32(d, v);
+            }
+            Inst::BufferLoad64 { b, o, d } => {
+                let Some(v) = buffers::try_load64(buffer!(b), r.i64(o)) else {
+                    break ip;
+                };
+                r.set_i64(d, v);
+            }
+            Inst::BufferStore { width, b, o, v } => {
+                if buffers::try_store(buffer!(b), width, r.i64(o), r.i32(v)).is_none() {
+                    break ip;
+                }
+            }
+            Inst::BufferStore64 { b, o, v } => {
+                if buffers::try_store64(buffer!(b), r.i64(o), r.i64(v)).is_none() {
+                    break ip;
+                }
+            }
             // Left to the main loop: instructions that can fault, read the module instance,
             // touch references, or switch frames. Listed, not matched by a wildcard, so that a
             // new instruction needs a decision here (and the dispatch table covers every tag).
@@ -220,10 +257,6 @@ pub(super) fn run(
             | Inst::DiscardRefs { .. }
             | Inst::AssignRef { .. }
             | Inst::CastAnyRef { .. }
-            | Inst::BufferLoad { .. }
-            | Inst::BufferLoad64 { .. }
-            | Inst::BufferStore { .. }
-            | Inst::BufferStore64 { .. }
             | Inst::BufferFill { .. }
             | Inst::BufferFill64 { .. }
             | Inst::BufferAlloc { .. }
