@@ -528,9 +528,9 @@ mod tests {
         assert_eq!(storage.0[0], 9);
         // Misaligned and empty ranges are refused (the caller copies).
         for (offset, len) in [(4, 64), (0, 0)] {
+            let start = address.wrapping_add(offset);
             // SAFETY: as above; a refused range is never touched.
-            let refused =
-                unsafe { HostMemory::borrowed(address.wrapping_add(offset), len, Box::new(())) };
+            let refused = unsafe { HostMemory::borrowed(start, len, Box::new(())) };
             assert!(refused.is_none(), "{offset} {len}");
         }
     }

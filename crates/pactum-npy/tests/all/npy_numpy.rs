@@ -493,10 +493,10 @@ fn numpy_with_ml_dtypes_loads_what_pactum_writes_for_its_types() {
         let dtype = DataType::parse(name).unwrap();
         let tensor = Tensor::empty(&[2, 3], dtype).unwrap();
         let size = dtype.element_bytes().unwrap();
+        let start = tensor.data_ptr().cast::<u8>();
         // SAFETY: a fresh compact CPU tensor of 6 elements of `size` bytes, referenced by
         // nothing else.
-        let data =
-            unsafe { std::slice::from_raw_parts_mut(tensor.data_ptr().cast::<u8>(), 6 * size) };
+        let data = unsafe { std::slice::from_raw_parts_mut(start, 6 * size) };
         for (j, byte) in data.iter_mut().enumerate() {
             // Valid bits for every type: the sub-byte integers use only their low bits.
             *byte = (j % 3) as u8;
