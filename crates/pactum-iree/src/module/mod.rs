@@ -828,11 +828,12 @@ fn imported_buffer(tensor: &Tensor, element_type: HalElementType) -> Option<HalB
         .ok()?
         .checked_mul(tensor.dtype().element_bytes()?)?;
     let data = tensor.data_ptr().cast::<u8>();
-    // SAFETY: a contiguous CPU tensor holds `length` bytes at its data pointer (its first
-    // element), allocated, readable and writable while the tensor lives; the block holds a
-    // reference to the tensor for as long as any buffer or view uses the bytes. Concurrent
-    // writes by others are the caller's to prevent, as for every tensor handed to a call
-    // (DLPack's contract; IREE's import makes the same one).
+    // A contiguous CPU tensor holds `length` bytes at its data pointer (its first element),
+    // allocated, readable and writable while the tensor lives. Concurrent writes by others
+    // are the caller's to prevent, as for every tensor handed to a call (DLPack's contract;
+    // IREE's import makes the same one). The block holds a reference to the tensor while any
+    // buffer or view uses the bytes.
+    // SAFETY: the bytes stay valid and writable for the block's life, as said above.
     let memory = unsafe { HostMemory::borrowed(data, length, Box::new(tensor.clone())) }?;
     Some(HalBuffer::borrowed(memory))
 }
