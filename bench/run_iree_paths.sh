@@ -4,7 +4,8 @@
 # arguments, many small dispatches, a 16M-element op), whole process and in process,
 # local-sync and local-task; alternated, medians of paired ratios (bench/iree_paths/run.py).
 #
-# usage: bench/run_iree_paths.sh [run.py flags, e.g. --runs 5 --cases vm_loop --markdown FILE]
+# usage: bench/run_iree_paths.sh [run.py flags, e.g. --runs 5 --cases vm_loop,vm_spin
+#        --pactum before=OLD/pactum --pactum after=target/release/pactum --markdown FILE]
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 cargo build -q --release -p pactum-cli

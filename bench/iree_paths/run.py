@@ -14,8 +14,13 @@ of runs is alternated (pactum first in odd rounds, IREE first in even rounds) an
 the median of the paired ratios pactum / IREE, never a minimum, with the quartiles of the
 ratios as the spread. Every run must succeed: a failing tool stops the bench.
 
+Several pactum builds can be timed in one run (`--pactum before=OLD --pactum after=NEW`, e.g.
+a worktree at the base commit against the current tree): every round runs IREE and each build
+once, in an order that rotates each round; each build gets its paired ratio to IREE and, after
+the first build, its paired ratio to the first build.
+
 usage: .venv/bin/python bench/iree_paths/run.py [--runs N] [--cases a,b] [--devices ...]
-       [--modes whole,inproc] [--min-time S] [--markdown FILE]
+       [--modes whole,inproc] [--min-time S] [--pactum NAME=PATH ...] [--markdown FILE]
 """
 
 from __future__ import annotations
@@ -154,6 +159,14 @@ def build_cases(work: Path, compiler: Path, wanted):
         if want(name):
             module = compile_mlir(HERE / f"{stem}.mlir", "vmvx", work / f"{stem}.vmfb", compiler)
             cases.append(Case(name, what, module, stem, inputs))
+    # Calls, branches and list traffic in VM code: the committed fixture's spin(1M).
+    if want("vm_spin"):
+        scalars = ROOT / "crates/pactum-iree/tests/fixtures/vmfb/vm_scalars.vmfb"
+        cases.append(Case("vm_spin", "vm_scalars.spin, 1M trips", scalars, "spin", ["1000000"]))
+    # Start-up alone: the i64 loop with one trip (whole process: load, call, print, exit).
+    if want("startup"):
+        module = compile_mlir(HERE / "loop_i64.mlir", "vmvx", work / "startup.vmfb", compiler)
+        cases.append(Case("startup", "loop_i64(1): start-up, load, one call", module, "loop_i64", ["1"]))
 
     # Models with their weights as arguments, and the same models with the weights baked in.
     models = [
@@ -255,6 +268,20 @@ def show(seconds: float) -> str:
     return f"{seconds * 1e9:.3g} ns"
 
 
+def pactum_builds(specs):
+    """`NAME=PATH` pairs (or one bare PATH, named `pactum`), checked to exist."""
+    builds = {}
+    for spec in specs or [str(ROOT / "target/release/pactum")]:
+        name, _, path = spec.rpartition("=")
+        name = name or "pactum"
+        if not Path(path).is_file():
+            sys.exit(f"error: {path} is missing: cargo build --release -p pactum-cli")
+        if name in builds or name == "iree":
+            sys.exit(f"error: build name {name!r} given twice (or reserved)")
+        builds[name] = Path(path)
+    return builds
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
@@ -262,15 +289,15 @@ def main():
     parser.add_argument("--devices", default="local-sync,local-task")
     parser.add_argument("--modes", default="inproc,whole")
     parser.add_argument("--min-time", type=float, default=0.5, help="seconds per in-process run")
-    parser.add_argument("--pactum", default=str(ROOT / "target/release/pactum"))
+    parser.add_argument("--pactum", action="append",
+                        help="NAME=PATH of a pactum binary, repeatable (default: target/release/pactum)")
     parser.add_argument("--compile", default=str(ROOT / ".venv/bin/iree-compile"))
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args()
 
     tools = native_tools()
-    pactum = Path(args.pactum)
-    if not pactum.is_file():
-        sys.exit(f"error: {pactum} is missing: cargo build --release -p pactum-cli")
+    builds = pactum_builds(args.pactum)
+    first = next(iter(builds))
     wanted = [w for w in args.cases.split(",") if w]
     devices = args.devices.split(",")
     modes = args.modes.split(",")
@@ -286,52 +313,62 @@ def main():
                 for mode in modes:
                     def measure(which):
                         if mode == "whole":
-                            tool = [str(pactum), "run"] if which == "pactum" else [str(tools / "iree-run-module")]
+                            tool = [str(tools / "iree-run-module")] if which == "iree" else [str(builds[which]), "run"]
                             return whole_process(tool, case, device)
-                        tool = [str(pactum), "bench"] if which == "pactum" else [str(tools / "iree-benchmark-module")]
+                        tool = [str(tools / "iree-benchmark-module")] if which == "iree" else [str(builds[which]), "bench"]
                         return in_process(tool, case, device, args.min_time)
 
-                    # One uncounted warm-up pair: page cache, CPU frequency.
-                    measure("pactum")
-                    measure("iree")
-                    ours, theirs, ratios = [], [], []
+                    order = [*builds, "iree"]
+                    # One uncounted warm-up round: page cache, CPU frequency.
+                    for which in order:
+                        measure(which)
+                    times = {which: [] for which in order}
                     for run in range(args.runs):
-                        if run % 2 == 0:
-                            p = measure("pactum")
-                            i = measure("iree")
-                        else:
-                            i = measure("iree")
-                            p = measure("pactum")
-                        ours.append(p)
-                        theirs.append(i)
-                        ratios.append(p / i)
-                    low, high = quartiles(ratios)
-                    row = (case.name, case.what, device, mode, statistics.median(ours),
-                           statistics.median(theirs), statistics.median(ratios), low, high)
-                    results.append(row)
-                    print(f"{case.name:22} {device:10} {mode:6} pactum {show(row[4]):>9}  "
-                          f"IREE {show(row[5]):>9}  ratio {row[6]:.2f} ({low:.2f}-{high:.2f})",
-                          flush=True)
+                        # Rotate the order so that no tool always runs after the same one.
+                        shift = run % len(order)
+                        for which in order[shift:] + order[:shift]:
+                            times[which].append(measure(which))
+                    for name in builds:
+                        ratios = [p / i for p, i in zip(times[name], times["iree"])]
+                        low, high = quartiles(ratios)
+                        to_first = None
+                        if name != first:
+                            to_first = statistics.median(
+                                [p / f for p, f in zip(times[name], times[first])])
+                        row = (case.name, case.what, device, mode, name, statistics.median(times[name]),
+                               statistics.median(times["iree"]), statistics.median(ratios), low, high,
+                               to_first)
+                        results.append(row)
+                        extra = f"  {name}/{first} {to_first:.2f}" if to_first is not None else ""
+                        print(f"{case.name:22} {device:10} {mode:6} {name:>8} {show(row[5]):>9}  "
+                              f"IREE {show(row[6]):>9}  ratio {row[7]:.2f} ({low:.2f}-{high:.2f}){extra}",
+                              flush=True)
         load_after = os.getloadavg()
 
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    several = len(builds) > 1
+    header = "| case | device | mode | " + ("build | " if several else "") + "pactum | IREE | " \
+        "pactum / IREE (median of paired ratios) | quartiles |" + (f" / {first} |" if several else "")
     lines = [
-        f"{args.runs} alternated pairs per row; {os.cpu_count()} cores ({cpu}); load average "
+        f"{args.runs} alternated rounds per row; {os.cpu_count()} cores ({cpu}); load average "
         f"{load_before[0]:.1f} before, {load_after[0]:.1f} after.",
         "",
-        "| case | device | mode | pactum | IREE | pactum / IREE (median of paired ratios) | quartiles |",
-        "|---|---|---|---|---|---|---|",
+        header,
+        "|" + "---|" * header.count(" | ") + "---|",
     ]
-    for name, what, device, mode, p, i, r, low, high in results:
+    for name, what, device, mode, build, p, i, r, low, high, to_first in results:
         mode_name = "in process" if mode == "inproc" else "whole process"
-        lines.append(f"| `{name}` ({what}) | {device} | {mode_name} | {show(p)} | {show(i)} | "
-                     f"**{r:.2f}** | {low:.2f}–{high:.2f} |")
+        line = f"| `{name}` ({what}) | {device} | {mode_name} | " + (f"{build} | " if several else "")
+        line += f"{show(p)} | {show(i)} | **{r:.2f}** | {low:.2f}–{high:.2f} |"
+        if several:
+            line += f" {to_first:.2f} |" if to_first is not None else " |"
+        lines.append(line)
     table = "\n".join(lines)
     print()
     print(table)
     if args.markdown:
         Path(args.markdown).write_text(table + "\n")
-    above = [r for r in results if r[6] > 1.0]
+    above = [r for r in results if r[7] > 1.0]
     print(f"\n{len(results) - len(above)} of {len(results)} rows at or under 1.0x IREE's time")
 
 
