@@ -69,6 +69,52 @@ pub fn tool(name: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// The `iree-compile` flags of one CPU HAL target (`vmvx` or `llvm-cpu`), as the fixtures are
+/// built: llvm-cpu for a generic x86-64 CPU as a position-independent embedded ELF, so the
+/// result runs on any x86-64 host.
+pub fn cpu_target_flags(backend: &str) -> &'static [&'static str] {
+    match backend {
+        "vmvx" => &["--iree-hal-target-backends=vmvx"],
+        "llvm-cpu" => &[
+            "--iree-hal-target-backends=llvm-cpu",
+            "--iree-llvmcpu-target-cpu=generic",
+            "--iree-llvmcpu-target-triple=x86_64-unknown-unknown-eabi-elf",
+        ],
+        other => panic!("unknown CPU backend {other:?} (vmvx or llvm-cpu)"),
+    }
+}
+
+/// Writes the MLIR `source` to `dir/NAME.mlir` and compiles it with `iree_compile` for the CPU
+/// `backend` (and the `extra` flags) into `dir/NAME-BACKEND.vmfb`, whose path it returns.
+/// A failing compile panics with the compiler's message: the peer compiler is part of the test
+/// setup.
+pub fn compile_for_cpu(
+    iree_compile: &Path,
+    dir: &Path,
+    name: &str,
+    source: &str,
+    backend: &str,
+    extra: &[&str],
+) -> PathBuf {
+    let mlir = dir.join(format!("{name}.mlir"));
+    std::fs::write(&mlir, source).unwrap_or_else(|e| panic!("write {}: {e}", mlir.display()));
+    let out = dir.join(format!("{name}-{backend}.vmfb"));
+    let output = Command::new(iree_compile)
+        .args(cpu_target_flags(backend))
+        .args(extra)
+        .arg(&mlir)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("start {}: {e}", iree_compile.display()));
+    assert!(
+        output.status.success(),
+        "iree-compile {name} for {backend}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
+}
+
 /// `Some(path)` of `name`; `None` when it is missing and `PACTUM_SKIP_PEER=1` (the skip is
 /// printed, naming `test`). A missing tool without `PACTUM_SKIP_PEER=1` panics: the peer tools
 /// are part of the test setup, not optional.

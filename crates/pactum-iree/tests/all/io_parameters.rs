@@ -23,6 +23,7 @@ use pactum_iree::parameters::{
 };
 use pactum_iree::status::StatusCode;
 use pactum_iree::vm::{NativeModule, Ref, Value, VmBuffer};
+use pactum_testing::iree::compile_for_cpu;
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -34,47 +35,6 @@ fn peer_tools(test: &str) -> Option<(PathBuf, PathBuf)> {
     let compile = pactum_testing::iree::tool_or_skip("iree-compile", test)?;
     let python = pactum_testing::iree::python_or_skip(&["iree.runtime", "numpy"], test)?;
     Some((compile, python))
-}
-
-/// The flags of one HAL target, as the fixtures are built.
-fn target_flags(backend: &str) -> Vec<&'static str> {
-    match backend {
-        "vmvx" => vec!["--iree-hal-target-backends=vmvx"],
-        "llvm-cpu" => vec![
-            "--iree-hal-target-backends=llvm-cpu",
-            "--iree-llvmcpu-target-cpu=generic",
-            "--iree-llvmcpu-target-triple=x86_64-unknown-unknown-eabi-elf",
-        ],
-        other => panic!("unknown backend {other}"),
-    }
-}
-
-/// Compiles `source` for `backend` with `extra` flags into `dir`.
-fn compile(
-    iree_compile: &Path,
-    dir: &Path,
-    name: &str,
-    source: &str,
-    backend: &str,
-    extra: &[&str],
-) -> PathBuf {
-    let mlir = dir.join(format!("{name}.mlir"));
-    std::fs::write(&mlir, source).unwrap();
-    let out = dir.join(format!("{name}-{backend}.vmfb"));
-    let output = Command::new(iree_compile)
-        .args(target_flags(backend))
-        .args(extra)
-        .arg(&mlir)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .expect("start iree-compile");
-    assert!(
-        output.status.success(),
-        "iree-compile {name} for {backend}: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    out
 }
 
 /// One parameter as both runtimes are given it.
@@ -339,7 +299,7 @@ fn named_parameters_give_the_results_iree_runtime_gives() {
     let scopes = affine_params();
     let mut compared = 0;
     for backend in ["vmvx", "llvm-cpu"] {
-        let vmfb = compile(&iree_compile, &dir, "affine", AFFINE, backend, &[]);
+        let vmfb = compile_for_cpu(&iree_compile, &dir, "affine", AFFINE, backend, &[]);
         for (function, workers, driver) in [
             ("affine", Workers::CallerThread, "local-sync"),
             ("project", Workers::shared(), "local-task"),
@@ -387,7 +347,7 @@ fn missing_scopes_keys_and_short_parameters_fail_as_in_iree_naming_them() {
         return;
     };
     let dir = pactum_testing::hostile::scratch("io-parameters-errors");
-    let vmfb = compile(&iree_compile, &dir, "affine", AFFINE, "vmvx", &[]);
+    let vmfb = compile_for_cpu(&iree_compile, &dir, "affine", AFFINE, "vmvx", &[]);
     let full = affine_params();
     let without = |key: &str| -> Vec<(&'static str, Vec<Param>)> {
         full.iter()
@@ -779,8 +739,8 @@ fn weights_the_compiler_exported_give_the_results_of_the_inline_model_and_of_ire
     let params_source = std::fs::read_to_string(&parameterized).unwrap();
     let mut compared = 0;
     for backend in ["vmvx", "llvm-cpu"] {
-        let with_weights = compile(&iree_compile, &dir, "mlp", &mlp_source(), backend, &[]);
-        let with_parameters = compile(
+        let with_weights = compile_for_cpu(&iree_compile, &dir, "mlp", &mlp_source(), backend, &[]);
+        let with_parameters = compile_for_cpu(
             &iree_compile,
             &dir,
             "mlp_params",
@@ -866,7 +826,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %0 : tensor<4xf32>
 }
 "#;
-    let vmfb = compile(&iree_compile, &dir, "unnamed", source, "llvm-cpu", &[]);
+    let vmfb = compile_for_cpu(&iree_compile, &dir, "unnamed", source, "llvm-cpu", &[]);
     // The archive is IREE's own (iree-create-parameters), a splat entry.
     let archive = dir.join("unnamed.irpa");
     let created = Command::new(pactum_testing::iree::tool("iree-create-parameters").unwrap())

@@ -6,7 +6,6 @@
 //! and keeps them, unmapped when it is dropped.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use pactum::{AnyView, Tensor};
@@ -21,6 +20,7 @@ use pactum_iree::parameters::{
 };
 use pactum_iree::status::StatusCode;
 use pactum_iree::vm::{NativeModule, Ref, Value, VmBuffer};
+use pactum_testing::iree::compile_for_cpu;
 
 /// `load`'s index among the module's functions.
 const LOAD: usize = 0;
@@ -340,32 +340,8 @@ fn a_program_computes_with_a_large_parameter_mapped_from_its_archive() {
     );
     let archive = dir.join("weights.irpa");
     written.write_irpa_file(&archive).unwrap();
-    let mlir = dir.join("add.mlir");
-    std::fs::write(&mlir, ADD_WEIGHTS).unwrap();
-    for (backend, flags) in [
-        ("vmvx", &["--iree-hal-target-backends=vmvx"][..]),
-        (
-            "llvm-cpu",
-            &[
-                "--iree-hal-target-backends=llvm-cpu",
-                "--iree-llvmcpu-target-cpu=generic",
-                "--iree-llvmcpu-target-triple=x86_64-unknown-unknown-eabi-elf",
-            ][..],
-        ),
-    ] {
-        let vmfb = dir.join(format!("add-{backend}.vmfb"));
-        let output = Command::new(&iree_compile)
-            .args(flags)
-            .arg(&mlir)
-            .arg("-o")
-            .arg(&vmfb)
-            .output()
-            .expect("start iree-compile");
-        assert!(
-            output.status.success(),
-            "iree-compile for {backend}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+    for backend in ["vmvx", "llvm-cpu"] {
+        let vmfb = compile_for_cpu(&iree_compile, &dir, "add", ADD_WEIGHTS, backend, &[]);
         let module = IreeModule::builder()
             .workers(Workers::CallerThread)
             .parameters("model", ParameterIndex::open(&archive).unwrap())

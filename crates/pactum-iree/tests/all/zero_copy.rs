@@ -3,7 +3,6 @@
 //! tensor alive, as IREE's heap allocator imports a host allocation; everything IREE's import
 //! would refuse (misaligned, strided) is copied and reads the same.
 
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -11,6 +10,7 @@ use pactum::dtype::{DataType, Device};
 use pactum::{AnyView, Tensor};
 use pactum_iree::hal::Workers;
 use pactum_iree::module::{IreeModule, tensor_to_buffer_view};
+use pactum_testing::iree::compile_for_cpu;
 
 /// 64-byte aligned storage for tensors over memory the test owns.
 #[repr(C, align(64))]
@@ -148,32 +148,8 @@ fn a_program_writing_its_argument_in_place_writes_the_callers_tensor_as_iree_doe
     };
     let dir = std::env::temp_dir().join(format!("pactum-zero-copy-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let mlir = dir.join("double.mlir");
-    std::fs::write(&mlir, DOUBLE_IN_PLACE).unwrap();
-    for (backend, flags) in [
-        ("vmvx", &["--iree-hal-target-backends=vmvx"][..]),
-        (
-            "llvm-cpu",
-            &[
-                "--iree-hal-target-backends=llvm-cpu",
-                "--iree-llvmcpu-target-cpu=generic",
-                "--iree-llvmcpu-target-triple=x86_64-unknown-unknown-eabi-elf",
-            ][..],
-        ),
-    ] {
-        let vmfb = dir.join(format!("double-{backend}.vmfb"));
-        let output = Command::new(&iree_compile)
-            .args(flags)
-            .arg(&mlir)
-            .arg("-o")
-            .arg(&vmfb)
-            .output()
-            .expect("start iree-compile");
-        assert!(
-            output.status.success(),
-            "iree-compile for {backend}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+    for backend in ["vmvx", "llvm-cpu"] {
+        let vmfb = compile_for_cpu(&iree_compile, &dir, "double", DOUBLE_IN_PLACE, backend, &[]);
         let module = IreeModule::builder()
             .workers(Workers::CallerThread)
             .load(&vmfb)
