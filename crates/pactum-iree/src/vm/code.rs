@@ -1005,6 +1005,20 @@ pub enum Inst {
         s1: Reg,
         d1: Reg,
     },
+    /// A `br` whose remap copies the two halves of a 64-bit pair `s` to the pair `d`, where
+    /// copying them in order is copying the pair at once (`d` does not start at `s`'s high
+    /// half).
+    BrMove64 {
+        to: ShortEdge,
+        s: Reg64,
+        d: Reg64,
+    },
+    /// A `br` whose remap is more than two i32-bank copies (`moves` of the function's
+    /// `moves`), in order, and no reference copy.
+    BrMoves {
+        to: ShortEdge,
+        moves: Span,
+    },
     // References.
     CmpEqRef {
         a: RefReg,
@@ -1125,6 +1139,8 @@ impl Inst {
                 | Inst::BrShort { .. }
                 | Inst::BrMove1 { .. }
                 | Inst::BrMove2 { .. }
+                | Inst::BrMove64 { .. }
+                | Inst::BrMoves { .. }
                 | Inst::BrTable { .. }
                 | Inst::Call { .. }
                 | Inst::Return { .. }
