@@ -54,13 +54,20 @@ pub(super) fn run(
         }};
     }
     // The rest of a fused compare-and-branch, once `$taken` is known: pays for the edge,
-    // writes the compare's result to `$d`, and gives the target.
+    // writes the compare's result to `$d`, and gives the target. The two ways are written
+    // out (not one edge chosen, then paid): choosing made the compiler repeat the compare
+    // for each field it read.
     macro_rules! fused {
         ($taken:expr, $t:expr, $f:expr, $d:expr) => {{
-            let to = if $taken { $t } else { $f };
-            pay!(to.cost, ip);
-            r.set_i32($d, u32::from($taken));
-            usize::from(to.target)
+            if $taken {
+                pay!($t.cost, ip);
+                r.set_i32($d, 1);
+                usize::from($t.target)
+            } else {
+                pay!($f.cost, ip);
+                r.set_i32($d, 0);
+                usize::from($f.target)
+            }
         }};
     }
     let stop = loop {
