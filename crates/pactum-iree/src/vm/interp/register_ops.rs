@@ -63,6 +63,10 @@ macro_rules! match_register_ops {
             }
 
             // Conversions.
+            Inst::ExtI32I64S { a, d } => convert::ext_i32_i64_s($r, a, d),
+            Inst::ExtI32I64U { a, d } => convert::ext_i32_i64_u($r, a, d),
+            Inst::TruncI64I32 { a, d } => convert::trunc_i64_i32($r, a, d),
+            Inst::CastSi32F32 { a, d } => convert::cast_si32_f32($r, a, d),
             Inst::Convert32 { op, a, d } => convert::convert32($r, op, a, d),
             Inst::Convert32To64 { op, a, d } => convert::convert32_to_64($r, $ftz, op, a, d),
             Inst::Convert64To32 { op, a, d } => convert::convert64_to_32($r, $ftz, op, a, d),
