@@ -1,10 +1,11 @@
 //! The instructions that touch only the frame's registers and cannot fail (constants,
 //! copies, selects, integer arithmetic, compares, conversions, float arithmetic), listed once.
 //!
-//! Both loops run them: the fast path (`hot.rs`) and the main loop (`interp.rs`), which
-//! reaches them only when it is entered without the fast path having run them. Each row is
-//! the instruction's pattern and its handler, so an operation's semantics are written here
-//! and nowhere else; a loop adds its own arms for everything else.
+//! Both loops match them: the fast path (`hot.rs`), which runs them, and the main loop
+//! (`interp.rs`), whose `match` stays exhaustive and complete on its own (the fast path runs
+//! these before it returns, so the main loop rarely gets one). Each row is the instruction's
+//! pattern and its handler, so an operation's semantics are written here and nowhere else; a
+//! loop adds its own arms for everything else.
 
 /// `match $inst` over the rows below and the caller's own `arms`. `$r` is the caller's
 /// `&mut Registers` and `$ftz` its flush-to-zero mode (the handlers name them; identifiers of
