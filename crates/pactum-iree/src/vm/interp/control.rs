@@ -29,8 +29,10 @@ pub(super) fn take_edge(code: &FunctionCode, r: &mut Registers, edge: Edge) -> u
 /// The i32-bank copies `moves` of a remap, in order.
 #[inline(always)]
 pub(super) fn copy(code: &FunctionCode, r: &mut Registers, moves: Span) {
-    for &(src, dst) in &code.moves[moves.range()] {
-        r.set_i32(dst, r.i32(src));
+    let mut rest = &code.moves[moves.range()];
+    while let [(src, dst), tail @ ..] = rest {
+        r.set_i32(*dst, r.i32(*src));
+        rest = tail;
     }
 }
 
