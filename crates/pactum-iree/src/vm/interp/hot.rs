@@ -21,14 +21,32 @@ use crate::vm::value::Ref;
 /// Runs the instructions of `code` from `ip` while they are on the fast path; returns the
 /// index of the first one that is not (not yet run), with `fuel` charged for the edges taken.
 /// `ftz`: whether float operands and results are flushed to zero when subnormal.
-#[inline(never)]
+#[inline(always)]
 pub(super) fn run(
+    code: &FunctionCode,
+    r: Registers<'_>,
+    fuel: &mut u64,
+    ftz: bool,
+    ip: usize,
+) -> usize {
+    // A loop per mode: the mode is a constant of each, not a value tested at every float
+    // instruction.
+    if ftz {
+        run_in::<true>(code, r, fuel, ip)
+    } else {
+        run_in::<false>(code, r, fuel, ip)
+    }
+}
+
+/// [`run`] with the flush-to-zero mode `FTZ`.
+#[inline(never)]
+fn run_in<const FTZ: bool>(
     code: &FunctionCode,
     mut r: Registers<'_>,
     fuel: &mut u64,
-    ftz: bool,
     mut ip: usize,
 ) -> usize {
+    let ftz = FTZ;
     let insts: &[Inst] = &code.insts;
     let mut left = *fuel;
     let r = &mut r;
