@@ -374,8 +374,6 @@ pub enum IUn64 {
 /// Conversions from a 32-bit value to a 32-bit value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Conv32 {
-    /// `cast.si32.f32`.
-    Si32F32,
     /// `cast.ui32.f32`.
     Ui32F32,
     /// `cast.f32.si32` / `cast.f32.ui32`.
@@ -387,10 +385,6 @@ pub enum Conv32 {
 /// Conversions from a 32-bit value to a 64-bit value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Conv32To64 {
-    /// i32 → i64 sign-extended.
-    ExtI32I64S,
-    /// i32 → i64 zero-extended.
-    ExtI32I64U,
     /// `cast.f32.si64`.
     F32Si64,
     /// `cast.f32.ui64`.
@@ -406,8 +400,6 @@ pub enum Conv32To64 {
 /// Conversions from a 64-bit value to a 32-bit value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Conv64To32 {
-    /// i64 → i32 (low bits).
-    TruncI64I32,
     /// `cmp.nz.i64`.
     NzI64,
     /// `cast.si64.f32`.
@@ -837,7 +829,29 @@ pub enum Inst {
         b: Reg64,
         d: Reg,
     },
-    // Conversions, by the widths they read and write.
+    // Conversions: the most frequent ones (index casts, an int to a float) as variants of
+    // their own, which do not dispatch a second time on the operation; the others by the
+    // widths they read and write.
+    /// `ext.i32.i64.s`.
+    ExtI32I64S {
+        a: Reg,
+        d: Reg64,
+    },
+    /// `ext.i32.i64.u`.
+    ExtI32I64U {
+        a: Reg,
+        d: Reg64,
+    },
+    /// `trunc.i64.i32`.
+    TruncI64I32 {
+        a: Reg64,
+        d: Reg,
+    },
+    /// `cast.si32.f32`.
+    CastSi32F32 {
+        a: Reg,
+        d: Reg,
+    },
     Convert32 {
         op: Conv32,
         a: Reg,
@@ -1005,6 +1019,20 @@ pub enum Inst {
         s1: Reg,
         d1: Reg,
     },
+    /// A `br` whose remap copies the two halves of a 64-bit pair `s` to the pair `d`, where
+    /// copying them in order is copying the pair at once (`d` does not start at `s`'s high
+    /// half).
+    BrMove64 {
+        to: ShortEdge,
+        s: Reg64,
+        d: Reg64,
+    },
+    /// A `br` whose remap is more than two i32-bank copies (`moves` of the function's
+    /// `moves`), in order, and no reference copy.
+    BrMoves {
+        to: ShortEdge,
+        moves: Span,
+    },
     // References.
     CmpEqRef {
         a: RefReg,
@@ -1125,6 +1153,8 @@ impl Inst {
                 | Inst::BrShort { .. }
                 | Inst::BrMove1 { .. }
                 | Inst::BrMove2 { .. }
+                | Inst::BrMove64 { .. }
+                | Inst::BrMoves { .. }
                 | Inst::BrTable { .. }
                 | Inst::Call { .. }
                 | Inst::Return { .. }

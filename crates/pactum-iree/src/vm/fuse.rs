@@ -11,14 +11,16 @@
 //!   is never run, while every instruction keeps its index, its byte offset (trap and fuel
 //!   locations) and the segment costs the verifier computed on the bytecode's instructions.
 //! - A `br` whose remap is empty, or one or two i32-bank copies, carries them in the
-//!   instruction.
+//!   instruction; two copies that move one 64-bit pair become one 64-bit copy. A `br` with
+//!   more i32-bank copies (and no reference copy) carries its target, cost and the range of
+//!   its copies, so it skips the edge table.
 //!
 //! Only edges whose target index and cost fit in 16 bits are held in an instruction; others
 //! stay as they are. The pass runs after the fuel costs are charged and changes no index, so
 //! it changes no observable behaviour: registers, results, traps, fuel and locations are those
 //! of the unfused instructions.
 
-use super::code::{FunctionCode, ICmp, Inst, Reg, ShortEdge};
+use super::code::{FunctionCode, ICmp, Inst, Reg, Reg64, ShortEdge};
 
 /// Rewrites `code`'s instructions into superinstructions where they apply.
 pub fn fuse(code: &mut FunctionCode) {
@@ -72,16 +74,34 @@ fn compare_and_branch(code: &FunctionCode, i: usize, d: Reg) -> Option<(ShortEdg
     (t_moves.is_empty() && f_moves.is_empty()).then_some((t, f))
 }
 
-/// `br` over `edge` as a superinstruction: without copies, or with its one or two i32-bank
-/// copies in the instruction.
+/// `br` over `edge` as a superinstruction: without copies, with its one or two i32-bank
+/// copies in the instruction (one 64-bit copy when they move a pair), or with the range of
+/// its copies.
 fn branch(code: &FunctionCode, edge: u32) -> Option<Inst> {
     let (to, moves) = short_edge(code, edge)?;
     match *moves {
         [] => Some(Inst::BrShort { to }),
         [(src, dst)] => Some(Inst::BrMove1 { to, src, dst }),
+        [(s0, d0), (s1, d1)] if moves_one_pair(s0, d0, s1, d1) => Some(Inst::BrMove64 {
+            to,
+            s: Reg64(s0.0),
+            d: Reg64(d0.0),
+        }),
         [(s0, d0), (s1, d1)] => Some(Inst::BrMove2 { to, s0, d0, s1, d1 }),
-        _ => None,
+        _ => Some(Inst::BrMoves {
+            to,
+            moves: code.edges[edge as usize].moves,
+        }),
     }
+}
+
+/// Whether the copies `s0 -> d0`, then `s1 -> d1` are the copy of the pair at `s0` to the
+/// pair at `d0`: the second copy moves the high halves, and does not read what the first
+/// wrote (`d0` is not `s0`'s high half).
+fn moves_one_pair(s0: Reg, d0: Reg, s1: Reg, d1: Reg) -> bool {
+    let pair_base = |r: Reg| r.0 % 2 == 0;
+    let next = |r: Reg| r.0.checked_add(1);
+    pair_base(s0) && pair_base(d0) && next(s0) == Some(s1.0) && next(d0) == Some(d1.0) && d0 != s1
 }
 
 /// Edge `edge` as a [`ShortEdge`] and its i32-bank copies, when its target and cost fit and
@@ -203,13 +223,27 @@ mod tests {
         );
     }
 
-    /// A `br` carries its copies when it has at most two i32-bank copies, no reference copy,
-    /// and a target and cost under 2^16.
+    /// A `br` carries its copies when it has no reference copy and a target and cost under
+    /// 2^16: one or two i32-bank copies in the instruction, two that move a pair as one
+    /// 64-bit copy, more as the range of the function's copies.
     #[test]
-    fn a_branch_carries_up_to_two_copies() {
+    fn a_branch_carries_its_copies() {
         let mut code = FunctionCode {
-            insts: (0..7).map(|edge| Inst::Br { edge }).collect(),
-            moves: vec![(Reg(1), Reg(2)), (Reg(3), Reg(4)), (Reg(5), Reg(6))],
+            insts: (0..10).map(|edge| Inst::Br { edge }).collect(),
+            moves: vec![
+                (Reg(1), Reg(2)),
+                (Reg(3), Reg(4)),
+                (Reg(5), Reg(6)),
+                // The pair 4 to the pair 8.
+                (Reg(4), Reg(8)),
+                (Reg(5), Reg(9)),
+                // Not a pair copy: the second reads what the first wrote (5 is 4's high half).
+                (Reg(4), Reg(5)),
+                (Reg(5), Reg(6)),
+                // Not a pair: odd bases.
+                (Reg(3), Reg(7)),
+                (Reg(4), Reg(8)),
+            ],
             ref_moves: vec![(RefReg(0), RefReg(1))],
             edges: vec![
                 edge(4, 2, span(0, 0), span(0, 0)),
@@ -219,6 +253,9 @@ mod tests {
                 edge(4, 2, span(0, 1), span(0, 1)),
                 edge(1 << 16, 2, span(0, 0), span(0, 0)),
                 edge(4, 1 << 16, span(0, 0), span(0, 0)),
+                edge(4, 2, span(3, 2), span(0, 0)),
+                edge(4, 2, span(5, 2), span(0, 0)),
+                edge(4, 2, span(7, 2), span(0, 0)),
             ],
             ..FunctionCode::default()
         };
@@ -240,10 +277,32 @@ mod tests {
                     s1: Reg(3),
                     d1: Reg(4)
                 },
-                Inst::Br { edge: 3 },
+                Inst::BrMoves {
+                    to,
+                    moves: span(0, 3)
+                },
                 Inst::Br { edge: 4 },
                 Inst::Br { edge: 5 },
                 Inst::Br { edge: 6 },
+                Inst::BrMove64 {
+                    to,
+                    s: Reg64(4),
+                    d: Reg64(8)
+                },
+                Inst::BrMove2 {
+                    to,
+                    s0: Reg(4),
+                    d0: Reg(5),
+                    s1: Reg(5),
+                    d1: Reg(6)
+                },
+                Inst::BrMove2 {
+                    to,
+                    s0: Reg(3),
+                    d0: Reg(7),
+                    s1: Reg(4),
+                    d1: Reg(8)
+                },
             ]
         );
     }

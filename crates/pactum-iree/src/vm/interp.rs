@@ -24,6 +24,7 @@ mod instance;
 mod integer;
 mod lists;
 mod refs;
+mod register_ops;
 mod registers;
 mod select;
 
@@ -38,6 +39,7 @@ use crate::memory_budget::MemoryBudget;
 use control::NativeFailure;
 use fault::{Fault, trap};
 pub use instance::{Globals, ImportTarget, Instance};
+use register_ops::match_register_ops;
 use registers::{Registers, WINDOW, read_ref, write64};
 
 const ENTRY: u32 = u32::MAX;
@@ -325,8 +327,10 @@ impl<'a> Machine<'a> {
                 ip += 1;
                 let r = &mut r;
                 // Matched in place, so that each arm loads only the fields it uses (copying the
-                // whole instruction first made the dispatch load all 16 bytes every time).
-                match *inst {
+                // whole instruction first made the dispatch load all 16 bytes every time). The
+                // register-only instructions are `register_ops.rs`'s rows, shared with the fast
+                // path; the arms below are the rest.
+                match_register_ops!(match *inst, registers r, ftz ftz {
                     // Globals.
                     Inst::GlobalLoad32 { offset, d } => globals::load32(r, instance, offset, d),
                     Inst::GlobalStore32 { offset, s } => globals::store32(r, instance, offset, s),
@@ -357,15 +361,11 @@ impl<'a> Machine<'a> {
                         tri!(globals::store_indirect_ref(r, instance, o, ty, s))
                     }
 
-                    // Constants and copies.
-                    Inst::Const32 { value, d } => constants::const32(r, value, d),
-                    Inst::Const64 { lo, hi, d } => constants::const64(r, lo, hi, d),
+                    // Reference constants.
                     Inst::ConstRefZero { d } => constants::const_ref_zero(r, d),
                     Inst::ConstRefRodata { segment, d } => {
                         constants::const_ref_rodata(r, instance, segment, d)
                     }
-                    Inst::Copy32 { s, d } => constants::copy32(r, s, d),
-                    Inst::Copy64 { s, d } => constants::copy64(r, s, d),
 
                     // Lists.
                     Inst::ListAlloc { ty, capacity, d } => {
@@ -388,8 +388,6 @@ impl<'a> Machine<'a> {
                     Inst::ListSetRef { list, i, v } => tri!(lists::set_ref(r, list, i, v)),
 
                     // Selects and switches.
-                    Inst::Select32 { c, t, f, d } => select::select32(r, c, t, f, d),
-                    Inst::Select64 { c, t, f, d } => select::select64(r, c, t, f, d),
                     Inst::SelectRef { c, ty, t, f, d } => {
                         tri!(select::select_ref(r, instance, c, ty, t, f, d))
                     }
@@ -415,64 +413,15 @@ impl<'a> Machine<'a> {
                         tri!(select::switch_ref(r, instance, code, table))
                     }
 
-                    // Integer arithmetic (the fused variants first).
-                    Inst::AddI32 { a, b, d } => integer::add_i32(r, a, b, d),
-                    Inst::SubI32 { a, b, d } => integer::sub_i32(r, a, b, d),
-                    Inst::AddI64 { a, b, d } => integer::add_i64(r, a, b, d),
-                    Inst::MulI32 { a, b, d } => integer::bin32(r, IBin::Mul, a, b, d),
-                    Inst::AndI32 { a, b, d } => integer::bin32(r, IBin::And, a, b, d),
-                    Inst::OrI32 { a, b, d } => integer::bin32(r, IBin::Or, a, b, d),
-                    Inst::XorI32 { a, b, d } => integer::bin32(r, IBin::Xor, a, b, d),
-                    Inst::ShlI32 { a, b, d } => integer::shift32(r, Shift::Shl, a, b, d),
-                    Inst::ShrI32S { a, b, d } => integer::shift32(r, Shift::ShrS, a, b, d),
-                    Inst::ShrI32U { a, b, d } => integer::shift32(r, Shift::ShrU, a, b, d),
-                    Inst::SubI64 { a, b, d } => integer::bin64(r, IBin::Sub, a, b, d),
-                    Inst::MulI64 { a, b, d } => integer::bin64(r, IBin::Mul, a, b, d),
-                    Inst::AndI64 { a, b, d } => integer::bin64(r, IBin::And, a, b, d),
-                    Inst::OrI64 { a, b, d } => integer::bin64(r, IBin::Or, a, b, d),
-                    Inst::XorI64 { a, b, d } => integer::bin64(r, IBin::Xor, a, b, d),
-                    Inst::ShlI64 { a, b, d } => integer::shift64(r, Shift::Shl, a, b, d),
-                    Inst::ShrI64S { a, b, d } => integer::shift64(r, Shift::ShrS, a, b, d),
-                    Inst::ShrI64U { a, b, d } => integer::shift64(r, Shift::ShrU, a, b, d),
-                    Inst::Bin32 { op, a, b, d } => integer::bin32(r, op, a, b, d),
-                    Inst::Bin64 { op, a, b, d } => integer::bin64(r, op, a, b, d),
+                    // Integer division, which traps.
                     Inst::Div32 { op, a, b, d } => tri!(integer::div32(r, op, a, b, d)),
                     Inst::Div64 { op, a, b, d } => tri!(integer::div64(r, op, a, b, d)),
-                    Inst::Fma32 { a, b, c, d } => integer::fma32(r, a, b, c, d),
-                    Inst::Fma64 { a, b, c, d } => integer::fma64(r, a, b, c, d),
-                    Inst::Un32 { op, a, d } => integer::un32(r, op, a, d),
-                    Inst::Un64 { op, a, d } => integer::un64(r, op, a, d),
 
-                    // Integer comparisons.
-                    Inst::CmpEqI32 { a, b, d } => compare::eq_i32(r, a, b, d),
-                    Inst::CmpLtI32S { a, b, d } => {
-                        compare::lt_i32_s(r, a, b, d);
-                    }
-                    Inst::NzI32 { a, d } => compare::nz_i32(r, a, d),
-                    Inst::Cmp32 { op, a, b, d } => {
-                        compare::cmp32(r, op, a, b, d);
-                    }
-                    Inst::Cmp64 { op, a, b, d } => {
-                        compare::cmp64(r, op, a, b, d);
-                    }
-
-                    // Conversions.
-                    Inst::Convert32 { op, a, d } => convert::convert32(r, op, a, d),
-                    Inst::Convert32To64 { op, a, d } => convert::convert32_to_64(r, ftz, op, a, d),
-                    Inst::Convert64To32 { op, a, d } => convert::convert64_to_32(r, ftz, op, a, d),
-                    Inst::Convert64 { op, a, d } => convert::convert64(r, op, a, d),
-
-                    // Floats.
-                    Inst::BinF32 { op, a, b, d } => float::bin_f32(r, ftz, op, a, b, d),
-                    Inst::BinF64 { op, a, b, d } => float::bin_f64(r, ftz, op, a, b, d),
+                    // Float functions.
                     Inst::UnF32 { op, a, d } => float::un_f32(r, ftz, op, a, d),
                     Inst::UnF64 { op, a, d } => float::un_f64(r, ftz, op, a, d),
-                    Inst::FmaF32 { a, b, c, d } => float::fma_f32(r, ftz, a, b, c, d),
-                    Inst::FmaF64 { a, b, c, d } => float::fma_f64(r, ftz, a, b, c, d),
                     Inst::PowiF32 { a, n, d } => float::powi_f32(r, ftz, a, n, d),
                     Inst::PowiF64 { a, n, d } => float::powi_f64(r, ftz, a, n, d),
-                    Inst::CmpF32 { op, a, b, d } => float::cmp_f32(r, ftz, op, a, b, d),
-                    Inst::CmpF64 { op, a, b, d } => float::cmp_f64(r, ftz, op, a, b, d),
 
                     // Control flow.
                     Inst::Br { edge } => branch!(edge),
@@ -510,6 +459,16 @@ impl<'a> Machine<'a> {
                         // In the remap's order: the second copy may read the first's result.
                         r.set_i32(d0, r.i32(s0));
                         r.set_i32(d1, r.i32(s1));
+                        ip = usize::from(to.target);
+                    }
+                    Inst::BrMove64 { to, s, d } => {
+                        charge!(to.cost);
+                        r.set_i64(d, r.i64(s));
+                        ip = usize::from(to.target);
+                    }
+                    Inst::BrMoves { to, moves } => {
+                        charge!(to.cost);
+                        control::copy(code, r, moves);
                         ip = usize::from(to.target);
                     }
                     Inst::BrTable { index, table } => {
@@ -703,7 +662,7 @@ impl<'a> Machine<'a> {
                         d,
                     } => tri!(buffers::compare(r, a, ao, b, bo, len, d)),
                     Inst::BufferHash { b, o, len, d } => tri!(buffers::hash(r, b, o, len, d)),
-                }
+                })
             }
         }
     }

@@ -245,18 +245,15 @@ macro_rules! for_each_instruction {
                 0x40 "trunc.i32.i8" (a: RegI32, d: RegI32) => Un32 { op: IUn::TruncI8, a, d };
                 0x41 "trunc.i32.i16" (a: RegI32, d: RegI32)
                     => Un32 { op: IUn::TruncI16, a, d };
-                0x42 "trunc.i64.i32" (a: RegI64, d: RegI32)
-                    => Convert64To32 { op: Conv64To32::TruncI64I32, a, d };
+                0x42 "trunc.i64.i32" (a: RegI64, d: RegI32) => TruncI64I32 { a, d };
                 0x43 "ext.i8.i32.s" (a: RegI32, d: RegI32) => Un32 { op: IUn::ExtI8S, a, d };
                 0x44 "ext.i8.i32.u" (a: RegI32, d: RegI32) => Un32 { op: IUn::ExtI8U, a, d };
                 0x45 "ext.i16.i32.s" (a: RegI32, d: RegI32)
                     => Un32 { op: IUn::ExtI16S, a, d };
                 0x46 "ext.i16.i32.u" (a: RegI32, d: RegI32)
                     => Un32 { op: IUn::ExtI16U, a, d };
-                0x47 "ext.i32.i64.s" (a: RegI32, d: RegI64)
-                    => Convert32To64 { op: Conv32To64::ExtI32I64S, a, d };
-                0x48 "ext.i32.i64.u" (a: RegI32, d: RegI64)
-                    => Convert32To64 { op: Conv32To64::ExtI32I64U, a, d };
+                0x47 "ext.i32.i64.s" (a: RegI32, d: RegI64) => ExtI32I64S { a, d };
+                0x48 "ext.i32.i64.u" (a: RegI32, d: RegI64) => ExtI32I64U { a, d };
                 // Integer comparisons.
                 0x49 "cmp.eq.i32" (a: RegI32, b: RegI32, d: RegI32) => CmpEqI32 { a, b, d };
                 0x4A "cmp.ne.i32" (a: RegI32, b: RegI32, d: RegI32)
@@ -452,8 +449,7 @@ macro_rules! for_each_instruction {
                 0x11 "neg.f32" (a: RegI32, d: RegI32) => UnF32 { op: FUn::Neg, a, d };
                 0x12 "ceil.f32" (a: RegI32, d: RegI32) => UnF32 { op: FUn::Ceil, a, d };
                 0x13 "floor.f32" (a: RegI32, d: RegI32) => UnF32 { op: FUn::Floor, a, d };
-                0x14 "cast.si32.f32" (a: RegI32, d: RegI32)
-                    => Convert32 { op: Conv32::Si32F32, a, d };
+                0x14 "cast.si32.f32" (a: RegI32, d: RegI32) => CastSi32F32 { a, d };
                 0x15 "cast.ui32.f32" (a: RegI32, d: RegI32)
                     => Convert32 { op: Conv32::Ui32F32, a, d };
                 0x16 "cast.f32.si32" (a: RegI32, d: RegI32)

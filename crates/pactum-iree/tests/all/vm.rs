@@ -524,6 +524,68 @@ fn branches_copy_one_or_two_registers_in_order() {
     );
 }
 
+/// A function that moves its arguments to other registers with one `br` (remap `moves`) and
+/// returns registers `results`; also returns the `br`'s byte offset.
+fn remapping_branch(name: &str, cconv: &str, moves: &[(u16, u16)], results: &[u16]) -> (Func, u32) {
+    let mut f = Func::new(name, cconv, 8, 0);
+    f.block();
+    let at = f.pc();
+    let to_exit = f.op(0x56).target(0);
+    f.remap(moves);
+    let exit = f.block();
+    f.patch(to_exit, exit);
+    f.ret(results);
+    (f, at)
+}
+
+#[test]
+fn branches_copy_a_register_pair_or_many_registers_in_order() {
+    // The two halves of an i64 pair to another pair: one 64-bit copy.
+    let (pair, pair_at) = remapping_branch("pair", "0I_I", &[(0, 2), (1, 3)], &[2]);
+    // Three copies where each reads the previous one's destination: all end up equal to
+    // the first argument (sequential copies, not a rotation).
+    let (chain, chain_at) =
+        remapping_branch("chain", "0iii_iii", &[(0, 3), (3, 4), (4, 5)], &[3, 4, 5]);
+    let (rotate, _) = remapping_branch("rotate", "0iii_iii", &[(0, 1), (1, 2), (2, 0)], &[0, 1, 2]);
+    // Copies of a pair's halves that are not a pair copy: the high half's destination is
+    // read by the second copy.
+    let (overlap, _) = remapping_branch("overlap", "0I_ii", &[(0, 1), (1, 2)], &[1, 2]);
+    let funcs = [pair, chain, rotate, overlap];
+    let context = load(&funcs).unwrap();
+    let big = -0x1234_5678_9abc_def0_i64;
+    assert_eq!(
+        context.call("t.pair", &[Value::I64(big)]).unwrap(),
+        [Value::I64(big)]
+    );
+    let three = [Value::I32(1), Value::I32(2), Value::I32(3)];
+    assert_eq!(
+        context.call("t.chain", &three).unwrap(),
+        [Value::I32(1), Value::I32(1), Value::I32(1)]
+    );
+    assert_eq!(
+        context.call("t.rotate", &three).unwrap(),
+        [Value::I32(1), Value::I32(1), Value::I32(1)]
+    );
+    assert_eq!(
+        context.call("t.overlap", &[Value::I64(big)]).unwrap(),
+        [Value::I32(big as i32), Value::I32(big as i32)]
+    );
+    // With fuel for the entry block only, the branch cannot pay for the exit block: the
+    // error names the `br`, and one more unit of fuel runs the function.
+    for (name, at, args) in [
+        ("t.pair", pair_at, vec![Value::I64(big)]),
+        ("t.chain", chain_at, three.to_vec()),
+    ] {
+        let run_with = |fuel: u64| {
+            load_with(&funcs, Limits::with_fuel(fuel), |_| {})
+                .unwrap()
+                .call(name, &args)
+        };
+        assert_eq!(fuel_error_pc(run_with(1)), at, "{name}");
+        assert!(run_with(2).is_ok(), "{name}");
+    }
+}
+
 #[test]
 fn deep_recursion_stops_with_a_stack_error() {
     let mut f = Func::new("down", "0i_i", 2, 0);

@@ -6,7 +6,7 @@ use std::cell::Cell;
 
 use super::fault::{Fault, trap};
 use super::registers::{Registers, read_ref};
-use crate::vm::code::{ArgOp, BrTable, CallSite, Edge, FunctionCode, Kind, RefReg, Reg};
+use crate::vm::code::{ArgOp, BrTable, CallSite, Edge, FunctionCode, Kind, RefReg, Reg, Span};
 use crate::vm::error::{TrapKind, VmError};
 use crate::vm::native::NativeModule;
 use crate::vm::value::{Ref, Value};
@@ -18,14 +18,22 @@ use crate::vm::value::{Ref, Value};
 #[inline(always)]
 pub(super) fn take_edge(code: &FunctionCode, r: &mut Registers, edge: Edge) -> usize {
     if edge.moves.len != 0 {
-        for &(src, dst) in &code.moves[edge.moves.range()] {
-            r.set_i32(dst, r.i32(src));
-        }
+        copy(code, r, edge.moves);
     }
     if edge.ref_moves.len != 0 {
         move_refs(r.refs, &code.ref_moves[edge.ref_moves.range()]);
     }
     edge.target as usize
+}
+
+/// The i32-bank copies `moves` of a remap, in order.
+#[inline(always)]
+pub(super) fn copy(code: &FunctionCode, r: &mut Registers, moves: Span) {
+    let mut rest = &code.moves[moves.range()];
+    while let [(src, dst), tail @ ..] = rest {
+        r.set_i32(*dst, r.i32(*src));
+        rest = tail;
+    }
 }
 
 /// The reference copies of a remap, in order (out of line: the tight loops move no refs).

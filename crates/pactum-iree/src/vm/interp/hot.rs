@@ -12,6 +12,7 @@
 //! exactly as it would have without this loop. So the fast path changes no result, trap,
 //! fuel count or location; it only runs the same handlers with fewer stack accesses.
 
+use super::register_ops::match_register_ops;
 use super::registers::Registers;
 use super::{buffers, compare, constants, control, convert, float, integer, select};
 use crate::vm::code::{FunctionCode, IBin, Inst, Shift};
@@ -20,14 +21,32 @@ use crate::vm::value::Ref;
 /// Runs the instructions of `code` from `ip` while they are on the fast path; returns the
 /// index of the first one that is not (not yet run), with `fuel` charged for the edges taken.
 /// `ftz`: whether float operands and results are flushed to zero when subnormal.
-#[inline(never)]
+#[inline(always)]
 pub(super) fn run(
+    code: &FunctionCode,
+    r: Registers<'_>,
+    fuel: &mut u64,
+    ftz: bool,
+    ip: usize,
+) -> usize {
+    // A loop per mode: the mode is a constant of each, not a value tested at every float
+    // instruction.
+    if ftz {
+        run_in::<true>(code, r, fuel, ip)
+    } else {
+        run_in::<false>(code, r, fuel, ip)
+    }
+}
+
+/// [`run`] with the flush-to-zero mode `FTZ`.
+#[inline(never)]
+fn run_in<const FTZ: bool>(
     code: &FunctionCode,
     mut r: Registers<'_>,
     fuel: &mut u64,
-    ftz: bool,
     mut ip: usize,
 ) -> usize {
+    let ftz = FTZ;
     let insts: &[Inst] = &code.insts;
     let mut left = *fuel;
     let r = &mut r;
@@ -53,77 +72,29 @@ pub(super) fn run(
         }};
     }
     // The rest of a fused compare-and-branch, once `$taken` is known: pays for the edge,
-    // writes the compare's result to `$d`, and gives the target.
+    // writes the compare's result to `$d`, and gives the target. The two ways are written
+    // out (not one edge chosen, then paid): choosing made the compiler repeat the compare
+    // for each field it read.
     macro_rules! fused {
         ($taken:expr, $t:expr, $f:expr, $d:expr) => {{
-            let to = if $taken { $t } else { $f };
-            pay!(to.cost, ip);
-            r.set_i32($d, u32::from($taken));
-            usize::from(to.target)
+            if $taken {
+                pay!($t.cost, ip);
+                r.set_i32($d, 1);
+                usize::from($t.target)
+            } else {
+                pay!($f.cost, ip);
+                r.set_i32($d, 0);
+                usize::from($f.target)
+            }
         }};
     }
     let stop = loop {
         let Some(inst) = insts.get(ip) else {
             break ip;
         };
-        match *inst {
-            Inst::Const32 { value, d } => constants::const32(r, value, d),
-            Inst::Const64 { lo, hi, d } => constants::const64(r, lo, hi, d),
-            Inst::Copy32 { s, d } => constants::copy32(r, s, d),
-            Inst::Copy64 { s, d } => constants::copy64(r, s, d),
-
-            Inst::Select32 { c, t, f, d } => select::select32(r, c, t, f, d),
-            Inst::Select64 { c, t, f, d } => select::select64(r, c, t, f, d),
-
-            Inst::AddI32 { a, b, d } => integer::add_i32(r, a, b, d),
-            Inst::SubI32 { a, b, d } => integer::sub_i32(r, a, b, d),
-            Inst::AddI64 { a, b, d } => integer::add_i64(r, a, b, d),
-            Inst::MulI32 { a, b, d } => integer::bin32(r, IBin::Mul, a, b, d),
-            Inst::AndI32 { a, b, d } => integer::bin32(r, IBin::And, a, b, d),
-            Inst::OrI32 { a, b, d } => integer::bin32(r, IBin::Or, a, b, d),
-            Inst::XorI32 { a, b, d } => integer::bin32(r, IBin::Xor, a, b, d),
-            Inst::ShlI32 { a, b, d } => integer::shift32(r, Shift::Shl, a, b, d),
-            Inst::ShrI32S { a, b, d } => integer::shift32(r, Shift::ShrS, a, b, d),
-            Inst::ShrI32U { a, b, d } => integer::shift32(r, Shift::ShrU, a, b, d),
-            Inst::SubI64 { a, b, d } => integer::bin64(r, IBin::Sub, a, b, d),
-            Inst::MulI64 { a, b, d } => integer::bin64(r, IBin::Mul, a, b, d),
-            Inst::AndI64 { a, b, d } => integer::bin64(r, IBin::And, a, b, d),
-            Inst::OrI64 { a, b, d } => integer::bin64(r, IBin::Or, a, b, d),
-            Inst::XorI64 { a, b, d } => integer::bin64(r, IBin::Xor, a, b, d),
-            Inst::ShlI64 { a, b, d } => integer::shift64(r, Shift::Shl, a, b, d),
-            Inst::ShrI64S { a, b, d } => integer::shift64(r, Shift::ShrS, a, b, d),
-            Inst::ShrI64U { a, b, d } => integer::shift64(r, Shift::ShrU, a, b, d),
-            Inst::Bin32 { op, a, b, d } => integer::bin32(r, op, a, b, d),
-            Inst::Bin64 { op, a, b, d } => integer::bin64(r, op, a, b, d),
-            Inst::Fma32 { a, b, c, d } => integer::fma32(r, a, b, c, d),
-            Inst::Fma64 { a, b, c, d } => integer::fma64(r, a, b, c, d),
-            Inst::Un32 { op, a, d } => integer::un32(r, op, a, d),
-            Inst::Un64 { op, a, d } => integer::un64(r, op, a, d),
-
-            Inst::CmpEqI32 { a, b, d } => compare::eq_i32(r, a, b, d),
-            Inst::CmpLtI32S { a, b, d } => {
-                compare::lt_i32_s(r, a, b, d);
-            }
-            Inst::NzI32 { a, d } => compare::nz_i32(r, a, d),
-            Inst::Cmp32 { op, a, b, d } => {
-                compare::cmp32(r, op, a, b, d);
-            }
-            Inst::Cmp64 { op, a, b, d } => {
-                compare::cmp64(r, op, a, b, d);
-            }
-
-            Inst::Convert32 { op, a, d } => convert::convert32(r, op, a, d),
-            Inst::Convert32To64 { op, a, d } => convert::convert32_to_64(r, ftz, op, a, d),
-            Inst::Convert64To32 { op, a, d } => convert::convert64_to_32(r, ftz, op, a, d),
-            Inst::Convert64 { op, a, d } => convert::convert64(r, op, a, d),
-
-            Inst::BinF32 { op, a, b, d } => float::bin_f32(r, ftz, op, a, b, d),
-            Inst::BinF64 { op, a, b, d } => float::bin_f64(r, ftz, op, a, b, d),
-            Inst::FmaF32 { a, b, c, d } => float::fma_f32(r, ftz, a, b, c, d),
-            Inst::FmaF64 { a, b, c, d } => float::fma_f64(r, ftz, a, b, c, d),
-            Inst::CmpF32 { op, a, b, d } => float::cmp_f32(r, ftz, op, a, b, d),
-            Inst::CmpF64 { op, a, b, d } => float::cmp_f64(r, ftz, op, a, b, d),
-
+        // The register-only instructions are `register_ops.rs`'s rows (shared with the main
+        // loop); the arms below are this loop's own.
+        match_register_ops!(match *inst, registers r, ftz ftz {
             Inst::Br { edge } => {
                 let edge = code.edges[edge as usize];
                 pay!(edge.cost, ip);
@@ -151,6 +122,18 @@ pub(super) fn run(
                 pay!(to.cost, ip);
                 r.set_i32(d0, r.i32(s0));
                 r.set_i32(d1, r.i32(s1));
+                ip = usize::from(to.target);
+                continue;
+            }
+            Inst::BrMove64 { to, s, d } => {
+                pay!(to.cost, ip);
+                r.set_i64(d, r.i64(s));
+                ip = usize::from(to.target);
+                continue;
+            }
+            Inst::BrMoves { to, moves } => {
+                pay!(to.cost, ip);
+                control::copy(code, r, moves);
                 ip = usize::from(to.target);
                 continue;
             }
@@ -265,7 +248,7 @@ pub(super) fn run(
             | Inst::BufferCopy { .. }
             | Inst::BufferCompare { .. }
             | Inst::BufferHash { .. } => break ip,
-        }
+        });
         ip += 1;
     };
     *fuel = left;
