@@ -107,6 +107,27 @@ pub mod c_api {
     };
 }
 
+/// What `pactum-capi`'s C++ part (the official library's C++ ABI) asks of the runtime: facts
+/// only the runtime knows, which the C API does not tell.
+pub mod cxx_support {
+    use core::ffi::c_void;
+
+    use pactum_sys::tvm_ffi::TVMFFIObject;
+
+    /// Whether `module` is the handle of a module object this runtime made (such objects have
+    /// no C++ vtable in front of their header, so C++ must not call `ModuleObj`'s virtual
+    /// functions on them).
+    pub fn is_runtime_module(module: *const TVMFFIObject) -> bool {
+        super::modules::is_live_module(module)
+    }
+
+    /// The symbols registered with `TVMFFIEnvModRegisterContextSymbol`, in registration order:
+    /// (name, address).
+    pub fn context_symbols() -> Vec<(Box<[u8]>, *mut c_void)> {
+        super::modules::context_symbols_snapshot()
+    }
+}
+
 macro_rules! c_api_table {
     ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
         /// The runtime as a C API function table (built from [`c_api`], so the two list the

@@ -118,6 +118,19 @@ fn system_lib_symbols() -> MutexGuard<'static, HashMap<std::string::String, usiz
         .unwrap_or_else(|p| p.into_inner())
 }
 
+/// A copy of the registered context symbols, in registration order.
+pub(crate) fn context_symbols_snapshot() -> Vec<(Box<[u8]>, *mut c_void)> {
+    context_symbols()
+        .iter()
+        .map(|(name, symbol)| (name.clone(), *symbol as *mut c_void))
+        .collect()
+}
+
+/// Whether `object` is a live module object this runtime made.
+pub(crate) fn is_live_module(object: *const TVMFFIObject) -> bool {
+    live_modules().contains(&(object as usize))
+}
+
 pub(crate) fn register_context_symbol(name: &[u8], symbol: *mut c_void) {
     context_symbols().push((name.into(), symbol as usize));
 }

@@ -1,0 +1,75 @@
+//! The C++ part of the library (`cxx/`, compiled by build.rs against the official headers):
+//! the C++ symbols of the official `libtvm_ffi.so`, written over the C API. This module gives
+//! it the runtime's hooks when the library is loaded.
+
+use core::ffi::{c_char, c_int, c_void};
+
+use pactum_core::internal::boundary;
+use pactum_sys::tvm_ffi::TVMFFIObject;
+
+/// A context-symbol visitor of the C++ part: `(visitor, name, name_size, symbol)`.
+type VisitContextSymbol = unsafe extern "C" fn(*mut c_void, *const c_char, usize, *mut c_void);
+
+/// `PactumCxxHooks` of `cxx/cxx_abi_hooks.h`, field for field.
+#[repr(C)]
+struct CxxHooks {
+    is_runtime_module: extern "C" fn(*const TVMFFIObject) -> c_int,
+    visit_context_symbols: unsafe extern "C" fn(*mut c_void, VisitContextSymbol),
+}
+
+unsafe extern "C" {
+    /// Stores a copy of `hooks` for the C++ part (hidden: not exported by the library).
+    fn pactum_cxx_abi_install_hooks(hooks: *const CxxHooks);
+}
+
+/// Runs a hook's body inside the FFI boundary; a panic gives `fallback` (its payload is
+/// forgotten: dropping it could panic again, with no caller to tell).
+fn contained<R>(fallback: R, body: impl FnOnce() -> R) -> R {
+    match boundary::enter(boundary::EntryKind::Callback, body) {
+        Ok(value) => value,
+        Err(payload) => {
+            core::mem::forget(payload);
+            fallback
+        }
+    }
+}
+
+extern "C" fn is_runtime_module(module: *const TVMFFIObject) -> c_int {
+    contained(0, || {
+        c_int::from(pactum_runtime::cxx_support::is_runtime_module(module))
+    })
+}
+
+/// Calls `visit` for each registered context symbol, over a copy of the list (the visitor may
+/// register more). The visitor is C++ that converts C++ exceptions into none: it calls a
+/// `TypedFunction` and lets its exception propagate, so it is called outside any Rust frame
+/// that could be unwound: the copy is taken first, and this function's own frame holds no
+/// value with a destructor while `visit` runs.
+unsafe extern "C" fn visit_context_symbols(visitor: *mut c_void, visit: VisitContextSymbol) {
+    let symbols = contained(Vec::new(), pactum_runtime::cxx_support::context_symbols);
+    for (name, symbol) in &symbols {
+        // SAFETY: the C++ part passes a visitor and a function that accepts it, with a name
+        // of `name.len()` bytes that stays alive for the call.
+        unsafe { visit(visitor, name.as_ptr().cast(), name.len(), *symbol) };
+    }
+}
+
+static HOOKS: CxxHooks = CxxHooks {
+    is_runtime_module,
+    visit_context_symbols,
+};
+
+/// Installs the hooks when the dynamic loader loads the library (an `.init_array` entry),
+/// before any C++ client can call into the C++ part.
+extern "C" fn install_hooks_at_load() {
+    boundary::initializer("libtvm_ffi.so installing its C++ hooks", || {
+        // SAFETY: HOOKS matches PactumCxxHooks and lives for the process; the C++ side copies it.
+        unsafe { pactum_cxx_abi_install_hooks(&HOOKS) }
+    });
+}
+
+#[used]
+// SAFETY: `.init_array` holds pointers to `extern "C" fn()` constructors the dynamic loader
+// calls once at load time; the entry is exactly such a function, which catches every panic.
+#[unsafe(link_section = ".init_array")]
+static INSTALL_HOOKS_AT_LOAD: extern "C" fn() = install_hooks_at_load;
