@@ -22,6 +22,7 @@
 #include <tvm/ffi/extra/structural_hash.h>
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/memory.h>
+#include <tvm/ffi/reflection/registry.h>
 #include <tvm/ffi/string.h>
 
 #include <cstdio>
@@ -218,6 +219,27 @@ static void Structural() {
               ffi::RecursiveGt(lo, hi), ffi::RecursiveGe(hi, lo));
 }
 
+// A type with a static index a library reserves for itself between the runtime's static types
+// and the dynamic range (TVM's runtime reserves such indices for its own types).
+class ReservedIndexObj : public ffi::Object {
+ public:
+  int64_t value = 7;
+  static constexpr const int32_t _type_index = 100;
+  TVM_FFI_DECLARE_OBJECT_INFO_STATIC("pactum.test.ReservedIndex", ReservedIndexObj, ffi::Object);
+};
+
+static void ReservedIndexType() {
+  // The definition's destructor registers the creator and `__ffi_init__` (through
+  // `ffi._RegisterFFIInit`), reading the type's information back.
+  ffi::reflection::ObjectDef<ReservedIndexObj>().def_ro("value", &ReservedIndexObj::value);
+  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(ReservedIndexObj::_type_index);
+  std::printf("reserved index %d: %.*s, %d field(s)\n", info->type_index,
+              static_cast<int>(info->type_key.size), info->type_key.data, info->num_fields);
+  ffi::Any made = ffi::Function::GetGlobalRequired("ffi.MakeObjectFromPackedArgs")(
+      ffi::String("pactum.test.ReservedIndex"), ffi::String("value"), 42);
+  std::printf("made: %s\n", ffi::ReprPrint(made).c_str());
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s SAMPLE_MODULE.so\n", argv[0]);
@@ -229,6 +251,7 @@ int main(int argc, char** argv) {
     ContextSymbols();
     Json();
     Structural();
+    ReservedIndexType();
   } catch (const ffi::Error& error) {
     std::printf("UNEXPECTED error: %s\n", error.FullMessage().c_str());
     return 1;
