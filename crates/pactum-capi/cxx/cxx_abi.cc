@@ -233,6 +233,54 @@ extern "C" int pactum_cxx_module_lookup_from_imports(
   TVM_FFI_SAFE_CALL_END();
 }
 
+// The runtime's `ffi.Module*` globals, for modules made by C++ code (every module object the
+// runtime did not make is a C++ `ModuleObj`: the type index of modules is final). Called as
+// `(operation, module, arguments...)`; the operations are ModuleObj's member functions.
+static tvm::ffi::Any CxxModuleOperation(tvm::ffi::PackedArgs args) {
+  using tvm::ffi::String;
+  std::string operation = args[0].cast<std::string>();
+  tvm::ffi::Module module = args[1].cast<tvm::ffi::Module>();
+  auto* object = const_cast<tvm::ffi::ModuleObj*>(module.operator->());
+  if (operation == "GetFunction") {
+    return object->GetFunction(args[2].cast<String>(), args[3].cast<bool>());
+  }
+  if (operation == "ImplementsFunction") {
+    return object->ImplementsFunction(args[2].cast<String>(), args[3].cast<bool>());
+  }
+  if (operation == "GetFunctionDoc") {
+    return object->GetFunctionDoc(args[2].cast<String>(), args[3].cast<bool>());
+  }
+  if (operation == "GetFunctionMetadata") {
+    return object->GetFunctionMetadata(args[2].cast<String>(), args[3].cast<bool>());
+  }
+  if (operation == "GetKind") return String(object->kind());
+  if (operation == "GetPropertyMask") return object->GetPropertyMask();
+  if (operation == "InspectSource") return object->InspectSource(args[2].cast<String>());
+  if (operation == "GetWriteFormats") return object->GetWriteFormats();
+  if (operation == "WriteToFile") {
+    object->WriteToFile(args[2].cast<String>(), args[3].cast<String>());
+    return nullptr;
+  }
+  if (operation == "ImportModule") {
+    object->ImportModule(args[2].cast<tvm::ffi::Module>());
+    return nullptr;
+  }
+  if (operation == "ClearImports") {
+    object->ClearImports();
+    return nullptr;
+  }
+  if (operation == "GetImports") return object->imports();
+  TVM_FFI_THROW(InternalError) << "unknown module operation " << operation;
+  TVM_FFI_UNREACHABLE();
+}
+
+// A new reference to the function the runtime calls for `CxxModuleOperation`.
+extern "C" TVMFFIObject* pactum_cxx_module_operations() {
+  tvm::ffi::Function function = tvm::ffi::Function::FromPacked(
+      [](tvm::ffi::PackedArgs args, tvm::ffi::Any* result) { *result = CxxModuleOperation(args); });
+  return tvm::ffi::details::ObjectUnsafe::MoveObjectRefToTVMFFIObjectPtr(std::move(function));
+}
+
 namespace tvm {
 namespace ffi {
 

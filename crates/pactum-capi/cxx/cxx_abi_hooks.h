@@ -25,6 +25,12 @@ typedef struct {
 
 PACTUM_HIDDEN void pactum_cxx_abi_install_hooks(const PactumCxxHooks* hooks);
 
+// A new reference to a function `(operation, module, arguments...)` running ModuleObj's member
+// function `operation` on a module made by C++ code (GetFunction, ImplementsFunction,
+// GetFunctionDoc, GetFunctionMetadata, GetKind, GetPropertyMask, InspectSource,
+// GetWriteFormats, WriteToFile, ImportModule, ClearImports, GetImports).
+PACTUM_HIDDEN TVMFFIObject* pactum_cxx_module_operations(void);
+
 PACTUM_HIDDEN int pactum_cxx_module_lookup_from_imports(void* ctx, const char* name, void** out);
 
 #ifdef __cplusplus

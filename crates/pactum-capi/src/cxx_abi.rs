@@ -20,6 +20,26 @@ struct CxxHooks {
 unsafe extern "C" {
     /// Stores a copy of `hooks` for the C++ part (hidden: not exported by the library).
     fn pactum_cxx_abi_install_hooks(hooks: *const CxxHooks);
+    /// A new reference to the C++ function that runs `ModuleObj`'s member functions on modules
+    /// made by C++ code (`cxx/cxx_abi_hooks.h`).
+    fn pactum_cxx_module_operations() -> *mut TVMFFIObject;
+}
+
+/// Gives the runtime the C++ part's module operations, so the `ffi.Module*` globals accept
+/// modules made by C++ code.
+fn install_module_operations() {
+    // SAFETY: the C++ part returns a new reference to a function object (never NULL: it
+    // throws, and so aborts, only when memory runs out).
+    let raw = unsafe { pactum_cxx_module_operations() };
+    let Some(raw) = core::ptr::NonNull::new(raw) else {
+        return;
+    };
+    // SAFETY: we own the reference the C++ part returned.
+    let object = unsafe { pactum_core::object::ObjectRef::from_raw_owned(raw) };
+    match object.downcast::<pactum_core::function::Function>() {
+        Ok(operations) => pactum_runtime::cxx_support::set_cxx_module_operations(operations),
+        Err(_) => eprintln!("libtvm_ffi.so (pactum): the C++ module operations are no function"),
+    }
 }
 
 /// Runs a hook's body inside the FFI boundary; a panic gives `fallback` (its payload is
@@ -64,7 +84,11 @@ static HOOKS: CxxHooks = CxxHooks {
 extern "C" fn install_hooks_at_load() {
     boundary::initializer("libtvm_ffi.so installing its C++ hooks", || {
         // SAFETY: HOOKS matches PactumCxxHooks and lives for the process; the C++ side copies it.
-        unsafe { pactum_cxx_abi_install_hooks(&HOOKS) }
+        unsafe { pactum_cxx_abi_install_hooks(&HOOKS) };
+        // The runtime may not have registered itself yet (the order of constructors is the
+        // linker's); it must serve the type checks of the downcast below.
+        pactum_runtime::register();
+        install_module_operations();
     });
 }
 

@@ -121,6 +121,18 @@ pub mod cxx_support {
         super::modules::is_live_module(module)
     }
 
+    /// Gives the runtime the function that runs `ModuleObj`'s member functions on modules made
+    /// by C++ code: called as `(operation, module, arguments...)` with the operations
+    /// `GetFunction`, `ImplementsFunction`, `GetFunctionDoc`, `GetFunctionMetadata` (name,
+    /// query_imports), `GetKind`, `GetPropertyMask`, `InspectSource` (format),
+    /// `GetWriteFormats`, `WriteToFile` (file, format), `ImportModule` (other),
+    /// `ClearImports`, `GetImports`. The `ffi.Module*` globals then accept such modules, as
+    /// the official runtime does; without it they accept only this runtime's modules. The
+    /// first call wins.
+    pub fn set_cxx_module_operations(operations: pactum_core::function::Function) {
+        super::modules::set_cxx_module_operations(operations)
+    }
+
     /// The symbols registered with `TVMFFIEnvModRegisterContextSymbol`, in registration order:
     /// (name, address).
     pub fn context_symbols() -> Vec<(Box<[u8]>, *mut c_void)> {

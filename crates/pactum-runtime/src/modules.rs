@@ -149,6 +149,24 @@ pub(crate) fn register_system_lib_symbol(name: &[u8], symbol: *mut c_void) {
     table.insert(name, symbol as usize);
 }
 
+/// ModuleObj's member functions for modules made by C++ code, when the library has a C++ part
+/// to run them (pactum-capi's `libtvm_ffi.so` installs it; see `cxx_support`).
+static CXX_MODULE_OPERATIONS: OnceLock<Function> = OnceLock::new();
+
+pub(crate) fn set_cxx_module_operations(operations: Function) {
+    let _ = CXX_MODULE_OPERATIONS.set(operations);
+}
+
+/// The C++ operations to run on `module` when C++ code made it: every module object this
+/// runtime did not make is a C++ `ModuleObj` (the module type is final, so nothing else has
+/// its type index). `None` for our own modules, and when there is no C++ part (then `cell_of`
+/// reports the module as foreign).
+fn cxx_operations_for(module: &Module) -> Option<&'static Function> {
+    let operations = CXX_MODULE_OPERATIONS.get()?;
+    let address = module.as_object_ref().as_raw() as usize;
+    (!live_modules().contains(&address)).then_some(operations)
+}
+
 /// Our module cell behind `module`, if pactum's runtime made it.
 fn cell_of(module: &Module) -> Result<&ModuleCell> {
     let address = module.as_object_ref().as_raw() as usize;
@@ -230,6 +248,9 @@ pub(crate) fn get_function(
     name: &str,
     query_imports: bool,
 ) -> Result<Option<Function>> {
+    if let Some(operations) = cxx_operations_for(module) {
+        return operations.call_typed(("GetFunction", module.clone(), name, query_imports));
+    }
     let cell = cell_of(module)?;
     if let Symbols::Served { get_function, .. } = &*cell.symbols {
         if let Some(function) = get_function.call_typed::<_, Option<Function>>((name,))? {
@@ -256,6 +277,14 @@ pub(crate) fn get_function_text(
     name: &str,
     query_imports: bool,
 ) -> Result<Option<pactum_core::String>> {
+    if let Some(operations) = cxx_operations_for(module) {
+        let operation = if what == "doc" {
+            "GetFunctionDoc"
+        } else {
+            "GetFunctionMetadata"
+        };
+        return operations.call_typed((operation, module.clone(), name, query_imports));
+    }
     let cell = cell_of(module)?;
     if let Symbols::Served { get_text, .. } = &*cell.symbols {
         if let Some(text) = get_text.call_typed::<_, Option<pactum_core::String>>((what, name))? {
@@ -465,12 +494,15 @@ pub(crate) fn import_module(module: &Module, other: &Module) -> Result<()> {
         if from.as_object_ref().ptr_eq(target.as_object_ref()) {
             return Ok(true);
         }
-        for import in imports_of(cell_of(from)?).iter() {
+        for import in imports_of_any(from)?.iter() {
             if reaches(&import.clone().cast::<Module>()?, target)? {
                 return Ok(true);
             }
         }
         Ok(false)
+    }
+    if let Some(operations) = cxx_operations_for(module) {
+        return operations.call_typed(("ImportModule", module.clone(), other.clone()));
     }
     if reaches(other, module)? {
         return Err(Error::new(
@@ -557,9 +589,26 @@ pub(crate) fn ensure_ours(module: &Module) -> Result<()> {
     cell_of(module).map(|_| ())
 }
 
+/// The C++ operations for `module` when C++ code made it (see `cxx_operations_for`), for the
+/// globals that answer differently for our own modules.
+pub(crate) fn cxx_module_operations(module: &Module) -> Option<&'static Function> {
+    cxx_operations_for(module)
+}
+
+/// The imports of any module: ours, or one C++ code made.
+fn imports_of_any(module: &Module) -> Result<Array> {
+    if let Some(operations) = cxx_operations_for(module) {
+        return operations.call_typed(("GetImports", module.clone()));
+    }
+    Ok(imports_of(cell_of(module)?))
+}
+
 /// `ModuleGetKind`: `library` for loaded libraries and system libraries, the implementation's
 /// kind for served modules.
 pub(crate) fn module_kind(module: &Module) -> Result<std::string::String> {
+    if let Some(operations) = cxx_operations_for(module) {
+        return operations.call_typed(("GetKind", module.clone()));
+    }
     Ok(match &*cell_of(module)?.symbols {
         Symbols::Served { kind, .. } => kind.clone(),
         Symbols::Library(_) | Symbols::System { .. } => "library".to_owned(),
@@ -588,6 +637,9 @@ pub(crate) fn served_module(
 
 /// `ModuleClearImports`.
 pub(crate) fn clear_imports(module: &Module) -> Result<()> {
+    if let Some(operations) = cxx_operations_for(module) {
+        return operations.call_typed(("ClearImports", module.clone()));
+    }
     let cell = cell_of(module)?;
     let old = {
         let _edit = MODULE_EDIT.lock().unwrap_or_else(|p| p.into_inner());

@@ -161,6 +161,67 @@ static void LoadedModules(const char* sample_path) {
   }
 }
 
+// The library's `ffi.Module*` globals (what Python's Module calls) on modules made by C++ code,
+// and a module the library loads importing one.
+static void ModuleGlobals(const char* sample_path) {
+  auto global = [](const char* name) { return ffi::Function::GetGlobalRequired(name); };
+  ffi::Module a = Named("alpha");
+  ffi::Module b = Named("beta");
+  global("ffi.ModuleImportModule")(a, b);
+  std::printf("globals: kind %s, mask %lld, imports %zu\n",
+              global("ffi.ModuleGetKind")(a).cast<ffi::String>().c_str(),
+              (long long)global("ffi.ModuleGetPropertyMask")(a).cast<int64_t>(), a->imports().size());
+  auto found = global("ffi.ModuleGetFunction")(a, "beta", true).cast<ffi::Optional<ffi::Function>>();
+  EXPECT(found.has_value());
+  if (found) std::printf("globals: alpha.beta(1) = %lld\n", (long long)(*found)(1).cast<int64_t>());
+  std::printf("globals: implements %d/%d, doc %s, metadata %s\n",
+              global("ffi.ModuleImplementsFunction")(a, "beta", true).cast<bool>(),
+              global("ffi.ModuleImplementsFunction")(a, "beta", false).cast<bool>(),
+              Text(global("ffi.ModuleGetFunctionDoc")(a, "beta", true).cast<ffi::Optional<ffi::String>>()).c_str(),
+              Text(global("ffi.ModuleGetFunctionMetadata")(a, "beta", true).cast<ffi::Optional<ffi::String>>()).c_str());
+  std::printf("globals: source '%s', write formats %zu\n",
+              global("ffi.ModuleInspectSource")(a, "").cast<ffi::String>().c_str(),
+              global("ffi.ModuleGetWriteFormats")(a).cast<ffi::Array<ffi::String>>().size());
+  try {
+    global("ffi.ModuleWriteToFile")(a, "/nonexistent/x", "bin");
+    ++failures;
+  } catch (const ffi::Error& error) {
+    std::printf("globals: WriteToFile: %s: %s\n", error.kind().c_str(), error.message().c_str());
+  }
+  try {
+    global("ffi.ModuleImportModule")(b, a);
+    ++failures;
+  } catch (const ffi::Error& error) {
+    std::printf("globals: cycle refused: %s\n", error.message().c_str());
+  }
+  global("ffi.ModuleClearImports")(a);
+  std::printf("globals: imports after clear %zu\n", a->imports().size());
+
+  // A loaded module importing a C++ one: lookups reach it; a cycle back is refused.
+  ffi::Module lib = ffi::Module::LoadFromFile(sample_path);
+  global("ffi.ModuleImportModule")(lib, b);
+  auto through = global("ffi.ModuleGetFunction")(lib, "beta", true).cast<ffi::Optional<ffi::Function>>();
+  EXPECT(through.has_value());
+  if (through) std::printf("globals: library.beta(2) = %lld\n", (long long)(*through)(2).cast<int64_t>());
+  EXPECT(lib->GetFunction("beta", true).has_value());
+  try {
+    global("ffi.ModuleImportModule")(b, lib);
+    ++failures;
+  } catch (const ffi::Error& error) {
+    std::printf("globals: cycle through a loaded module refused: %s\n", error.message().c_str());
+  }
+  global("ffi.ModuleClearImports")(lib);
+
+  // Reflection: the imports are `ffi.Module`'s one field.
+  const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(ffi::ModuleObj::_type_index);
+  EXPECT(info->num_fields == 1);
+  if (info->num_fields == 1) {
+    const TVMFFIFieldInfo& field = info->fields[0];
+    std::printf("field %.*s offset %lld type index %d\n", static_cast<int>(field.name.size),
+                field.name.data, (long long)field.offset, field.field_static_type_index);
+  }
+}
+
 static void ContextSymbols() {
   static int marker = 0;
   EXPECT(TVMFFIEnvModRegisterContextSymbol("__pactum_cxx_abi_marker", &marker) == 0);
@@ -248,6 +309,7 @@ int main(int argc, char** argv) {
   try {
     CppModules();
     LoadedModules(argv[1]);
+    ModuleGlobals(argv[1]);
     ContextSymbols();
     Json();
     Structural();
