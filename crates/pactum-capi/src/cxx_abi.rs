@@ -5,7 +5,7 @@
 use core::ffi::{c_char, c_int, c_void};
 
 use pactum_core::internal::boundary;
-use pactum_sys::tvm_ffi::TVMFFIObject;
+use pactum_sys::tvm_ffi::{TVMFFIObject, TVMFFITypeIndex};
 
 /// A context-symbol visitor of the C++ part: `(visitor, name, name_size, symbol)`.
 type VisitContextSymbol = unsafe extern "C" fn(*mut c_void, *const c_char, usize, *mut c_void);
@@ -23,6 +23,83 @@ unsafe extern "C" {
     /// A new reference to the C++ function that runs `ModuleObj`'s member functions on modules
     /// made by C++ code (`cxx/cxx_abi_hooks.h`).
     fn pactum_cxx_module_operations() -> *mut TVMFFIObject;
+    /// `TVMFFIEnvModLookupFromImports` for a C++ module's `ModuleObj*`: 0 and a borrowed
+    /// function in `*out`, or -1 with the error raised.
+    fn pactum_cxx_module_lookup_from_imports(
+        ctx: *mut c_void,
+        name: *const c_char,
+        out: *mut *mut c_void,
+    ) -> c_int;
+}
+
+/// Whether `ctx` can be a live C++ module's `ModuleObj*`, checked without dereferencing it:
+/// its first 32 bytes are read through the kernel (which reports unmapped memory as EFAULT
+/// instead of faulting), and must hold a vtable pointer into a loaded object, then an object
+/// header of type `ffi.Module` with a strong reference and a deleter. A wild pointer is refused
+/// with an error, as pactum refuses any other context it cannot vouch for; a dangling pointer
+/// to a dead module's memory can still pass, as it does on the official library.
+fn plausible_cxx_module(ctx: *mut c_void) -> bool {
+    if ctx.is_null() || ctx as usize % core::mem::align_of::<usize>() != 0 {
+        return false;
+    }
+    let mut words = [0u64; 4];
+    let local = libc::iovec {
+        iov_base: words.as_mut_ptr().cast(),
+        iov_len: core::mem::size_of_val(&words),
+    };
+    let remote = libc::iovec {
+        iov_base: ctx,
+        iov_len: core::mem::size_of_val(&words),
+    };
+    // SAFETY: process_vm_readv copies through the kernel into our own buffer `words` (of the
+    // length given), and fails with EFAULT when `ctx` is not readable; nothing is dereferenced.
+    let read = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    if read != core::mem::size_of_val(&words) as isize {
+        return false;
+    }
+    let [vptr, combined_ref_count, type_index_word, deleter] = words;
+    let strong = combined_ref_count & 0xffff_ffff;
+    let type_index = (type_index_word & 0xffff_ffff) as u32 as i32;
+    if vptr == 0 || strong == 0 || deleter == 0 || type_index != TVMFFITypeIndex::MODULE.0 {
+        return false;
+    }
+    // SAFETY: an all-zero Dl_info (null pointers) is a valid value.
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    // SAFETY: dladdr only looks the address up in the loader's tables.
+    unsafe { libc::dladdr(vptr as *const c_void, &mut info) != 0 }
+}
+
+/// The runtime's lookup from a C++ module's imports, through the C++ part.
+///
+/// # Safety
+/// `ctx` is the library context of a module: the `ModuleObj*` of a live C++ module (contexts
+/// that cannot be one are refused with an error).
+unsafe fn cxx_lookup_from_imports(
+    ctx: *mut c_void,
+    name: &str,
+) -> pactum_core::error::Result<*mut TVMFFIObject> {
+    if !plausible_cxx_module(ctx) {
+        return Err(pactum_core::error::Error::new(
+            pactum_core::error::ErrorKind::VALUE_ERROR,
+            "library_ctx is not the context of a loaded module",
+        ));
+    }
+    let name = std::ffi::CString::new(name).map_err(|_| {
+        pactum_core::error::Error::new(
+            pactum_core::error::ErrorKind::VALUE_ERROR,
+            "function name contains a NUL byte",
+        )
+    })?;
+    let mut out: *mut c_void = core::ptr::null_mut();
+    // SAFETY: `ctx` per this function's contract, a NUL-terminated name and a valid out slot;
+    // the C++ function catches every exception.
+    let rc = unsafe { pactum_cxx_module_lookup_from_imports(ctx, name.as_ptr(), &mut out) };
+    if rc != 0 {
+        return Err(pactum_core::error::Error::take_raised_after_failure(
+            "the C++ module lookup",
+        ));
+    }
+    Ok(out.cast())
 }
 
 /// Gives the runtime the C++ part's module operations, so the `ffi.Module*` globals accept
@@ -89,6 +166,11 @@ extern "C" fn install_hooks_at_load() {
         // linker's); it must serve the type checks of the downcast below.
         pactum_runtime::register();
         install_module_operations();
+        // SAFETY: cxx_lookup_from_imports is the official lookup for a C++ module's
+        // `ModuleObj*` (cxx/cxx_abi.cc), returning a function the module's cache keeps alive.
+        unsafe {
+            pactum_runtime::cxx_support::set_cxx_lookup_from_imports(cxx_lookup_from_imports)
+        };
     });
 }
 

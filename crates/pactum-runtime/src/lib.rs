@@ -133,6 +133,21 @@ pub mod cxx_support {
         super::modules::set_cxx_module_operations(operations)
     }
 
+    pub use super::modules::CxxLookupFromImports;
+
+    /// Gives `TVMFFIEnvModLookupFromImports` the lookup for contexts that are not this
+    /// runtime's modules: the `ModuleObj*` that modules made by C++ code write into their
+    /// libraries (TVM's JIT modules do). Without it such contexts are refused. The first call
+    /// wins.
+    ///
+    /// # Safety
+    /// `lookup` must implement the official lookup for a live C++ module's `ModuleObj*`
+    /// (its imports' functions, then the global registry, cached by the module), returning a
+    /// function the module keeps alive.
+    pub unsafe fn set_cxx_lookup_from_imports(lookup: CxxLookupFromImports) {
+        super::modules::set_cxx_lookup_from_imports(lookup)
+    }
+
     /// The symbols registered with `TVMFFIEnvModRegisterContextSymbol`, in registration order:
     /// (name, address).
     pub fn context_symbols() -> Vec<(Box<[u8]>, *mut c_void)> {

@@ -520,14 +520,39 @@ pub(crate) fn import_module(module: &Module, other: &Module) -> Result<()> {
     Ok(())
 }
 
+/// How `TVMFFIEnvModLookupFromImports` looks up from the imports of a module made by C++ code,
+/// whose library context is its `ModuleObj*` (the address of its vtable pointer).
+///
+/// # Safety (of calling it)
+/// `library_ctx` must be the `ModuleObj*` of a live C++ module.
+pub type CxxLookupFromImports = unsafe fn(*mut c_void, &str) -> Result<*mut TVMFFIObject>;
+
+static CXX_LOOKUP_FROM_IMPORTS: OnceLock<CxxLookupFromImports> = OnceLock::new();
+
+pub(crate) fn set_cxx_lookup_from_imports(lookup: CxxLookupFromImports) {
+    let _ = CXX_LOOKUP_FROM_IMPORTS.set(lookup);
+}
+
 /// `TVMFFIEnvModLookupFromImports`: imports first, then the global registry; cached.
-pub(crate) fn lookup_from_imports(
+///
+/// # Safety
+/// The C contract: `library_ctx` is the context a module's library holds (`__tvm_ffi__library_ctx`):
+/// the handle of one of our modules, or the `ModuleObj*` of a module made by C++ code.
+pub(crate) unsafe fn lookup_from_imports(
     library_ctx: *mut c_void,
     name: &str,
 ) -> Result<*mut TVMFFIObject> {
     let module = {
         let live = live_modules();
         if library_ctx.is_null() || !live.contains(&(library_ctx as usize)) {
+            drop(live);
+            if let (false, Some(lookup)) = (library_ctx.is_null(), CXX_LOOKUP_FROM_IMPORTS.get()) {
+                // Not one of ours: by the C contract, the context of a module made by C++
+                // code, which writes its `ModuleObj*` there (as the official runtime's
+                // library modules and TVM's JIT modules do).
+                // SAFETY: forwarded from the caller's contract.
+                return unsafe { lookup(library_ctx, name) };
+            }
             return Err(Error::new(
                 ErrorKind::VALUE_ERROR,
                 "library_ctx is not the context of a loaded module",

@@ -212,6 +212,22 @@ static void ModuleGlobals(const char* sample_path) {
   }
   global("ffi.ModuleClearImports")(lib);
 
+  // Code a C++ module generates looks functions up with its `ModuleObj*` as library context
+  // (TVM's JIT modules do): imports first, then the global registry.
+  global("ffi.ModuleImportModule")(a, b);
+  void* ctx = const_cast<ffi::ModuleObj*>(a.operator->());
+  for (const char* name : {"beta", "ffi.ModuleGetKind", "no.such.function"}) {
+    TVMFFIObjectHandle function = nullptr;
+    if (TVMFFIEnvModLookupFromImports(ctx, name, &function) == 0) {
+      std::printf("lookup from imports %s: found %d\n", name, function != nullptr);
+    } else {
+      ffi::Error error = ffi::details::MoveFromSafeCallRaised();
+      std::printf("lookup from imports %s: %s: %s\n", name, error.kind().c_str(),
+                  error.message().c_str());
+    }
+  }
+  global("ffi.ModuleClearImports")(a);
+
   // Reflection: the imports are `ffi.Module`'s one field.
   const TVMFFITypeInfo* info = TVMFFIGetTypeInfo(ffi::ModuleObj::_type_index);
   EXPECT(info->num_fields == 1);

@@ -119,6 +119,24 @@ def relax_model():
     assert [name for name, _ in params] == ["fc.weight", "fc.bias"], params
 
 
+@program("TIR call_packed from JIT code (TVMFFIEnvModLookupFromImports)")
+def call_packed():
+    import tvm_ffi
+    from tvm.script import tirx as T
+
+    @tvm_ffi.register_global_func("pactum.tvm_smoke.add_one", override=True)
+    def add_one(x):
+        return x + 1
+
+    @T.prim_func
+    def main(out: T.Buffer((1,), "int64")):
+        out[0] = T.call_packed("pactum.tvm_smoke.add_one", T.int64(41), dtype="int64")
+
+    result = tensor(np.zeros(1, "int64"))
+    tvm.compile(main, target="llvm")(result)
+    assert result.numpy()[0] == 42, result.numpy()
+
+
 failed = [name for name, error in results if error is not None]
 print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
 sys.exit(1 if failed else 0)
