@@ -119,6 +119,33 @@ def relax_model():
     assert [name for name, _ in params] == ["fc.weight", "fc.bias"], params
 
 
+@program("Relax model exported with export_library, loaded and run on the VM")
+def relax_exported():
+    from tvm import relax
+    from tvm.relax.frontend import nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            return nn.relu(self.fc(x))
+
+    mod, _ = Model().export_tvm({"forward": {"x": nn.spec.Tensor((2, 8), "float32")}})
+    with tempfile.TemporaryDirectory() as scratch:
+        path = os.path.join(scratch, "model.so")
+        tvm.compile(mod, target="llvm").export_library(path)
+        loaded = tvm.runtime.load_module(path)
+        assert loaded.kind == "relax.VMExecutable", loaded.kind
+        assert [m.kind for m in loaded.imports] == ["library"], loaded.imports
+        vm = relax.VirtualMachine(loaded, DEV)
+        x = np.random.rand(2, 8).astype("float32")
+        weight = np.random.rand(4, 8).astype("float32")
+        bias = np.random.rand(4).astype("float32")
+        out = vm["forward"](tensor(x), tensor(weight), tensor(bias)).numpy()
+        np.testing.assert_allclose(out, np.maximum(x @ weight.T + bias, 0), rtol=1e-5)
+
+
 @program("TIR call_packed from JIT code (TVMFFIEnvModLookupFromImports)")
 def call_packed():
     import tvm_ffi
