@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # apache-tvm 0.27 (the TVM compiler, a C++ client of libtvm_ffi.so) on the official library and
 # on pactum's: crates/pactum-capi/tests/tvm_clients/tvm_smoke.py (import, TE vector add and
-# matmul built for llvm and run, export_library + load_module, a Relax nn model on the VM).
+# matmul built for llvm and run, export_library + load_module, Relax nn models on the VM, a TIR
+# call_packed from JIT code) and tvm-ffi-orcjit 0.1.3 (a C object file loaded and called).
 #
 #   scripts/tvm_clients.sh [VENV]     (default VENV: /tmp/pactum-tvm-venv)
 #
@@ -16,7 +17,7 @@ python_bin="${PYTHON:-python3.11}"
 if [ ! -x "$venv/bin/python" ]; then
   "$python_bin" -m venv "$venv"
 fi
-"$venv/bin/pip" install -q apache-tvm==0.27.0.post1 \
+"$venv/bin/pip" install -q apache-tvm==0.27.0.post1 apache-tvm-ffi-orcjit==0.1.3 \
   "$(grep '^apache-tvm-ffi==' "$root/scripts/requirements-peer.txt")" \
   "$(grep '^numpy==' "$root/scripts/requirements-peer.txt")"
 export PACTUM_TVM_FFI_CONFIG="${PACTUM_TVM_FFI_CONFIG:-$venv/bin/tvm-ffi-config}"

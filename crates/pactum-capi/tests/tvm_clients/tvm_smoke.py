@@ -1,4 +1,5 @@
-"""apache-tvm 0.27 programs run on whichever libtvm_ffi.so the installed tvm_ffi package loads.
+"""apache-tvm 0.27 (and tvm-ffi-orcjit 0.1.3) programs, run on whichever libtvm_ffi.so the
+installed tvm_ffi package loads.
 
 Run by scripts/tvm_clients.sh on the official library and on pactum's. Prints one line per
 program (OK or FAIL with the error) and a count; exits 1 when any program fails, 2 when the
@@ -162,6 +163,28 @@ def call_packed():
     result = tensor(np.zeros(1, "int64"))
     tvm.compile(main, target="llvm")(result)
     assert result.numpy()[0] == 42, result.numpy()
+
+
+@program("tvm-ffi-orcjit loads a C object file and calls its export")
+def orcjit_c_object():
+    import subprocess
+
+    import tvm_ffi.libinfo
+    import tvm_ffi_orcjit
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    source = os.path.join(here, "..", "c", "modules", "sample_module.c")
+    with tempfile.TemporaryDirectory() as scratch:
+        obj = os.path.join(scratch, "sample_module.o")
+        include = tvm_ffi.libinfo.find_include_path()
+        subprocess.run(
+            [os.environ.get("CC", "gcc"), "-std=c11", "-O1", "-fPIC", "-c", f"-I{include}",
+             source, "-o", obj],
+            check=True,
+        )
+        mod = tvm_ffi_orcjit.default_session().load_module(obj)
+        assert mod.kind == "orcjit", mod.kind
+        assert mod.add_i64(2, 3) == 5
 
 
 failed = [name for name, error in results if error is not None]
