@@ -6,7 +6,7 @@
 #
 #   scripts/tvm_clients.sh [VENV]     (default VENV: /tmp/pactum-tvm-venv)
 #
-# Not part of the README test command yet: it downloads apache-tvm (about 100 MB) into a
+# Not part of the README test command yet: it installs apache-tvm (about 350 MB) into a
 # scratch venv outside the repository. pactum's library is swapped into a copy of the tvm_ffi
 # package put first on PYTHONPATH (as scripts/official_suite.sh does), so the venv stays
 # official. Builds pactum's libtvm_ffi.so (debug) into $CARGO_TARGET_DIR (default: target/).
