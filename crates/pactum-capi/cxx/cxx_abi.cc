@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,22 +39,15 @@ namespace {
 
 PactumCxxHooks g_hooks{};
 
-// A global function of the runtime, looked up once. Every global used here is one the runtime
-// registers itself, so a missing one is a broken build, reported as the official library
-// reports a missing global.
-const tvm::ffi::Function& Global(const char* name, std::unique_ptr<tvm::ffi::Function>* slot,
-                                 std::once_flag* once) {
-  std::call_once(*once, [&] {
-    slot->reset(new tvm::ffi::Function(tvm::ffi::Function::GetGlobalRequired(name)));
-  });
-  return **slot;
-}
-
-#define PACTUM_GLOBAL(name)                                 \
-  ([]() -> const tvm::ffi::Function& {                      \
-    static std::unique_ptr<tvm::ffi::Function> slot;        \
-    static std::once_flag once;                             \
-    return Global(name, &slot, &once);                      \
+// A global function of the runtime, looked up once and kept for the life of the process (never
+// destroyed: no destructor runs at exit, when the runtime may be gone). Every global used here
+// is one the runtime registers itself, so a missing one is a broken build, reported as the
+// official library reports a missing global.
+#define PACTUM_GLOBAL(name)                                                                  \
+  ([]() -> const tvm::ffi::Function& {                                                       \
+    static const tvm::ffi::Function* function =                                              \
+        new tvm::ffi::Function(tvm::ffi::Function::GetGlobalRequired(name));                \
+    return *function;                                                                        \
   }())
 
 // The C handle of a module object (the Object base, after the vtable pointer).
@@ -291,16 +285,30 @@ Module Module::LoadFromFile(const String& file_name) {
 }
 
 namespace {
-void VisitOneContextSymbol(void* visitor, const char* name, size_t size, void* symbol) {
-  (*static_cast<const TypedFunction<void(String, void*)>*>(visitor))(String(name, size), symbol);
+// The callback and the first exception it threw: no exception may cross the Rust frames of the
+// hook, so it is kept here, the remaining symbols are skipped, and it is rethrown after.
+struct ContextSymbolVisitor {
+  const TypedFunction<void(String, void*)>* callback;
+  std::exception_ptr error;
+};
+
+void VisitOneContextSymbol(void* opaque, const char* name, size_t size, void* symbol) {
+  auto* visitor = static_cast<ContextSymbolVisitor*>(opaque);
+  if (visitor->error) return;
+  try {
+    (*visitor->callback)(String(name, size), symbol);
+  } catch (...) {
+    visitor->error = std::current_exception();
+  }
 }
 }  // namespace
 
 void Module::VisitContextSymbols(const TypedFunction<void(String, void*)>& callback) {
   if (g_hooks.visit_context_symbols == nullptr) return;
   // The hook copies the list first, so the callback may register more symbols.
-  g_hooks.visit_context_symbols(const_cast<TypedFunction<void(String, void*)>*>(&callback),
-                                VisitOneContextSymbol);
+  ContextSymbolVisitor visitor{&callback, nullptr};
+  g_hooks.visit_context_symbols(&visitor, VisitOneContextSymbol);
+  if (visitor.error) std::rethrow_exception(visitor.error);
 }
 
 // --------------------------------------------------------------------------------------- JSON

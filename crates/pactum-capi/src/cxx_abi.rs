@@ -138,10 +138,8 @@ extern "C" fn is_runtime_module(module: *const TVMFFIObject) -> c_int {
 }
 
 /// Calls `visit` for each registered context symbol, over a copy of the list (the visitor may
-/// register more). The visitor is C++ that converts C++ exceptions into none: it calls a
-/// `TypedFunction` and lets its exception propagate, so it is called outside any Rust frame
-/// that could be unwound: the copy is taken first, and this function's own frame holds no
-/// value with a destructor while `visit` runs.
+/// register more). `visit` is the C++ part's, which catches every exception of the callback it
+/// runs (and rethrows it once this hook has returned), so nothing unwinds through here.
 unsafe extern "C" fn visit_context_symbols(visitor: *mut c_void, visit: VisitContextSymbol) {
     let symbols = contained(Vec::new(), pactum_runtime::cxx_support::context_symbols);
     for (name, symbol) in &symbols {

@@ -250,6 +250,19 @@ static void ContextSymbols() {
         }
       }));
   std::printf("context symbol visited %d time(s)\n", seen);
+  // An exception of the callback reaches the caller.
+  try {
+    ffi::Module::VisitContextSymbols(ffi::TypedFunction<void(ffi::String, void*)>(
+        [](ffi::String name, void*) {
+          if (name == "__pactum_cxx_abi_marker") {
+            TVM_FFI_THROW(ValueError) << "the visitor stops at " << name;
+          }
+        }));
+    std::printf("UNEXPECTED: the visitor's exception was lost\n");
+    ++failures;
+  } catch (const ffi::Error& error) {
+    std::printf("visitor's exception: %s: %s\n", error.kind().c_str(), error.message().c_str());
+  }
 }
 
 static void Json() {
