@@ -17,6 +17,7 @@ struct CxxHooks {
     visit_context_symbols: unsafe extern "C" fn(*mut c_void, VisitContextSymbol),
 }
 
+// SAFETY: these declarations match cxx/cxx_abi_hooks.h, compiled into this library by build.rs.
 unsafe extern "C" {
     /// Stores a copy of `hooks` for the C++ part (hidden: not exported by the library).
     fn pactum_cxx_abi_install_hooks(hooks: *const CxxHooks);
