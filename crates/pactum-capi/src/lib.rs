@@ -12,6 +12,11 @@
 //!
 //! Every entry point catches panics and reports them as errors; none unwinds into C.
 //!
+//! The library also exports the official library's C++ symbols (`ModuleObj`'s vtable,
+//! typeinfo and member functions, `Module::LoadFromFile`, JSON, structural equality and
+//! hashing, ...), compiled from `cxx/` against the official headers (build.rs), so C++
+//! libraries built on apache-tvm-ffi load and run on it. See `cxx_abi`.
+//!
 //! Loading the library also registers `ffi.Module.load_from_file.vmfb` (from `pactum-iree`; the
 //! default `vmfb` feature), so `ffi.ModuleLoadFromFile` loads a `.vmfb` as it loads a `.so`: the
 //! module's exports are IREE functions run by pactum's VM. See `vmfb_loader` for how and why.
@@ -40,6 +45,9 @@ macro_rules! export_c_api {
 }
 
 pactum_sys::tvm_ffi_c_api!(export_c_api);
+
+#[cfg(target_os = "linux")]
+mod cxx_abi;
 
 #[cfg(feature = "vmfb")]
 mod vmfb_loader {

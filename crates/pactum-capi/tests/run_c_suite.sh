@@ -122,8 +122,9 @@ nm -D --defined-only "$LIBDIR/libtvm_ffi.so" | awk '{print $NF}' | sort -u >"$BU
 for src in "$HERE"/cpp/*.cc; do
   name="cpp_$(basename "$src" .cc)"
   if compile "$name" "$CXX" "${CXXFLAGS_COMMON[@]}" "$src" -o "$BUILD/$name" "${LINK_EXE[@]}"; then
-    # The replacement library exports only the C API: the program must not
-    # import any non-C symbol that libtvm_ffi.so defines.
+    # These programs use the C API and the header-only C++ classes: they must
+    # not import any non-C symbol that libtvm_ffi.so defines (tests/cxx_abi
+    # covers the library's C++ symbols).
     nm -D --undefined-only "$BUILD/$name" | awk '{print $NF}' | sed 's/@.*//' | sort -u \
       >"$BUILD/$name.undefined"
     bad="$(comm -12 "$BUILD/lib.defined" "$BUILD/$name.undefined" | grep -v '^TVMFFI' || true)"

@@ -112,6 +112,10 @@ impl PartialEq<ErrorKind<'_>> for std::string::String {
 }
 
 /// The payload of error objects pactum makes: the ABI cell, then the storage it points into.
+///
+/// Each text is stored with a trailing NUL byte that its byte array does not count: C++ code
+/// built from the official headers reads the message as a C string (`Error::what()` returns
+/// its `data`), and the official runtime NUL-terminates kind, message and backtrace alike.
 #[repr(C)]
 pub(crate) struct ErrorPayload {
     /// Written by `update_backtrace` while the error is shared, hence the UnsafeCell.
@@ -133,10 +137,19 @@ impl Drop for ErrorPayload {
     }
 }
 
-fn byte_array(bytes: &[u8]) -> TVMFFIByteArray {
+/// `text` followed by a NUL byte, for storage that C code may read as a C string.
+fn nul_terminated(text: &[u8]) -> Box<[u8]> {
+    let mut stored = Vec::with_capacity(text.len() + 1);
+    stored.extend_from_slice(text);
+    stored.push(0);
+    stored.into_boxed_slice()
+}
+
+/// The byte array of NUL-terminated storage: its text, not counting the NUL.
+fn byte_array(stored: &[u8]) -> TVMFFIByteArray {
     TVMFFIByteArray {
-        data: bytes.as_ptr().cast::<c_char>(),
-        size: bytes.len(),
+        data: stored.as_ptr().cast::<c_char>(),
+        size: stored.len().saturating_sub(1),
     }
 }
 
@@ -159,10 +172,11 @@ unsafe extern "C" fn update_backtrace(
                 let new_part = crate::raw::byte_array_slice(backtrace);
                 let payload = ObjectBox::cell(payload);
                 let storage = &mut *payload.backtrace.get();
-                let updated: Box<[u8]> = if mode == TVMFFI_BACKTRACE_UPDATE_MODE_APPEND {
-                    [&storage[..], new_part].concat().into()
+                let updated = if mode == TVMFFI_BACKTRACE_UPDATE_MODE_APPEND {
+                    let old_text = &storage[..storage.len().saturating_sub(1)];
+                    nul_terminated(&[old_text, new_part].concat())
                 } else {
-                    new_part.into()
+                    nul_terminated(new_part)
                 };
                 *storage = updated;
                 (*payload.cell.get()).backtrace = byte_array(storage);
@@ -206,9 +220,9 @@ impl Error {
         cause: Option<Error>,
         extra_context: Option<ObjectRef>,
     ) -> Error {
-        let kind: Box<[u8]> = kind.into();
-        let message: Box<[u8]> = message.into();
-        let backtrace: Box<[u8]> = backtrace.into();
+        let kind = nul_terminated(kind);
+        let message = nul_terminated(message);
+        let backtrace = nul_terminated(backtrace);
         let cell = TVMFFIErrorCell {
             kind: byte_array(&kind),
             message: byte_array(&message),
@@ -311,7 +325,10 @@ impl Error {
         let _guard = crate::object::object_lock(&self.0);
         // SAFETY: the updater pointer is set at creation and never changed.
         if let Some(update) = unsafe { (*self.cell()).update_backtrace } {
-            let bytes = byte_array(text.as_bytes());
+            let bytes = TVMFFIByteArray {
+                data: text.as_ptr().cast::<c_char>(),
+                size: text.len(),
+            };
             let mode = if append {
                 TVMFFI_BACKTRACE_UPDATE_MODE_APPEND
             } else {

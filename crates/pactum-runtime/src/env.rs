@@ -343,7 +343,8 @@ pub unsafe extern "C" fn TVMFFIEnvModLookupFromImports(
         let name = unsafe { c_str_bytes(func_name, "func_name")? };
         let name = core::str::from_utf8(name)
             .map_err(|_| Error::new(ErrorKind::VALUE_ERROR, "function name is not UTF-8"))?;
-        let function = super::modules::lookup_from_imports(library_ctx, name)?;
+        // SAFETY: the C contract of the function: `library_ctx` is a module's library context.
+        let function = unsafe { super::modules::lookup_from_imports(library_ctx, name)? };
         // SAFETY: checked out pointer; the module's cache keeps the function alive.
         unsafe { *out = function.cast() };
         Ok(())

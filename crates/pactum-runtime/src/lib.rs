@@ -107,6 +107,54 @@ pub mod c_api {
     };
 }
 
+/// What `pactum-capi`'s C++ part (the official library's C++ ABI) asks of the runtime: facts
+/// only the runtime knows, which the C API does not tell.
+pub mod cxx_support {
+    use core::ffi::c_void;
+
+    use pactum_sys::tvm_ffi::TVMFFIObject;
+
+    /// Whether `module` is the handle of a module object this runtime made (such objects have
+    /// no C++ vtable in front of their header, so C++ must not call `ModuleObj`'s virtual
+    /// functions on them).
+    pub fn is_runtime_module(module: *const TVMFFIObject) -> bool {
+        super::modules::is_live_module(module)
+    }
+
+    /// Gives the runtime the function that runs `ModuleObj`'s member functions on modules made
+    /// by C++ code: called as `(operation, module, arguments...)` with the operations
+    /// `GetFunction`, `ImplementsFunction`, `GetFunctionDoc`, `GetFunctionMetadata` (name,
+    /// query_imports), `GetKind`, `GetPropertyMask`, `InspectSource` (format),
+    /// `GetWriteFormats`, `WriteToFile` (file, format), `ImportModule` (other),
+    /// `ClearImports`, `GetImports`. The `ffi.Module*` globals then accept such modules, as
+    /// the official runtime does; without it they accept only this runtime's modules. The
+    /// first call wins.
+    pub fn set_cxx_module_operations(operations: pactum_core::function::Function) {
+        super::modules::set_cxx_module_operations(operations)
+    }
+
+    pub use super::modules::CxxLookupFromImports;
+
+    /// Gives `TVMFFIEnvModLookupFromImports` the lookup for contexts that are not this
+    /// runtime's modules: the `ModuleObj*` that modules made by C++ code write into their
+    /// libraries (TVM's JIT modules do). Without it such contexts are refused. The first call
+    /// wins.
+    ///
+    /// # Safety
+    /// `lookup` must implement the official lookup for a live C++ module's `ModuleObj*`
+    /// (its imports' functions, then the global registry, cached by the module), returning a
+    /// function the module keeps alive.
+    pub unsafe fn set_cxx_lookup_from_imports(lookup: CxxLookupFromImports) {
+        super::modules::set_cxx_lookup_from_imports(lookup)
+    }
+
+    /// The symbols registered with `TVMFFIEnvModRegisterContextSymbol`, in registration order:
+    /// (name, address).
+    pub fn context_symbols() -> Vec<(Box<[u8]>, *mut c_void)> {
+        super::modules::context_symbols_snapshot()
+    }
+}
+
 macro_rules! c_api_table {
     ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty;)*) => {
         /// The runtime as a C API function table (built from [`c_api`], so the two list the

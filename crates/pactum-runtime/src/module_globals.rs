@@ -11,8 +11,8 @@ use super::builtin::{
     typed,
 };
 use super::modules::{
-    clear_imports, ensure_ours, get_function, get_function_text, import_module,
-    load_shared_library, load_system_lib, module_kind, served_module,
+    clear_imports, cxx_module_operations, ensure_ours, get_function, get_function_text,
+    import_module, load_shared_library, load_system_lib, module_kind, served_module,
 };
 use super::registry::BuiltinGlobal;
 use pactum_core::any::Any;
@@ -71,11 +71,13 @@ pub(crate) fn module_globals() -> Vec<BuiltinGlobal> {
             &[MODULE, STR, BOOL],
             BOOL,
             |a| {
-                let found = get_function(
-                    &a.get::<Module>(0)?,
-                    &a.get::<pactum_core::String>(1)?,
-                    a.get::<bool>(2)?,
-                )?;
+                let (module, name) = (a.get::<Module>(0)?, a.get::<pactum_core::String>(1)?);
+                let query_imports = a.get::<bool>(2)?;
+                if let Some(operations) = cxx_module_operations(&module) {
+                    let args = ("ImplementsFunction", module, name, query_imports);
+                    return operations.call_typed::<_, Any>(args);
+                }
+                let found = get_function(&module, &name, query_imports)?;
                 Ok(Any::from(found.is_some()))
             },
         ),
@@ -121,22 +123,41 @@ pub(crate) fn module_globals() -> Vec<BuiltinGlobal> {
             },
         ),
         typed("ffi.ModuleGetPropertyMask", &[MODULE], INT, |a| {
-            ensure_ours(&a.get::<Module>(0)?)?;
+            let module = a.get::<Module>(0)?;
+            if let Some(operations) = cxx_module_operations(&module) {
+                return operations.call_typed::<_, Any>(("GetPropertyMask", module));
+            }
+            ensure_ours(&module)?;
             Ok(Any::from(3i64))
         }),
         typed("ffi.ModuleInspectSource", &[MODULE, STR], STR, |a| {
-            ensure_ours(&a.get::<Module>(0)?)?;
+            let module = a.get::<Module>(0)?;
+            if let Some(operations) = cxx_module_operations(&module) {
+                let format = a.get::<pactum_core::String>(1)?;
+                return operations.call_typed::<_, Any>(("InspectSource", module, format));
+            }
+            ensure_ours(&module)?;
             Ok(Any::from(""))
         }),
         typed("ffi.ModuleGetKind", &[MODULE], STR, |a| {
             Ok(Any::from(module_kind(&a.get::<Module>(0)?)?.as_str()))
         }),
         typed("ffi.ModuleGetWriteFormats", &[MODULE], ARRAY_OF_STR, |a| {
-            ensure_ours(&a.get::<Module>(0)?)?;
+            let module = a.get::<Module>(0)?;
+            if let Some(operations) = cxx_module_operations(&module) {
+                return operations.call_typed::<_, Any>(("GetWriteFormats", module));
+            }
+            ensure_ours(&module)?;
             Ok(Array::new([]).into())
         }),
         typed("ffi.ModuleWriteToFile", &[MODULE, STR, STR], NONE, |a| {
-            let kind = module_kind(&a.get::<Module>(0)?)?;
+            let module = a.get::<Module>(0)?;
+            if let Some(operations) = cxx_module_operations(&module) {
+                let file = a.get::<pactum_core::String>(1)?;
+                let format = a.get::<pactum_core::String>(2)?;
+                return operations.call_typed::<_, Any>(("WriteToFile", module, file, format));
+            }
+            let kind = module_kind(&module)?;
             Err(Error::new(
                 ErrorKind::RUNTIME_ERROR,
                 format!("Module[{kind}] does not support WriteToFile"),

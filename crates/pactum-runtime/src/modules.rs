@@ -118,6 +118,19 @@ fn system_lib_symbols() -> MutexGuard<'static, HashMap<std::string::String, usiz
         .unwrap_or_else(|p| p.into_inner())
 }
 
+/// A copy of the registered context symbols, in registration order.
+pub(crate) fn context_symbols_snapshot() -> Vec<(Box<[u8]>, *mut c_void)> {
+    context_symbols()
+        .iter()
+        .map(|(name, symbol)| (name.clone(), *symbol as *mut c_void))
+        .collect()
+}
+
+/// Whether `object` is a live module object this runtime made.
+pub(crate) fn is_live_module(object: *const TVMFFIObject) -> bool {
+    live_modules().contains(&(object as usize))
+}
+
 pub(crate) fn register_context_symbol(name: &[u8], symbol: *mut c_void) {
     context_symbols().push((name.into(), symbol as usize));
 }
@@ -134,6 +147,24 @@ pub(crate) fn register_system_lib_symbol(name: &[u8], symbol: *mut c_void) {
         }
     }
     table.insert(name, symbol as usize);
+}
+
+/// ModuleObj's member functions for modules made by C++ code, when the library has a C++ part
+/// to run them (pactum-capi's `libtvm_ffi.so` installs it; see `cxx_support`).
+static CXX_MODULE_OPERATIONS: OnceLock<Function> = OnceLock::new();
+
+pub(crate) fn set_cxx_module_operations(operations: Function) {
+    let _ = CXX_MODULE_OPERATIONS.set(operations);
+}
+
+/// The C++ operations to run on `module` when C++ code made it: every module object this
+/// runtime did not make is a C++ `ModuleObj` (the module type is final, so nothing else has
+/// its type index). `None` for our own modules, and when there is no C++ part (then `cell_of`
+/// reports the module as foreign).
+fn cxx_operations_for(module: &Module) -> Option<&'static Function> {
+    let operations = CXX_MODULE_OPERATIONS.get()?;
+    let address = module.as_object_ref().as_raw() as usize;
+    (!live_modules().contains(&address)).then_some(operations)
 }
 
 /// Our module cell behind `module`, if pactum's runtime made it.
@@ -217,6 +248,9 @@ pub(crate) fn get_function(
     name: &str,
     query_imports: bool,
 ) -> Result<Option<Function>> {
+    if let Some(operations) = cxx_operations_for(module) {
+        return operations.call_typed(("GetFunction", module.clone(), name, query_imports));
+    }
     let cell = cell_of(module)?;
     if let Symbols::Served { get_function, .. } = &*cell.symbols {
         if let Some(function) = get_function.call_typed::<_, Option<Function>>((name,))? {
@@ -243,6 +277,14 @@ pub(crate) fn get_function_text(
     name: &str,
     query_imports: bool,
 ) -> Result<Option<pactum_core::String>> {
+    if let Some(operations) = cxx_operations_for(module) {
+        let operation = if what == "doc" {
+            "GetFunctionDoc"
+        } else {
+            "GetFunctionMetadata"
+        };
+        return operations.call_typed((operation, module.clone(), name, query_imports));
+    }
     let cell = cell_of(module)?;
     if let Symbols::Served { get_text, .. } = &*cell.symbols {
         if let Some(text) = get_text.call_typed::<_, Option<pactum_core::String>>((what, name))? {
@@ -452,12 +494,15 @@ pub(crate) fn import_module(module: &Module, other: &Module) -> Result<()> {
         if from.as_object_ref().ptr_eq(target.as_object_ref()) {
             return Ok(true);
         }
-        for import in imports_of(cell_of(from)?).iter() {
+        for import in imports_of_any(from)?.iter() {
             if reaches(&import.clone().cast::<Module>()?, target)? {
                 return Ok(true);
             }
         }
         Ok(false)
+    }
+    if let Some(operations) = cxx_operations_for(module) {
+        return operations.call_typed(("ImportModule", module.clone(), other.clone()));
     }
     if reaches(other, module)? {
         return Err(Error::new(
@@ -475,14 +520,39 @@ pub(crate) fn import_module(module: &Module, other: &Module) -> Result<()> {
     Ok(())
 }
 
+/// How `TVMFFIEnvModLookupFromImports` looks up from the imports of a module made by C++ code,
+/// whose library context is its `ModuleObj*` (the address of its vtable pointer).
+///
+/// # Safety (of calling it)
+/// `library_ctx` must be the `ModuleObj*` of a live C++ module.
+pub type CxxLookupFromImports = unsafe fn(*mut c_void, &str) -> Result<*mut TVMFFIObject>;
+
+static CXX_LOOKUP_FROM_IMPORTS: OnceLock<CxxLookupFromImports> = OnceLock::new();
+
+pub(crate) fn set_cxx_lookup_from_imports(lookup: CxxLookupFromImports) {
+    let _ = CXX_LOOKUP_FROM_IMPORTS.set(lookup);
+}
+
 /// `TVMFFIEnvModLookupFromImports`: imports first, then the global registry; cached.
-pub(crate) fn lookup_from_imports(
+///
+/// # Safety
+/// The C contract: `library_ctx` is the context a module's library holds (`__tvm_ffi__library_ctx`):
+/// the handle of one of our modules, or the `ModuleObj*` of a module made by C++ code.
+pub(crate) unsafe fn lookup_from_imports(
     library_ctx: *mut c_void,
     name: &str,
 ) -> Result<*mut TVMFFIObject> {
     let module = {
         let live = live_modules();
         if library_ctx.is_null() || !live.contains(&(library_ctx as usize)) {
+            drop(live);
+            if let (false, Some(lookup)) = (library_ctx.is_null(), CXX_LOOKUP_FROM_IMPORTS.get()) {
+                // Not one of ours: by the C contract, the context of a module made by C++
+                // code, which writes its `ModuleObj*` there (as the official runtime's
+                // library modules and TVM's JIT modules do).
+                // SAFETY: forwarded from the caller's contract.
+                return unsafe { lookup(library_ctx, name) };
+            }
             return Err(Error::new(
                 ErrorKind::VALUE_ERROR,
                 "library_ctx is not the context of a loaded module",
@@ -544,9 +614,26 @@ pub(crate) fn ensure_ours(module: &Module) -> Result<()> {
     cell_of(module).map(|_| ())
 }
 
+/// The C++ operations for `module` when C++ code made it (see `cxx_operations_for`), for the
+/// globals that answer differently for our own modules.
+pub(crate) fn cxx_module_operations(module: &Module) -> Option<&'static Function> {
+    cxx_operations_for(module)
+}
+
+/// The imports of any module: ours, or one C++ code made.
+fn imports_of_any(module: &Module) -> Result<Array> {
+    if let Some(operations) = cxx_operations_for(module) {
+        return operations.call_typed(("GetImports", module.clone()));
+    }
+    Ok(imports_of(cell_of(module)?))
+}
+
 /// `ModuleGetKind`: `library` for loaded libraries and system libraries, the implementation's
 /// kind for served modules.
 pub(crate) fn module_kind(module: &Module) -> Result<std::string::String> {
+    if let Some(operations) = cxx_operations_for(module) {
+        return operations.call_typed(("GetKind", module.clone()));
+    }
     Ok(match &*cell_of(module)?.symbols {
         Symbols::Served { kind, .. } => kind.clone(),
         Symbols::Library(_) | Symbols::System { .. } => "library".to_owned(),
@@ -575,6 +662,9 @@ pub(crate) fn served_module(
 
 /// `ModuleClearImports`.
 pub(crate) fn clear_imports(module: &Module) -> Result<()> {
+    if let Some(operations) = cxx_operations_for(module) {
+        return operations.call_typed(("ClearImports", module.clone()));
+    }
     let cell = cell_of(module)?;
     let old = {
         let _edit = MODULE_EDIT.lock().unwrap_or_else(|p| p.into_inner());

@@ -5,7 +5,9 @@
 //! when the program starts (`types::set_runtime_types_installer`), so the layers these come from
 //! stay above it.
 
-use pactum_sys::tvm_ffi::{TVMFFIMethodInfo, TVMFFISEqHashKind, TVMFFITypeMetadata, field_flags};
+use pactum_sys::tvm_ffi::{
+    TVMFFIMethodInfo, TVMFFISEqHashKind, TVMFFITypeIndex, TVMFFITypeMetadata, field_flags,
+};
 
 use super::args::byte_view;
 use super::runtime_types::{self, RUNTIME_TYPES, RuntimeType, TypeExtras};
@@ -22,6 +24,19 @@ pub(crate) fn install_runtime_types(table: &mut TypeTable) -> Result<()> {
     for (n, ty) in RUNTIME_TYPES.iter().enumerate() {
         add_runtime_type(table, n, ty)?;
     }
+    // `ffi.Module`'s one reflected field, as the official runtime registers it: the imports,
+    // at the same place in its modules (C++ `ModuleObj::imports_`) and in ours. Python reads
+    // `Module.imports` through it.
+    let imports = dataclass::RuntimeField {
+        name: "imports_",
+        doc: "",
+        schema: r#"{"type":"ffi.Array","args":[{"type":"Any"}]}"#,
+        offset: 24,
+        storage: dataclass::Storage::Object,
+        static_type_index: TVMFFITypeIndex::ARRAY.0,
+        flags: 0,
+    };
+    imports.with_info(|info| table.register_field(TVMFFITypeIndex::MODULE.0, info))?;
     Ok(())
 }
 

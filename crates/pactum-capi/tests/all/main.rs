@@ -3,6 +3,7 @@
 
 mod boundary;
 mod c_suite;
+mod cxx_abi;
 mod hostile_c;
 mod python_official;
 mod python_upstream;

@@ -65,17 +65,16 @@ impl TypeInfo {
         if type_index < 0 {
             return None;
         }
-        if (TVMFFITypeIndex::STATIC_OBJECT_END.0..TVMFFITypeIndex::DYN_OBJECT_BEGIN.0)
-            .contains(&type_index)
+        // Indices from the end of the runtime's own static types up are registered by
+        // programs: dynamic ones, and the static ones a library reserves for its own types
+        // below the dynamic range (TVM's runtime does), which need not exist.
+        if type_index >= TVMFFITypeIndex::STATIC_OBJECT_END.0
+            && !program_index_is_registered(type_index)
         {
             return None;
         }
-        if type_index >= TVMFFITypeIndex::DYN_OBJECT_BEGIN.0
-            && !dynamic_index_is_registered(type_index)
-        {
-            return None;
-        }
-        // SAFETY: the index is a static index or a registered dynamic one (checked above).
+        // SAFETY: the index is one of the runtime's static indices or a registered one
+        // (checked above).
         let raw = unsafe { (runtime::api().TVMFFIGetTypeInfo)(type_index) };
         // SAFETY: the runtime keeps type information alive for the life of the process.
         unsafe { raw.as_ref() }.map(TypeInfo)
@@ -148,11 +147,12 @@ unsafe fn byte_array_str(bytes: &TVMFFIByteArray) -> &'static str {
     core::str::from_utf8(slice).unwrap_or("<invalid type key>")
 }
 
-/// Whether a dynamic type index is known to the runtime, so `TVMFFIGetTypeInfo` may be asked
-/// about it (the official runtime exits the process on an unregistered index). Learnt from the
+/// Whether a type index a program registers (a dynamic one, or a static one reserved by a
+/// library above the runtime's own) is known to the runtime, so `TVMFFIGetTypeInfo` may be
+/// asked about it (the official runtime exits the process on an unregistered index). Learnt from the
 /// runtime's registered keys (`ffi.GetRegisteredTypeKeys`, then `TVMFFITypeKeyToIndex`), cached,
 /// and refreshed on a miss.
-fn dynamic_index_is_registered(type_index: i32) -> bool {
+fn program_index_is_registered(type_index: i32) -> bool {
     static KNOWN: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
     let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
     if known.as_ref().is_some_and(|k| k.contains(&type_index)) {

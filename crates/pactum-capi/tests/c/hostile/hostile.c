@@ -108,6 +108,20 @@ static void test_null_handles(void) {
   expect_error("EnvModLookupFromImports(bogus ctx)",
                TVMFFIEnvModLookupFromImports((void*)(uintptr_t)0x1234, "f", &handle),
                "", "");
+  /* Readable memory that is no C++ module: zeros, then an `ffi.Module` header whose "vtable
+   * pointer" points at the stack (not into any loaded object). */
+  static uint64_t zeros[8];
+  expect_error("EnvModLookupFromImports(zeroed memory)",
+               TVMFFIEnvModLookupFromImports(zeros, "f", &handle), "ValueError",
+               "not the context of a loaded module");
+  uint64_t fake[4];
+  fake[0] = (uint64_t)(uintptr_t)&fake;
+  fake[1] = 1;
+  fake[2] = (uint64_t)kTVMFFIModule;
+  fake[3] = (uint64_t)(uintptr_t)&fake;
+  expect_error("EnvModLookupFromImports(header without a vtable)",
+               TVMFFIEnvModLookupFromImports(fake, "f", &handle), "ValueError",
+               "not the context of a loaded module");
 }
 
 /* --------------------------------------------------- sizes no allocation has */

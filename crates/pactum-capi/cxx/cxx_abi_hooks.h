@@ -1,0 +1,40 @@
+// The hooks pactum's Rust runtime gives the C++ part of libtvm_ffi.so (cxx_abi.cc), installed
+// once when the library is loaded (crates/pactum-capi/src/cxx_abi.rs mirrors this struct).
+#ifndef PACTUM_CXX_ABI_HOOKS_H_
+#define PACTUM_CXX_ABI_HOOKS_H_
+
+#include <stddef.h>
+
+#include <tvm/ffi/c_api.h>
+
+#define PACTUM_HIDDEN __attribute__((visibility("hidden")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  // Non-zero when pactum's runtime made the module object `module` (its handle).
+  int (*is_runtime_module)(const TVMFFIObject* module);
+  // Calls `visit(visitor, name, name_size, symbol)` for each symbol registered with
+  // TVMFFIEnvModRegisterContextSymbol, in registration order, over a copy of the list.
+  void (*visit_context_symbols)(void* visitor,
+                                void (*visit)(void* visitor, const char* name, size_t name_size,
+                                              void* symbol));
+} PactumCxxHooks;
+
+PACTUM_HIDDEN void pactum_cxx_abi_install_hooks(const PactumCxxHooks* hooks);
+
+// A new reference to a function `(operation, module, arguments...)` running ModuleObj's member
+// function `operation` on a module made by C++ code (GetFunction, ImplementsFunction,
+// GetFunctionDoc, GetFunctionMetadata, GetKind, GetPropertyMask, InspectSource,
+// GetWriteFormats, WriteToFile, ImportModule, ClearImports, GetImports).
+PACTUM_HIDDEN TVMFFIObject* pactum_cxx_module_operations(void);
+
+PACTUM_HIDDEN int pactum_cxx_module_lookup_from_imports(void* ctx, const char* name, void** out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif  // PACTUM_CXX_ABI_HOOKS_H_
