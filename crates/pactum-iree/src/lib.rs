@@ -51,6 +51,8 @@ pub mod structured;
 pub mod tensor_fit;
 
 #[cfg(feature = "vm")]
+pub mod cell_access;
+#[cfg(feature = "vm")]
 pub mod host_memory;
 #[cfg(feature = "vm")]
 pub mod memory_budget;

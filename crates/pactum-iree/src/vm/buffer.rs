@@ -10,6 +10,7 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
+use crate::cell_access;
 use crate::host_memory::HostMemory;
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
@@ -127,7 +128,7 @@ fn zeroed(len: usize) -> Result<Box<[AtomicU8]>, BufferError> {
 #[inline(always)]
 fn load_cells<const N: usize>(cells: &[AtomicU8], at: usize) -> Option<[u8; N]> {
     let cells: &[AtomicU8; N] = cells.get(at..at.checked_add(N)?)?.try_into().ok()?;
-    Some(std::array::from_fn(|i| cells[i].load(Relaxed)))
+    Some(cell_access::load(cells))
 }
 
 /// Cells `at..at + n` of the window `start..start + len` of `cells`: `None` when the range is
@@ -275,10 +276,11 @@ impl VmBuffer {
         let mut out = [0u8; N];
         match self.mutable_cells() {
             Some(cells) => {
-                if let Some(cells) = cells.get(range) {
-                    for (o, c) in out.iter_mut().zip(cells) {
-                        *o = c.load(Relaxed);
-                    }
+                if let Some(cells) = cells
+                    .get(range)
+                    .and_then(|c| <&[AtomicU8; N]>::try_from(c).ok())
+                {
+                    out = cell_access::load(cells);
                 }
             }
             None => {
@@ -296,10 +298,11 @@ impl VmBuffer {
     pub fn store<const N: usize>(&self, offset: u64, bytes: [u8; N]) -> Result<(), BufferError> {
         let cells = self.cells()?;
         let range = self.range(offset, N as u64)?;
-        if let Some(cells) = cells.get(range) {
-            for (c, b) in cells.iter().zip(bytes) {
-                c.store(b, Relaxed);
-            }
+        if let Some(cells) = cells
+            .get(range)
+            .and_then(|c| <&[AtomicU8; N]>::try_from(c).ok())
+        {
+            cell_access::store(cells, bytes);
         }
         Ok(())
     }
@@ -334,9 +337,7 @@ impl VmBuffer {
                 .ok()?,
             Storage::ReadOnly { .. } => return None,
         };
-        for (c, b) in cells.iter().zip(bytes) {
-            c.store(b, Relaxed);
-        }
+        cell_access::store(cells, bytes);
         Some(())
     }
 
