@@ -45,6 +45,25 @@ impl Timeout {
     }
 }
 
+/// When a wait of `timeout` ends, read from the clock only once a wait finds a point not yet
+/// reached: a queue operation waits on fences that are almost always reached already (work
+/// completes before it is submitted further), and those checks then read no clock at all.
+struct Deadline {
+    timeout: Timeout,
+    /// `None` until asked; then the deadline (`None` inside: no limit).
+    at: Option<Option<Instant>>,
+}
+
+impl Deadline {
+    fn of(timeout: Timeout) -> Deadline {
+        Deadline { timeout, at: None }
+    }
+
+    fn get(&mut self) -> Option<Instant> {
+        *self.at.get_or_insert_with(|| self.timeout.deadline())
+    }
+}
+
 #[derive(Debug)]
 struct State {
     value: u64,
@@ -142,15 +161,11 @@ impl HalSemaphore {
     /// Waits until the value is at least `value`: `Ok` then, the failure if the semaphore
     /// fails first, a `DEADLINE_EXCEEDED` error if `timeout` passes first.
     pub fn wait(&self, value: u64, timeout: Timeout) -> Result<(), StatusError> {
-        self.wait_until(value, timeout.deadline(), timeout)
+        self.wait_until(value, &mut Deadline::of(timeout))
     }
 
-    fn wait_until(
-        &self,
-        value: u64,
-        deadline: Option<Instant>,
-        timeout: Timeout,
-    ) -> Result<(), StatusError> {
+    fn wait_until(&self, value: u64, deadline: &mut Deadline) -> Result<(), StatusError> {
+        let timeout = deadline.timeout;
         let mut state = self.lock();
         loop {
             if let Some(failure) = &state.failure {
@@ -159,7 +174,7 @@ impl HalSemaphore {
             if state.value >= value {
                 return Ok(());
             }
-            let remaining = match (timeout, deadline) {
+            let remaining = match (timeout, deadline.get()) {
                 (Timeout::Infinite, _) | (_, None) => None,
                 (Timeout::After(limit), Some(deadline)) => {
                     match deadline.checked_duration_since(Instant::now()) {
@@ -294,10 +309,10 @@ impl HalFence {
         fences: impl IntoIterator<Item = &'a HalFence>,
         timeout: Timeout,
     ) -> Result<(), StatusError> {
-        let deadline = timeout.deadline();
+        let mut deadline = Deadline::of(timeout);
         for fence in fences {
             for (semaphore, value) in fence.points() {
-                semaphore.wait_until(value, deadline, timeout)?;
+                semaphore.wait_until(value, &mut deadline)?;
             }
         }
         Ok(())

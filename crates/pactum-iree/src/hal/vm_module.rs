@@ -738,17 +738,17 @@ fn functions() -> NativeModuleBuilder<State> {
              command_buffer: &HalCommandBuffer,
              _flags: i64,
              table: Variadic<'_, (&HalBuffer, i64, i64)>| {
-                let table = table
-                    .iter()
-                    .map(|entry| {
-                        let (buffer, offset, length) = entry?;
-                        Ok(Binding {
-                            buffer: buffer.clone(),
-                            offset,
-                            length,
-                        })
-                    })
-                    .collect::<Result<Vec<_>, NativeError>>()?;
+                // Sized once: collecting through `Result` would grow the list step by step.
+                let mut entries = Vec::with_capacity(table.len());
+                for entry in table.iter() {
+                    let (buffer, offset, length) = entry?;
+                    entries.push(Binding {
+                        buffer: buffer.clone(),
+                        offset,
+                        length,
+                    });
+                }
+                let table = entries;
                 let empty = HalFence::empty();
                 device.queue_execute(
                     submission(state, affinity, wait, signal, &empty)?,

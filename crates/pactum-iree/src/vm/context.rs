@@ -1,16 +1,17 @@
 //! [`Context`]: modules linked in registration order, their state, and invocations.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::bytecode::LoadedModule;
 use super::code::Kind;
 use super::error::{LinkError, VmError};
 use super::interp::{self, Entry, Globals, ImportTarget, Instance, Stack};
 use super::limits::Limits;
-use super::native::NativeModule;
+use super::native::{NativeFunction, NativeModule};
 use super::value::Value;
 use super::verify::{Sig, kind_of};
 use crate::memory_budget::MemoryBudget;
@@ -167,6 +168,33 @@ fn sig_of(cconv: &str) -> Result<Sig, String> {
     })
 }
 
+/// The signature of a native function's calling convention. Conventions written in the
+/// program (`&'static str`, as every built-in module's ~60 are) are parsed once per process
+/// and remembered: each new context registering `hal` would otherwise parse them all again.
+/// The table only ever holds the program's own strings, so it stays as small as they are.
+fn native_sig_of(function: &NativeFunction) -> Result<Sig, String> {
+    let Cow::Borrowed(text) = function.cconv else {
+        return sig_of(&function.cconv);
+    };
+    static PARSED: OnceLock<Mutex<HashMap<&'static str, Sig>>> = OnceLock::new();
+    let parsed = PARSED.get_or_init(Mutex::default);
+    let remembered = parsed
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(text)
+        .cloned();
+    if let Some(sig) = remembered {
+        return Ok(sig);
+    }
+    // An error is not remembered: it is reported again, the same, on the next registration.
+    let sig = sig_of(text)?;
+    parsed
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(text, sig.clone());
+    Ok(sig)
+}
+
 fn split_name(full: &str) -> Option<(&str, &str)> {
     full.split_once('.')
 }
@@ -239,7 +267,7 @@ impl Context {
         let mut functions = HashMap::new();
         let mut sigs = Vec::new();
         for (index, f) in module.functions().iter().enumerate() {
-            let sig = sig_of(&f.cconv).map_err(|reason| VmError::Link {
+            let sig = native_sig_of(f).map_err(|reason| VmError::Link {
                 module: name.clone(),
                 error: LinkError::BadCallingConvention {
                     function: f.name.to_string(),

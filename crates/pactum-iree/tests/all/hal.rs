@@ -1064,6 +1064,35 @@ mod device {
     }
 
     #[test]
+    fn a_wait_over_several_fences_is_bounded_once_and_reached_points_never_block() {
+        let reached = HalSemaphore::new(4);
+        let pending = HalSemaphore::new(0);
+        let fences = [
+            HalFence::at(reached.clone(), 4),
+            HalFence::at(pending.clone(), 1),
+            HalFence::at(pending.clone(), 2),
+        ];
+        // Points already reached pass at once, even with no time allowed.
+        HalFence::wait_all(&fences[..1], Timeout::IMMEDIATE).unwrap();
+        // The first point not reached starts the clock; the limit bounds the whole wait.
+        let start = Instant::now();
+        let e = HalFence::wait_all(&fences, Timeout::After(Duration::from_millis(30))).unwrap_err();
+        assert_eq!(e.status, StatusCode::DeadlineExceeded);
+        assert!(start.elapsed() >= Duration::from_millis(30));
+        assert!(e.message.contains("did not reach 1"), "{e}");
+        // Signalled by another thread while the wait blocks: reached within the limit.
+        let signaller = {
+            let pending = pending.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                pending.signal(2)
+            })
+        };
+        HalFence::wait_all(&fences, Timeout::After(Duration::from_secs(60))).unwrap();
+        signaller.join().unwrap().unwrap();
+    }
+
+    #[test]
     fn fences_join_points_and_queue_operations_pass_failures_on() {
         let s = HalSemaphore::new(0);
         let t = HalSemaphore::new(0);

@@ -135,6 +135,60 @@ fn typed_native_functions_read_their_arguments_by_type() {
     assert_eq!(e.status, StatusCode::NotFound);
 }
 
+/// A module reading its arguments dynamically, with the functions it is given.
+struct DynamicModule(Vec<pactum_iree::vm::NativeFunction>);
+
+impl NativeModule for DynamicModule {
+    fn name(&self) -> &str {
+        "dynamic"
+    }
+    fn functions(&self) -> &[pactum_iree::vm::NativeFunction] {
+        &self.0
+    }
+    fn check_signatures(&self) -> Result<(), pactum_iree::vm::SignatureMismatch> {
+        Ok(())
+    }
+    fn call(&self, _: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {
+        Ok(args.to_vec())
+    }
+}
+
+#[test]
+fn calling_conventions_are_checked_in_every_context_that_registers_them() {
+    use pactum_iree::vm::NativeFunction;
+    // The program's own conventions are parsed once per process; a bad one is still refused
+    // in every context, and a good one linked in every context, as when each parsed it.
+    let bad_static = || DynamicModule(vec![NativeFunction::new("f", "0i_q")]);
+    let bad_owned = || DynamicModule(vec![NativeFunction::new("f", String::from("0i_q"))]);
+    for module in [bad_static(), bad_static(), bad_owned(), bad_owned()] {
+        let error = Context::new(Limits::default())
+            .register_native(Arc::new(module))
+            .unwrap_err();
+        match &error {
+            VmError::Link {
+                module,
+                error: LinkError::BadCallingConvention { function, .. },
+            } => assert_eq!((module.as_str(), function.as_str()), ("dynamic", "f")),
+            other => panic!("{other}"),
+        }
+    }
+    for _ in 0..2 {
+        let mut context = Context::new(Limits::default());
+        context
+            .register_native(Arc::new(DynamicModule(vec![NativeFunction::new(
+                "twice", "0iI_iI",
+            )])))
+            .unwrap();
+        let twice = context.lookup_export("dynamic.twice").unwrap();
+        assert_eq!(
+            context
+                .invoke(&twice, &[Value::I32(7), Value::I64(9)])
+                .unwrap(),
+            [Value::I32(7), Value::I64(9)]
+        );
+    }
+}
+
 #[test]
 fn a_typed_function_whose_signature_contradicts_its_convention_is_refused_at_registration() {
     // `frob` declares an i64 result, but the closure returns an i32.
