@@ -6,14 +6,14 @@
 #
 #   scripts/tvm_clients.sh [VENV]     (default VENV: /tmp/pactum-tvm-venv)
 #
-# Not part of the README test command yet: it installs apache-tvm (about 350 MB) into a
-# scratch venv outside the repository. pactum's library is swapped into a copy of the tvm_ffi
+# scripts/test.sh runs it with VENV=.venv-tvm (gitignored), where it installs apache-tvm (about
+# 350 MB) once. pactum's library is swapped into a copy of the tvm_ffi
 # package put first on PYTHONPATH (as scripts/official_suite.sh does), so the venv stays
 # official. Builds pactum's libtvm_ffi.so (debug) into $CARGO_TARGET_DIR (default: target/).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${1:-/tmp/pactum-tvm-venv}"
-python_bin="${PYTHON:-python3.11}"
+python_bin="${PYTHON:-python3}"
 if [ ! -x "$venv/bin/python" ]; then
   "$python_bin" -m venv "$venv"
 fi
