@@ -232,8 +232,8 @@ fn registers_past_the_window_and_branches_out_of_the_function_are_refused_at_loa
         f.bin(0x2A, pair, 0, 0).ret(&[0]);
         assert_eq!(refusal(f), VerifyRule::RegisterRange, "pair {pair}");
     }
-    // Branches past the end of the code, far past it, and to the byte before the first block.
-    for target in [0, 9, 1000, u32::MAX] {
+    // Branches into the branch itself (not a block), past the end of the code, and far past it.
+    for target in [1, 9, 1000, u32::MAX] {
         let mut f = Func::new("f", "0v_v", 1, 0);
         f.block();
         f.br(target);

@@ -44,22 +44,23 @@ fn run_in<const FTZ: bool>(
     code: &FunctionCode,
     mut r: Registers<'_>,
     fuel: &mut u64,
-    ip: usize,
+    start: usize,
 ) -> usize {
     let ftz = FTZ;
     // The instruction fetch needs no bounds check: the cursor reads its index modulo the
     // program's slot count (see `unchecked.rs`). The `End` after the last instruction stops
     // the loop.
-    let mut at = code.insts.cursor(ip);
+    let mut at = code.insts.cursor(start);
     let mut left = *fuel;
     let r = &mut r;
-    // The buffer in reference register `$b`, or a stop at `ip` (nothing done) when there is
-    // none: the main loop then reports the fault.
+    // The buffer in reference register `$b`, or a stop at the instruction (nothing done) when
+    // there is none: the main loop then reports the fault. (The macros name the cursor, not
+    // the loop's `ip`, which their bodies do not see.)
     macro_rules! buffer {
         ($b:expr) => {{
             match r.refs.get($b.index()) {
                 Some(Some(Ref::Buffer(buffer))) => &**buffer,
-                _ => break ip,
+                _ => break at.ip(),
             }
         }};
     }
@@ -81,11 +82,11 @@ fn run_in<const FTZ: bool>(
     macro_rules! fused {
         ($taken:expr, $t:expr, $f:expr, $d:expr) => {{
             if $taken {
-                pay!($t.cost, ip);
+                pay!($t.cost, at.ip());
                 r.set_i32($d, 1);
                 usize::from($t.target)
             } else {
-                pay!($f.cost, ip);
+                pay!($f.cost, at.ip());
                 r.set_i32($d, 0);
                 usize::from($f.target)
             }
