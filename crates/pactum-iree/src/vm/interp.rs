@@ -27,7 +27,8 @@ mod refs;
 mod register_ops;
 mod registers;
 mod select;
-// The one module allowed `unsafe`: unchecked instruction fetch, kept in range by its types.
+// The one module allowed `unsafe`: the fast loop's instruction fetch, its index masked into
+// range.
 #[allow(unsafe_code)]
 pub(super) mod unchecked;
 
