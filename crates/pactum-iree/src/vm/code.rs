@@ -7,6 +7,7 @@
 //! and every index the verifier produced is in range of the tables it built.
 
 pub use super::interp::unchecked::Program;
+use super::interp::unchecked::Slot;
 
 /// An i32-bank register holding a 32-bit value (i32 or f32): its slot.
 ///
@@ -1144,6 +1145,10 @@ pub enum Inst {
     },
 }
 
+impl Slot for Inst {
+    const END: Inst = Inst::End;
+}
+
 impl Inst {
     /// Whether the instruction ends a fuel segment (a transfer of control).
     pub fn ends_segment(&self) -> bool {
@@ -1177,7 +1182,7 @@ pub struct FunctionCode {
     /// The internal ordinal.
     pub ordinal: u32,
     /// The instructions.
-    pub insts: Program,
+    pub insts: Program<Inst>,
     /// Fuel charged on entry. Fuel is charged per segment, a run of instructions that ends
     /// with the first branch, call, return, fail or yield: on entering a function, taking an
     /// edge and continuing after a call, for all the instructions of the segment at once.
