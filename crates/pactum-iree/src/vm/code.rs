@@ -6,6 +6,9 @@
 //! operands live in side tables of the function. Nothing here is parsed again at run time,
 //! and every index the verifier produced is in range of the tables it built.
 
+pub use super::interp::unchecked::Program;
+use super::interp::unchecked::Slot;
+
 /// An i32-bank register holding a 32-bit value (i32 or f32): its slot.
 ///
 /// The verifier makes one only for a field it checked as an i32 register (bank, range), so the
@@ -962,6 +965,9 @@ pub enum Inst {
     Yield {
         edge: u32,
     },
+    /// The slot after a function's last instruction (see [`Program`]); never decoded, never
+    /// run: the fast loop stops at it and the main loop reports running past the end.
+    End,
     // Superinstructions, made from the decoded instructions by `fuse.rs` (never decoded
     // from bytecode). A fused compare-and-branch replaces the compare and leaves the
     // `cond_br` it absorbed at the next index, unreached, so that instruction indices, byte
@@ -1139,6 +1145,10 @@ pub enum Inst {
     },
 }
 
+impl Slot for Inst {
+    const END: Inst = Inst::End;
+}
+
 impl Inst {
     /// Whether the instruction ends a fuel segment (a transfer of control).
     pub fn ends_segment(&self) -> bool {
@@ -1172,7 +1182,7 @@ pub struct FunctionCode {
     /// The internal ordinal.
     pub ordinal: u32,
     /// The instructions.
-    pub insts: Vec<Inst>,
+    pub insts: Program<Inst>,
     /// Fuel charged on entry. Fuel is charged per segment, a run of instructions that ends
     /// with the first branch, call, return, fail or yield: on entering a function, taking an
     /// edge and continuing after a call, for all the instructions of the segment at once.

@@ -20,17 +20,17 @@
 //! it changes no observable behaviour: registers, results, traps, fuel and locations are those
 //! of the unfused instructions.
 
-use super::code::{FunctionCode, ICmp, Inst, Reg, Reg64, ShortEdge};
+use super::code::{FunctionCode, ICmp, Inst, Program, Reg, Reg64, ShortEdge};
 
 /// Rewrites `code`'s instructions into superinstructions where they apply.
 pub fn fuse(code: &mut FunctionCode) {
-    for i in 0..code.insts.len() {
-        let fused = match code.insts[i] {
-            Inst::CmpLtI32S { a, b, d } => {
-                compare_and_branch(code, i, d).map(|(t, f)| Inst::BrLtI32S { a, b, d, t, f })
-            }
+    let mut insts = std::mem::take(&mut code.insts).into_insts();
+    for i in 0..insts.len() {
+        let fused = match insts[i] {
+            Inst::CmpLtI32S { a, b, d } => compare_and_branch(code, &insts, i, d)
+                .map(|(t, f)| Inst::BrLtI32S { a, b, d, t, f }),
             Inst::CmpEqI32 { a, b, d } => {
-                compare_and_branch(code, i, d).map(|(t, f)| Inst::BrCmp32 {
+                compare_and_branch(code, &insts, i, d).map(|(t, f)| Inst::BrCmp32 {
                     op: ICmp::Eq,
                     a,
                     b,
@@ -39,31 +39,41 @@ pub fn fuse(code: &mut FunctionCode) {
                     f,
                 })
             }
-            Inst::Cmp32 { op, a, b, d } => {
-                compare_and_branch(code, i, d).map(|(t, f)| Inst::BrCmp32 { op, a, b, d, t, f })
-            }
+            Inst::Cmp32 { op, a, b, d } => compare_and_branch(code, &insts, i, d)
+                .map(|(t, f)| Inst::BrCmp32 { op, a, b, d, t, f }),
             Inst::Cmp64 {
                 op: ICmp::LtS,
                 a,
                 b,
                 d,
-            } => compare_and_branch(code, i, d).map(|(t, f)| Inst::BrLtI64S { a, b, d, t, f }),
-            Inst::Cmp64 { op, a, b, d } => {
-                compare_and_branch(code, i, d).map(|(t, f)| Inst::BrCmp64 { op, a, b, d, t, f })
-            }
+            } => compare_and_branch(code, &insts, i, d).map(|(t, f)| Inst::BrLtI64S {
+                a,
+                b,
+                d,
+                t,
+                f,
+            }),
+            Inst::Cmp64 { op, a, b, d } => compare_and_branch(code, &insts, i, d)
+                .map(|(t, f)| Inst::BrCmp64 { op, a, b, d, t, f }),
             Inst::Br { edge } => branch(code, edge),
             _ => None,
         };
         if let Some(inst) = fused {
-            code.insts[i] = inst;
+            insts[i] = inst;
         }
     }
+    code.insts = Program::new(insts);
 }
 
 /// The two edges of the `cond_br` after instruction `i`, when it branches on `d` (the
 /// compare's result) and neither edge copies anything.
-fn compare_and_branch(code: &FunctionCode, i: usize, d: Reg) -> Option<(ShortEdge, ShortEdge)> {
-    let Some(&Inst::CondBr { c, t, f }) = code.insts.get(i + 1) else {
+fn compare_and_branch(
+    code: &FunctionCode,
+    insts: &[Inst],
+    i: usize,
+    d: Reg,
+) -> Option<(ShortEdge, ShortEdge)> {
+    let Some(&Inst::CondBr { c, t, f }) = insts.get(i + 1) else {
         return None;
     };
     if c != d {
@@ -150,7 +160,7 @@ mod tests {
         let cond_br = Inst::CondBr { c: d, t: 0, f: 1 };
         let copying = Inst::CondBr { c: d, t: 0, f: 2 };
         let mut code = FunctionCode {
-            insts: vec![
+            insts: Program::new(vec![
                 Inst::CmpLtI32S { a, b, d },
                 cond_br,
                 Inst::Cmp64 {
@@ -173,7 +183,7 @@ mod tests {
                 cond_br,
                 Inst::CmpLtI32S { a, b, d },
                 copying,
-            ],
+            ]),
             moves: vec![(Reg(1), Reg(2))],
             edges: vec![
                 edge(7, 3, span(0, 0), span(0, 0)),
@@ -185,7 +195,7 @@ mod tests {
         fuse(&mut code);
         let (t, f) = (short(7, 3), short(9, 5));
         assert_eq!(
-            code.insts,
+            *code.insts,
             [
                 Inst::BrLtI32S { a, b, d, t, f },
                 cond_br,
@@ -229,7 +239,7 @@ mod tests {
     #[test]
     fn a_branch_carries_its_copies() {
         let mut code = FunctionCode {
-            insts: (0..10).map(|edge| Inst::Br { edge }).collect(),
+            insts: Program::new((0..10).map(|edge| Inst::Br { edge }).collect()),
             moves: vec![
                 (Reg(1), Reg(2)),
                 (Reg(3), Reg(4)),
@@ -262,7 +272,7 @@ mod tests {
         fuse(&mut code);
         let to = short(4, 2);
         assert_eq!(
-            code.insts,
+            *code.insts,
             [
                 Inst::BrShort { to },
                 Inst::BrMove1 {

@@ -27,6 +27,10 @@ mod refs;
 mod register_ops;
 mod registers;
 mod select;
+// The one module allowed `unsafe`: the fast loop's instruction fetch, its index masked into
+// range.
+#[allow(unsafe_code)]
+pub(super) mod unchecked;
 
 use std::sync::Arc;
 
@@ -662,6 +666,16 @@ impl<'a> Machine<'a> {
                         d,
                     } => tri!(buffers::compare(r, a, ao, b, bo, len, d)),
                     Inst::BufferHash { b, o, len, d } => tri!(buffers::hash(r, b, o, len, d)),
+                    // Not among the instructions this loop fetches (the `End` after them is
+                    // the fast loop's stop); reported as the fetch past the end above is.
+                    Inst::End => {
+                        return Err(locate(
+                            trap(TrapKind::Unsupported, "ran past the end of the function"),
+                            instance,
+                            code,
+                            ip - 1,
+                        ));
+                    }
                 })
             }
         }

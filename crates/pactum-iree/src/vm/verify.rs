@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::code::Inst::*;
 use super::code::{
     self as c, ArgOp, CallSite, Callee, Conv32, Conv32To64, Conv64, Conv64To32, Edge, FBin, FCmp,
-    FUn, FunctionCode, IBin, ICmp, IDiv, IUn, IUn64, Inst, Kind, RefReg, Reg, Reg64, Span, Width,
+    FUn, FunctionCode, IBin, ICmp, IDiv, IUn, IUn64, Inst, Kind, Program, RefReg, Reg, Reg64, Span,
+    Width,
 };
 use super::error::{FunctionName, VerifyRule, VmError};
 use super::fuse;
@@ -249,6 +250,8 @@ struct Verifier<'a> {
     ni: u32,
     nr: u32,
     out: FunctionCode,
+    /// The instructions decoded so far (moved into `out` once all are).
+    insts: Vec<Inst>,
     /// Start of the instruction being decoded.
     at: usize,
     pc: usize,
@@ -918,7 +921,7 @@ impl<'a> Verifier<'a> {
                         ),
                     );
                 }
-                markers.insert(self.pc as u32, self.out.insts.len() as u32);
+                markers.insert(self.pc as u32, self.insts.len() as u32);
                 in_block = true;
                 self.pc += 1;
                 continue;
@@ -953,7 +956,7 @@ impl<'a> Verifier<'a> {
             self.pairs.clear();
             self.cases.clear();
             let inst = self.decode(set, opcode)?;
-            self.out.insts.push(inst);
+            self.insts.push(inst);
             self.out.pcs.push(self.at as u32);
             if isa::is_terminator(set, opcode) {
                 in_block = false;
@@ -992,6 +995,7 @@ impl<'a> Verifier<'a> {
         for &(site, target, _) in &self.call_targets {
             self.out.calls[site].then = Some(markers[&target]);
         }
+        self.out.insts = Program::new(std::mem::take(&mut self.insts));
         self.charge_segments();
         let mut out = self.out;
         fuse::fuse(&mut out);
@@ -1052,6 +1056,7 @@ pub fn verify_function(
             ordinal,
             ..FunctionCode::default()
         },
+        insts: Vec::new(),
         at: 0,
         pc: 0,
         scratch: Vec::new(),

@@ -198,3 +198,45 @@ fn module_names_with_a_dot_are_refused_at_load() {
         );
     }
 }
+
+/// The fast loop reads registers and fetches instructions without bounds checks, relying on
+/// what the verifier proved at load: every register operand is inside the function's window,
+/// and every branch lands on an instruction of the function. Modules that break either are
+/// refused at load, whatever the operand's value (just past the window, or the largest one the
+/// encoding holds).
+#[test]
+fn registers_past_the_window_and_branches_out_of_the_function_are_refused_at_load() {
+    use asm::Func;
+    use pactum_iree::vm::{VerifyRule, VmError};
+    fn refusal(f: Func) -> VerifyRule {
+        match Context::new(Limits::default()).load_bytecode(asm::bytes(&asm::module("t", &[f]))) {
+            Err(VmError::Verify { rule, .. }) => rule,
+            Err(other) => panic!("expected a verification error, got {other}"),
+            Ok(_) => panic!("expected a verification error, the module loaded"),
+        }
+    }
+    // An i32 operand (source or destination) at the window's size and at the largest index.
+    for reg in [4, 5, 0x7FFF] {
+        for (a, d) in [(reg, 1), (0, reg)] {
+            let mut f = Func::new("f", "0i_i", 4, 0);
+            f.block();
+            f.bin(0x22, a, 0, d).ret(&[1]);
+            assert_eq!(refusal(f), VerifyRule::RegisterRange, "register {reg}");
+        }
+    }
+    // An i64 pair whose high half is past the window (window of 4: the pair 4-5), and one at the
+    // largest even index.
+    for pair in [4, 0x7FFE] {
+        let mut f = Func::new("f", "0I_I", 4, 0);
+        f.block();
+        f.bin(0x2A, pair, 0, 0).ret(&[0]);
+        assert_eq!(refusal(f), VerifyRule::RegisterRange, "pair {pair}");
+    }
+    // Branches into the branch itself (not a block), past the end of the code, and far past it.
+    for target in [1, 9, 1000, u32::MAX] {
+        let mut f = Func::new("f", "0v_v", 1, 0);
+        f.block();
+        f.br(target);
+        assert_eq!(refusal(f), VerifyRule::BranchTarget, "target {target}");
+    }
+}

@@ -44,19 +44,23 @@ fn run_in<const FTZ: bool>(
     code: &FunctionCode,
     mut r: Registers<'_>,
     fuel: &mut u64,
-    mut ip: usize,
+    start: usize,
 ) -> usize {
     let ftz = FTZ;
-    let insts: &[Inst] = &code.insts;
+    // The instruction fetch needs no bounds check: the cursor reads its index modulo the
+    // program's slot count (see `unchecked.rs`). The `End` after the last instruction stops
+    // the loop.
+    let mut at = code.insts.cursor(start);
     let mut left = *fuel;
     let r = &mut r;
-    // The buffer in reference register `$b`, or a stop at `ip` (nothing done) when there is
-    // none: the main loop then reports the fault.
+    // The buffer in reference register `$b`, or a stop at the instruction (nothing done) when
+    // there is none: the main loop then reports the fault. (The macros name the cursor, not
+    // the loop's `ip`, which their bodies do not see.)
     macro_rules! buffer {
         ($b:expr) => {{
             match r.refs.get($b.index()) {
                 Some(Some(Ref::Buffer(buffer))) => &**buffer,
-                _ => break ip,
+                _ => break at.ip(),
             }
         }};
     }
@@ -78,63 +82,62 @@ fn run_in<const FTZ: bool>(
     macro_rules! fused {
         ($taken:expr, $t:expr, $f:expr, $d:expr) => {{
             if $taken {
-                pay!($t.cost, ip);
+                pay!($t.cost, at.ip());
                 r.set_i32($d, 1);
                 usize::from($t.target)
             } else {
-                pay!($f.cost, ip);
+                pay!($f.cost, at.ip());
                 r.set_i32($d, 0);
                 usize::from($f.target)
             }
         }};
     }
     let stop = loop {
-        let Some(inst) = insts.get(ip) else {
-            break ip;
-        };
+        let ip = at.ip();
+        let inst = at.inst();
         // The register-only instructions are `register_ops.rs`'s rows (shared with the main
         // loop); the arms below are this loop's own.
         match_register_ops!(match *inst, registers r, ftz ftz {
             Inst::Br { edge } => {
                 let edge = code.edges[edge as usize];
                 pay!(edge.cost, ip);
-                ip = control::take_edge(code, r, edge);
+                at.jump(control::take_edge(code, r, edge));
                 continue;
             }
             Inst::CondBr { c, t, f } => {
                 let edge = code.edges[if r.i32(c) != 0 { t } else { f } as usize];
                 pay!(edge.cost, ip);
-                ip = control::take_edge(code, r, edge);
+                at.jump(control::take_edge(code, r, edge));
                 continue;
             }
             Inst::BrShort { to } => {
                 pay!(to.cost, ip);
-                ip = usize::from(to.target);
+                at.jump(usize::from(to.target));
                 continue;
             }
             Inst::BrMove1 { to, src, dst } => {
                 pay!(to.cost, ip);
                 r.set_i32(dst, r.i32(src));
-                ip = usize::from(to.target);
+                at.jump(usize::from(to.target));
                 continue;
             }
             Inst::BrMove2 { to, s0, d0, s1, d1 } => {
                 pay!(to.cost, ip);
                 r.set_i32(d0, r.i32(s0));
                 r.set_i32(d1, r.i32(s1));
-                ip = usize::from(to.target);
+                at.jump(usize::from(to.target));
                 continue;
             }
             Inst::BrMove64 { to, s, d } => {
                 pay!(to.cost, ip);
                 r.set_i64(d, r.i64(s));
-                ip = usize::from(to.target);
+                at.jump(usize::from(to.target));
                 continue;
             }
             Inst::BrMoves { to, moves } => {
                 pay!(to.cost, ip);
                 control::copy(code, r, moves);
-                ip = usize::from(to.target);
+                at.jump(usize::from(to.target));
                 continue;
             }
             // A fused compare-and-branch tests first and writes the compare's register only
@@ -142,22 +145,22 @@ fn run_in<const FTZ: bool>(
             // whole (its compare may overwrite one of its own operands).
             Inst::BrLtI32S { a, b, d, t, f } => {
                 let taken = (r.i32(a) as i32) < (r.i32(b) as i32);
-                ip = fused!(taken, t, f, d);
+                at.jump(fused!(taken, t, f, d));
                 continue;
             }
             Inst::BrLtI64S { a, b, d, t, f } => {
                 let taken = (r.i64(a) as i64) < (r.i64(b) as i64);
-                ip = fused!(taken, t, f, d);
+                at.jump(fused!(taken, t, f, d));
                 continue;
             }
             Inst::BrCmp32 { op, a, b, d, t, f } => {
                 let taken = compare::test32(r, op, a, b);
-                ip = fused!(taken, t, f, d);
+                at.jump(fused!(taken, t, f, d));
                 continue;
             }
             Inst::BrCmp64 { op, a, b, d, t, f } => {
                 let taken = compare::test64(r, op, a, b);
-                ip = fused!(taken, t, f, d);
+                at.jump(fused!(taken, t, f, d));
                 continue;
             }
             // Buffer accesses on their success path; any failure (no buffer, an offset out of
@@ -247,9 +250,10 @@ fn run_in<const FTZ: bool>(
             | Inst::BufferLength { .. }
             | Inst::BufferCopy { .. }
             | Inst::BufferCompare { .. }
-            | Inst::BufferHash { .. } => break ip,
+            | Inst::BufferHash { .. }
+            | Inst::End => break ip,
         });
-        ip += 1;
+        at.step();
     };
     *fuel = left;
     stop
