@@ -31,32 +31,21 @@ fn compile(
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/cxx_abi/{program}.cc"));
     let exe = build.join(program);
     let cxx = std::env::var("CXX").unwrap_or_else(|_| "g++".to_owned());
-    let compiled = Command::new(&cxx)
-        .args([
-            "-std=c++17",
-            "-O1",
-            "-g",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pthread",
-        ])
-        .args(extra_flags)
-        .arg(format!("-isystem{include}"))
-        .arg(&source)
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-L{}", libdir.display()))
-        .args(["-Wl,--no-as-needed", "-ltvm_ffi"])
-        .arg(format!("-Wl,-rpath,{}", libdir.display()))
-        .output()
-        .expect("run the C++ compiler");
-    assert!(
-        compiled.status.success(),
-        "compiling {program}.cc against {} failed:\n{}",
-        libdir.display(),
-        String::from_utf8_lossy(&compiled.stderr)
-    );
+    let mut flags: Vec<String> = [
+        "-std=c++17",
+        "-O1",
+        "-g",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-pthread",
+    ]
+    .iter()
+    .chain(extra_flags)
+    .map(|f| f.to_string())
+    .collect();
+    flags.push(format!("-isystem{include}"));
+    support::compile_client(&cxx, &flags, &source, &exe, libdir);
     exe
 }
 

@@ -59,3 +59,27 @@ pub fn config_value(config: &Path, flag: &str) -> String {
         .trim()
         .to_owned()
 }
+
+/// Compiles `source` with `compiler` (and `flags`) into `exe`, linked to the `libtvm_ffi.so` in
+/// `libdir` and finding it there at run time (an rpath), as a client built against the official
+/// headers links to whichever library it is given. A failing compile fails the test with the
+/// compiler's message.
+pub fn compile_client(compiler: &str, flags: &[String], source: &Path, exe: &Path, libdir: &Path) {
+    let compiled = Command::new(compiler)
+        .args(flags)
+        .arg(source)
+        .arg("-o")
+        .arg(exe)
+        .arg(format!("-L{}", libdir.display()))
+        .args(["-Wl,--no-as-needed", "-ltvm_ffi"])
+        .arg(format!("-Wl,-rpath,{}", libdir.display()))
+        .output()
+        .unwrap_or_else(|e| panic!("run {compiler}: {e}"));
+    assert!(
+        compiled.status.success(),
+        "compiling {} against {} failed:\n{}",
+        source.display(),
+        libdir.display(),
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+}

@@ -27,22 +27,12 @@ fn run_program(program: &str, vmfb: &Path) -> Option<String> {
     std::fs::create_dir_all(&build).unwrap();
     let exe = build.join(program);
     let cc = std::env::var("CC").unwrap_or_else(|_| "gcc".to_owned());
-    let compiled = Command::new(&cc)
-        .args(["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"])
-        .arg(format!("-I{include}"))
-        .arg(&source)
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-L{}", libdir.display()))
-        .args(["-Wl,--no-as-needed", "-ltvm_ffi"])
-        .arg(format!("-Wl,-rpath,{}", libdir.display()))
-        .output()
-        .expect("run the C compiler");
-    assert!(
-        compiled.status.success(),
-        "compiling {program}.c failed:\n{}",
-        String::from_utf8_lossy(&compiled.stderr)
-    );
+    let flags: Vec<String> = ["-std=c11", "-O1", "-g", "-Wall", "-Wextra", "-Werror"]
+        .iter()
+        .map(|f| f.to_string())
+        .chain([format!("-I{include}")])
+        .collect();
+    support::compile_client(&cc, &flags, &source, &exe, &libdir);
     let output = Command::new(&exe)
         .arg(vmfb)
         .env_remove("LD_LIBRARY_PATH")
