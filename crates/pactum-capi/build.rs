@@ -14,46 +14,10 @@
 //! the official library links it: one C++ runtime in the process, so exceptions and typeinfo
 //! match across libraries.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
-fn config_value(config: &Path, flag: &str) -> Option<String> {
-    let output = Command::new(config).arg(flag).output().ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    let text = String::from_utf8(output.stdout).ok()?.trim().to_owned();
-    (!text.is_empty()).then_some(text)
-}
-
-/// The official headers' directory.
-fn tvm_ffi_include() -> (PathBuf, String) {
-    println!("cargo:rerun-if-env-changed=PACTUM_TVM_FFI_CONFIG");
-    println!("cargo:rerun-if-env-changed=PATH");
-    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let mut candidates = Vec::new();
-    if let Some(path) = std::env::var_os("PACTUM_TVM_FFI_CONFIG") {
-        candidates.push(PathBuf::from(path));
-    }
-    candidates.push(PathBuf::from("tvm-ffi-config"));
-    candidates.push(manifest.join("../../.venv/bin/tvm-ffi-config"));
-    for config in &candidates {
-        if let Some(include) = config_value(config, "--includedir") {
-            return (config.clone(), include);
-        }
-    }
-    panic!(
-        "pactum-capi needs the headers of apache-tvm-ffi 0.1.15 to build the C++ part of \
-         libtvm_ffi.so; none found (tried {}). Install apache-tvm-ffi==0.1.15.post2 \
-         (scripts/requirements-peer.txt), or set PACTUM_TVM_FFI_CONFIG to its tvm-ffi-config \
-         (scripts/test.sh sets it to .venv/bin/tvm-ffi-config).",
-        candidates
-            .iter()
-            .map(|c| c.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-}
+#[path = "../../build-support/tvm_ffi_config.rs"]
+mod tvm_ffi_config;
 
 /// Writes the version script exporting the names listed in `symbols` (one per line, `#`
 /// comments) and returns its path.
@@ -85,8 +49,11 @@ fn main() {
     for path in sources.iter().chain([&symbols, &"cxx/cxx_abi_hooks.h"]) {
         println!("cargo:rerun-if-changed={path}");
     }
-    let (config, include) = tvm_ffi_include();
-    println!("cargo:rerun-if-changed={}", config.display());
+    let include = tvm_ffi_config::find(
+        "pactum-capi needs the headers of apache-tvm-ffi 0.1.15 to build the C++ part of \
+         libtvm_ffi.so (only the headers: nothing links to the official library)",
+    )
+    .include;
     cc::Build::new()
         .cpp(true)
         .std("c++17")
