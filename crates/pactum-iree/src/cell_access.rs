@@ -132,10 +132,10 @@ mod x86 {
 
     #[inline(always)]
     pub(super) fn store2(cells: &[AtomicU8; 2], value: u16) {
-        // SAFETY: `cells` is a live shared reference to 2 cells with interior mutability, so
-        // writing their 2 bytes is allowed and in bounds; one x86-64 store writes each byte
-        // atomically, which is what 2 relaxed byte stores may do (module docs); the block
-        // touches no other memory and no flags.
+        // `cells` is a live shared reference to 2 cells with interior mutability, so writing
+        // their 2 bytes is allowed and in bounds; one x86-64 store writes each byte atomically,
+        // which is what 2 relaxed byte stores may do (module docs).
+        // SAFETY: in-bounds writes of cells, as said above; no other memory, no flags.
         unsafe {
             asm!("mov word ptr [{p}], {v:x}", p = in(reg) cells.as_ptr(), v = in(reg) value,
                  options(nostack, preserves_flags));
