@@ -56,9 +56,9 @@ TVMFFIObject* HandleOf(const tvm::ffi::ModuleObj* module) {
   return reinterpret_cast<TVMFFIObject*>(const_cast<tvm::ffi::Object*>(object));
 }
 
-// Whether pactum's runtime made this module: its object has no C++ vtable in front of the
-// handle, so none of ModuleObj's virtual functions may be called on it; the runtime's own
-// `ffi.Module*` globals answer for it instead.
+// Whether pactum's runtime made this module (a RuntimeModuleObj, below): its imports are the
+// runtime's to read and change (under the runtime's lock), so the runtime's own `ffi.Module*`
+// globals answer for it rather than ModuleObj's code here.
 bool MadeByRuntime(const tvm::ffi::ModuleObj* module) {
   return g_hooks.is_runtime_module != nullptr && g_hooks.is_runtime_module(HandleOf(module)) != 0;
 }
@@ -266,6 +266,70 @@ static tvm::ffi::Any CxxModuleOperation(tvm::ffi::PackedArgs args) {
   if (operation == "GetImports") return object->imports();
   TVM_FFI_THROW(InternalError) << "unknown module operation " << operation;
   TVM_FFI_UNREACHABLE();
+}
+
+namespace {
+
+// A module object pactum's runtime makes (a loaded shared library, a system library, a module
+// served by code): a C++ ModuleObj with the official layout, so that C++ clients can call its
+// virtual functions and dynamic_cast it, as they do with the official library's modules. Each
+// virtual function answers through the runtime's `ffi.Module*` globals, which know the module
+// by its handle; what the runtime keeps for the module (`state_`) follows ModuleObj's fields.
+class RuntimeModuleObj final : public tvm::ffi::ModuleObj {
+ public:
+  RuntimeModuleObj(std::string kind, void* state) : state_(state), kind_(std::move(kind)) {}
+  RuntimeModuleObj(const RuntimeModuleObj&) = delete;
+  RuntimeModuleObj& operator=(const RuntimeModuleObj&) = delete;
+  // Runs when the last reference goes (the deleter make_object installed): the runtime forgets
+  // the module and drops its state; the imports go with ModuleObj's fields after this.
+  ~RuntimeModuleObj() { g_hooks.release_runtime_module(HandleOf(this), state_); }
+
+  const char* kind() const final { return kind_.c_str(); }
+
+  int GetPropertyMask() const final {
+    return static_cast<int>(
+        PACTUM_GLOBAL("ffi.ModuleGetPropertyMask")(RefOf(this)).cast<int64_t>());
+  }
+
+  tvm::ffi::Optional<tvm::ffi::Function> GetFunction(const tvm::ffi::String& name) final {
+    return PACTUM_GLOBAL("ffi.ModuleGetFunction")(RefOf(this), name, false)
+        .cast<tvm::ffi::Optional<tvm::ffi::Function>>();
+  }
+
+  tvm::ffi::Optional<tvm::ffi::String> GetFunctionDoc(const tvm::ffi::String& name) final {
+    return PACTUM_GLOBAL("ffi.ModuleGetFunctionDoc")(RefOf(this), name, false)
+        .cast<tvm::ffi::Optional<tvm::ffi::String>>();
+  }
+
+  tvm::ffi::Optional<tvm::ffi::String> GetFunctionMetadata(const tvm::ffi::String& name) final {
+    return PACTUM_GLOBAL("ffi.ModuleGetFunctionMetadata")(RefOf(this), name, false)
+        .cast<tvm::ffi::Optional<tvm::ffi::String>>();
+  }
+
+  // ImplementsFunction, WriteToFile, GetWriteFormats, SaveToBytes and InspectSource keep
+  // ModuleObj's own versions, as the official library's library modules do.
+
+ private:
+  // At handle + 40 (ModuleObj is 48 bytes with no tail padding, the handle is at +8): the
+  // runtime reads it there.
+  void* state_;
+  std::string kind_;
+};
+
+static_assert(sizeof(tvm::ffi::ModuleObj) == 48 && alignof(tvm::ffi::ModuleObj) == 8,
+              "the runtime finds a module's state at handle + 40, after ModuleObj's fields");
+
+}  // namespace
+
+extern "C" TVMFFIObject* pactum_cxx_new_runtime_module(const char* kind, size_t kind_size,
+                                                       void* state) {
+  try {
+    auto module = tvm::ffi::make_object<RuntimeModuleObj>(std::string(kind, kind_size), state);
+    return tvm::ffi::details::ObjectUnsafe::MoveObjectPtrToTVMFFIObjectPtr(std::move(module));
+  } catch (...) {
+    // Only memory can run out here; the runtime keeps its state and reports the failure.
+    return nullptr;
+  }
 }
 
 // A new reference to the function the runtime calls for `CxxModuleOperation`.

@@ -21,6 +21,9 @@ typedef struct {
   void (*visit_context_symbols)(void* visitor,
                                 void (*visit)(void* visitor, const char* name, size_t name_size,
                                               void* symbol));
+  // Releases what the runtime keeps for one of its modules (`state`, given to
+  // pactum_cxx_new_runtime_module) when the module object `module` (its handle) dies.
+  void (*release_runtime_module)(const TVMFFIObject* module, void* state);
 } PactumCxxHooks;
 
 PACTUM_HIDDEN void pactum_cxx_abi_install_hooks(const PactumCxxHooks* hooks);
@@ -30,6 +33,14 @@ PACTUM_HIDDEN void pactum_cxx_abi_install_hooks(const PactumCxxHooks* hooks);
 // GetFunctionDoc, GetFunctionMetadata, GetKind, GetPropertyMask, InspectSource,
 // GetWriteFormats, WriteToFile, ImportModule, ClearImports, GetImports).
 PACTUM_HIDDEN TVMFFIObject* pactum_cxx_module_operations(void);
+
+// A new module object of the runtime's (a new reference to its handle): a C++ ModuleObj with
+// the official layout, whose virtual functions answer through the runtime's `ffi.Module*`
+// globals. `kind` (of `kind_size` bytes) is what kind() returns; `state` is the runtime's, kept
+// right after ModuleObj's fields (at handle + 40) and given back to `release_runtime_module`.
+// NULL when memory runs out.
+PACTUM_HIDDEN TVMFFIObject* pactum_cxx_new_runtime_module(const char* kind, size_t kind_size,
+                                                          void* state);
 
 PACTUM_HIDDEN int pactum_cxx_module_lookup_from_imports(void* ctx, const char* name, void** out);
 

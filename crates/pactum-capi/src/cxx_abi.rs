@@ -15,12 +15,20 @@ type VisitContextSymbol = unsafe extern "C" fn(*mut c_void, *const c_char, usize
 struct CxxHooks {
     is_runtime_module: extern "C" fn(*const TVMFFIObject) -> c_int,
     visit_context_symbols: unsafe extern "C" fn(*mut c_void, VisitContextSymbol),
+    release_runtime_module: unsafe extern "C" fn(*const TVMFFIObject, *mut c_void),
 }
 
 // SAFETY: these declarations match cxx/cxx_abi_hooks.h, compiled into this library by build.rs.
 unsafe extern "C" {
     /// Stores a copy of `hooks` for the C++ part (hidden: not exported by the library).
     fn pactum_cxx_abi_install_hooks(hooks: *const CxxHooks);
+    /// A new module object of the runtime's, a C++ `ModuleObj` of kind `kind` (`kind_size`
+    /// bytes) holding `state`; a new reference to its handle, or NULL when memory ran out.
+    fn pactum_cxx_new_runtime_module(
+        kind: *const c_char,
+        kind_size: usize,
+        state: *mut c_void,
+    ) -> *mut TVMFFIObject;
     /// A new reference to the C++ function that runs `ModuleObj`'s member functions on modules
     /// made by C++ code (`cxx/cxx_abi_hooks.h`).
     fn pactum_cxx_module_operations() -> *mut TVMFFIObject;
@@ -150,9 +158,36 @@ unsafe extern "C" fn visit_context_symbols(visitor: *mut c_void, visit: VisitCon
     }
 }
 
+/// Called by the destructor of the runtime's C++ module objects (`RuntimeModuleObj`).
+///
+/// # Safety
+/// `module` is the handle of a dying module object made by `new_runtime_module`, and `state`
+/// the state it was made with (the C++ destructor runs once).
+unsafe extern "C" fn release_runtime_module(module: *const TVMFFIObject, state: *mut c_void) {
+    contained((), || {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { pactum_runtime::cxx_support::release_module_state(module, state) }
+    })
+}
+
+/// The runtime's module allocator: the C++ part's `RuntimeModuleObj`.
+///
+/// # Safety
+/// `state` is a module state of the runtime, which the object owns from here on.
+unsafe fn new_runtime_module(
+    kind: &str,
+    state: *mut c_void,
+) -> Option<core::ptr::NonNull<TVMFFIObject>> {
+    // SAFETY: `kind` is `kind.len()` readable bytes (copied); `state` per this function's
+    // contract; the C++ function catches every exception.
+    let handle = unsafe { pactum_cxx_new_runtime_module(kind.as_ptr().cast(), kind.len(), state) };
+    core::ptr::NonNull::new(handle)
+}
+
 static HOOKS: CxxHooks = CxxHooks {
     is_runtime_module,
     visit_context_symbols,
+    release_runtime_module,
 };
 
 /// Installs the hooks when the dynamic loader loads the library (an `.init_array` entry),
@@ -170,6 +205,9 @@ extern "C" fn install_hooks_at_load() {
         unsafe {
             pactum_runtime::cxx_support::set_cxx_lookup_from_imports(cxx_lookup_from_imports)
         };
+        // SAFETY: new_runtime_module makes C++ ModuleObjs of the official layout (type index
+        // ffi.Module) holding the state at handle+40 and releasing it when they die.
+        unsafe { pactum_runtime::cxx_support::set_cxx_module_allocator(new_runtime_module) };
     });
 }
 

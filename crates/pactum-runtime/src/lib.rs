@@ -114,9 +114,8 @@ pub mod cxx_support {
 
     use pactum_sys::tvm_ffi::TVMFFIObject;
 
-    /// Whether `module` is the handle of a module object this runtime made (such objects have
-    /// no C++ vtable in front of their header, so C++ must not call `ModuleObj`'s virtual
-    /// functions on them).
+    /// Whether `module` is the handle of a live module object this runtime made (its imports
+    /// are the runtime's to read and change, under its lock).
     pub fn is_runtime_module(module: *const TVMFFIObject) -> bool {
         super::modules::is_live_module(module)
     }
@@ -146,6 +145,32 @@ pub mod cxx_support {
     /// function the module keeps alive.
     pub unsafe fn set_cxx_lookup_from_imports(lookup: CxxLookupFromImports) {
         super::modules::set_cxx_lookup_from_imports(lookup)
+    }
+
+    pub use super::modules::CxxModuleAllocator;
+
+    /// Gives the runtime the allocator of its module objects: C++ `ModuleObj`s with the
+    /// official layout (a vtable in front of the header, the imports at handle+24), so that C++
+    /// clients can call their virtual functions. Each keeps the state the runtime gives it at
+    /// handle+40 and hands it to [`release_module_state`] when it dies. Modules the runtime
+    /// makes before (there are none when it is installed as the library loads) have no vtable.
+    /// The first call wins.
+    ///
+    /// # Safety
+    /// `allocator` must make such objects, of type index `ffi.Module`, as its contract says.
+    pub unsafe fn set_cxx_module_allocator(allocator: CxxModuleAllocator) {
+        super::modules::set_cxx_module_allocator(allocator)
+    }
+
+    /// Forgets a dying module object made through the [`CxxModuleAllocator`] and drops the
+    /// runtime's state for it.
+    ///
+    /// # Safety
+    /// `module` is the handle of such an object whose last reference went, and `state` the
+    /// state it was made with; called once per object.
+    pub unsafe fn release_module_state(module: *const TVMFFIObject, state: *mut c_void) {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { super::modules::release_module_state(module as usize, state) }
     }
 
     /// The symbols registered with `TVMFFIEnvModRegisterContextSymbol`, in registration order:

@@ -24,6 +24,9 @@ use pactum_core::internal::{ObjectBox, header, new_object_box};
 use pactum_core::module::Module;
 use pactum_core::object::{ObjectRef, ObjectRefType};
 
+/// The kind of modules over a shared library or the system library, as the official runtime's.
+const LIBRARY_KIND: &str = "library";
+
 /// Where a module's symbols come from.
 enum Symbols {
     /// A `dlopen`ed shared library. It is never closed: objects the library made (strings,
@@ -75,25 +78,60 @@ impl Symbols {
     }
 }
 
-/// The object body of modules pactum's runtime makes. `imports` sits at +24 like the official
-/// `imports_` field.
+/// The object body of modules pactum's runtime makes, after the header, laid out as the
+/// official `ModuleObj`'s fields: `imports` at handle+24 (`imports_`), then the slot of
+/// `import_lookup_cache_`, then the runtime's state.
+///
+/// With a C++ part in the library (pactum-capi's `libtvm_ffi.so`), the object is a C++
+/// `ModuleObj` it allocates (see `cxx_support::set_cxx_module_allocator`): a vtable pointer
+/// in front of the header, C++ members here, this runtime's [`ModuleState`] in `state`.
+/// Without one (a Rust program running pactum's runtime), it is an `ObjectBox<ModuleCell>`
+/// and has no vtable.
 #[repr(C)]
 struct ModuleCell {
     imports: UnsafeCell<Array>,
+    /// `import_lookup_cache_` of a C++ module object (its C++ code's, never read here); null
+    /// in modules without a C++ part.
+    _cxx_lookup_cache: UnsafeCell<*mut c_void>,
+    /// Owned: released by `release_module_state` (from the C++ destructor, or from `Drop`).
+    state: core::ptr::NonNull<ModuleState>,
+}
+
+/// What the runtime keeps for each of its modules.
+struct ModuleState {
     symbols: Arc<Symbols>,
     cache: Mutex<HashMap<std::string::String, Function>>,
 }
 
-// SAFETY: `imports` is only replaced under MODULE_EDIT; the rest is thread-safe.
+// SAFETY: `imports` is only replaced under MODULE_EDIT; `_cxx_lookup_cache` is never accessed
+// here; the state is thread-safe (Arc, Mutex) and only read until the module dies.
 unsafe impl Sync for ModuleCell {}
 // SAFETY: as above.
 unsafe impl Send for ModuleCell {}
 
+impl ModuleCell {
+    fn state(&self) -> &ModuleState {
+        // SAFETY: the state lives as long as the module object (released when it dies).
+        unsafe { self.state.as_ref() }
+    }
+}
+
 impl Drop for ModuleCell {
     fn drop(&mut self) {
         let address = self as *mut ModuleCell as usize - core::mem::size_of::<TVMFFIObject>();
-        live_modules().remove(&address);
+        // SAFETY: an ObjectBox<ModuleCell> dies once; its state was made by `new_module`.
+        unsafe { release_module_state(address, self.state.as_ptr().cast()) };
     }
+}
+
+/// Forgets the dying module at `handle` and drops its state.
+///
+/// # Safety
+/// `state` is the state `new_module` made for that module, released once, when it dies.
+pub(crate) unsafe fn release_module_state(handle: usize, state: *mut c_void) {
+    live_modules().remove(&handle);
+    // SAFETY: per the contract, a Box made by `new_module` and released once.
+    drop(unsafe { Box::from_raw(state.cast::<ModuleState>()) });
 }
 
 static MODULE_EDIT: Mutex<()> = Mutex::new(());
@@ -180,16 +218,60 @@ fn cell_of(module: &Module) -> Result<&ModuleCell> {
     Ok(unsafe { &(*(address as *const ObjectBox<ModuleCell>)).cell })
 }
 
-fn new_module(symbols: Arc<Symbols>) -> Module {
-    let cell = ModuleCell {
-        imports: UnsafeCell::new(Array::new([])),
+/// Makes a C++ module object (`ModuleObj`'s layout, vtable in front) of `kind` holding the
+/// runtime's `state` at handle+40, released through `release_module_state` when it dies; a new
+/// reference to its handle, or `None` when it could not be made (the state stays the caller's).
+///
+/// # Safety (of calling it)
+/// `state` is a module state of this runtime, which the object then owns.
+pub type CxxModuleAllocator =
+    unsafe fn(kind: &str, state: *mut c_void) -> Option<core::ptr::NonNull<TVMFFIObject>>;
+
+static CXX_MODULE_ALLOCATOR: OnceLock<CxxModuleAllocator> = OnceLock::new();
+
+pub(crate) fn set_cxx_module_allocator(allocator: CxxModuleAllocator) {
+    let _ = CXX_MODULE_ALLOCATOR.set(allocator);
+}
+
+/// The module objects that have a C++ vtable in front of their header (made through the C++
+/// part): their library context is their `ModuleObj*`, as the official runtime's modules.
+fn has_cxx_vtable() -> bool {
+    CXX_MODULE_ALLOCATOR.get().is_some()
+}
+
+fn new_module(symbols: Arc<Symbols>, kind: &str) -> Result<Module> {
+    let state = Box::into_raw(Box::new(ModuleState {
         symbols,
         cache: Mutex::new(HashMap::new()),
+    }));
+    let handle = match CXX_MODULE_ALLOCATOR.get() {
+        Some(allocate) => {
+            // SAFETY: a fresh state of ours, which the object owns from here on.
+            match unsafe { allocate(kind, state.cast()) } {
+                Some(handle) => handle,
+                None => {
+                    // SAFETY: the allocator did not take the state: it is still ours.
+                    drop(unsafe { Box::from_raw(state) });
+                    return Err(Error::new(
+                        ErrorKind::RUNTIME_ERROR,
+                        format!("out of memory making a module of kind {kind}"),
+                    ));
+                }
+            }
+        }
+        None => {
+            let cell = ModuleCell {
+                imports: UnsafeCell::new(Array::new([])),
+                _cxx_lookup_cache: UnsafeCell::new(core::ptr::null_mut()),
+                // SAFETY: Box::into_raw never returns null.
+                state: unsafe { core::ptr::NonNull::new_unchecked(state) },
+            };
+            new_object_box(TVMFFITypeIndex::MODULE.0, cell).cast()
+        }
     };
-    let ptr = new_object_box(TVMFFITypeIndex::MODULE.0, cell);
-    live_modules().insert(ptr.as_ptr() as usize);
-    // SAFETY: a fresh object whose single strong reference we take.
-    unsafe { Module::from_object_ref_unchecked(ObjectRef::from_raw_owned(ptr.cast())) }
+    live_modules().insert(handle.as_ptr() as usize);
+    // SAFETY: a fresh module object whose single strong reference we take.
+    Ok(unsafe { Module::from_object_ref_unchecked(ObjectRef::from_raw_owned(handle)) })
 }
 
 /// Payload of functions wrapping a library symbol.
@@ -252,11 +334,11 @@ pub(crate) fn get_function(
         return operations.call_typed(("GetFunction", module.clone(), name, query_imports));
     }
     let cell = cell_of(module)?;
-    if let Symbols::Served { get_function, .. } = &*cell.symbols {
+    if let Symbols::Served { get_function, .. } = &*cell.state().symbols {
         if let Some(function) = get_function.call_typed::<_, Option<Function>>((name,))? {
             return Ok(Some(function));
         }
-    } else if let Some(symbol) = cell.symbols.function_symbol(name) {
+    } else if let Some(symbol) = cell.state().symbols.function_symbol(name) {
         return Ok(Some(wrap_symbol(module, symbol)));
     }
     if query_imports {
@@ -286,11 +368,15 @@ pub(crate) fn get_function_text(
         return operations.call_typed((operation, module.clone(), name, query_imports));
     }
     let cell = cell_of(module)?;
-    if let Symbols::Served { get_text, .. } = &*cell.symbols {
+    if let Symbols::Served { get_text, .. } = &*cell.state().symbols {
         if let Some(text) = get_text.call_typed::<_, Option<pactum_core::String>>((what, name))? {
             return Ok(Some(text));
         }
-    } else if let Some(symbol) = cell.symbols.lookup(&format!("__tvm_ffi__{what}_{name}")) {
+    } else if let Some(symbol) = cell
+        .state()
+        .symbols
+        .lookup(&format!("__tvm_ffi__{what}_{name}"))
+    {
         let getter = wrap_symbol(module, symbol);
         let value = getter.call(&[])?;
         let type_index = value.type_index();
@@ -343,13 +429,21 @@ fn finish_library_load(symbols: Arc<Symbols>) -> Result<Module> {
     }
     let library_bin = symbols.lookup("__tvm_ffi__library_bin");
     let root = match library_bin {
-        None => new_module(symbols.clone()),
+        None => new_module(symbols.clone(), LIBRARY_KIND)?,
         Some(bin) => load_library_bin(bin.cast::<u8>(), &symbols)?,
     };
     if let Some(ctx) = symbols.lookup("__tvm_ffi__library_ctx") {
+        // The module's `ModuleObj*` when it is a C++ object (as the official runtime writes),
+        // else its handle: `lookup_from_imports` takes either.
+        let handle = root.as_object_ref().as_raw().cast::<u8>();
+        let context = if has_cxx_vtable() {
+            handle.wrapping_sub(CXX_VTABLE_POINTER_SIZE)
+        } else {
+            handle
+        };
         // SAFETY: `__tvm_ffi__library_ctx` is a `void*` variable; it receives an opaque token
         // (our module's address) without a reference, as the loader convention says.
-        unsafe { store_library_variable(ctx, root.as_object_ref().as_raw().cast()) };
+        unsafe { store_library_variable(ctx, context.cast()) };
     }
     Ok(root)
 }
@@ -423,7 +517,7 @@ fn load_library_bin(bin: *const u8, symbols: &Arc<Symbols>) -> Result<Module> {
     for _ in 0..count {
         let kind = std::string::String::from_utf8_lossy(reader.bytes()?).into_owned();
         if kind == "_lib" {
-            modules.push(new_module(symbols.clone()));
+            modules.push(new_module(symbols.clone(), LIBRARY_KIND)?);
         } else {
             let blob = pactum_core::Bytes::new(reader.bytes()?);
             let loader = format!("ffi.Module.load_from_bytes.{kind}");
@@ -527,6 +621,9 @@ pub(crate) fn import_module(module: &Module, other: &Module) -> Result<()> {
 /// `library_ctx` must be the `ModuleObj*` of a live C++ module.
 pub type CxxLookupFromImports = unsafe fn(*mut c_void, &str) -> Result<*mut TVMFFIObject>;
 
+/// How far a C++ module object's `ModuleObj*` is in front of its handle.
+const CXX_VTABLE_POINTER_SIZE: usize = core::mem::size_of::<*const c_void>();
+
 static CXX_LOOKUP_FROM_IMPORTS: OnceLock<CxxLookupFromImports> = OnceLock::new();
 
 pub(crate) fn set_cxx_lookup_from_imports(lookup: CxxLookupFromImports) {
@@ -544,6 +641,19 @@ pub(crate) unsafe fn lookup_from_imports(
 ) -> Result<*mut TVMFFIObject> {
     let module = {
         let live = live_modules();
+        // One of ours by its handle, or by its `ModuleObj*` (the vtable pointer's address) when
+        // it is a C++ object.
+        let library_ctx = if !library_ctx.is_null()
+            && has_cxx_vtable()
+            && live.contains(&((library_ctx as usize).wrapping_add(CXX_VTABLE_POINTER_SIZE)))
+        {
+            library_ctx
+                .cast::<u8>()
+                .wrapping_add(CXX_VTABLE_POINTER_SIZE)
+                .cast()
+        } else {
+            library_ctx
+        };
         if library_ctx.is_null() || !live.contains(&(library_ctx as usize)) {
             drop(live);
             if let (false, Some(lookup)) = (library_ctx.is_null(), CXX_LOOKUP_FROM_IMPORTS.get()) {
@@ -576,6 +686,7 @@ pub(crate) unsafe fn lookup_from_imports(
     };
     let cell = cell_of(&module)?;
     if let Some(function) = cell
+        .state()
         .cache
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -600,7 +711,8 @@ pub(crate) unsafe fn lookup_from_imports(
         }
     };
     let raw = function.as_object_ref().as_raw();
-    cell.cache
+    cell.state()
+        .cache
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .entry(name.to_owned())
@@ -634,9 +746,9 @@ pub(crate) fn module_kind(module: &Module) -> Result<std::string::String> {
     if let Some(operations) = cxx_operations_for(module) {
         return operations.call_typed(("GetKind", module.clone()));
     }
-    Ok(match &*cell_of(module)?.symbols {
+    Ok(match &*cell_of(module)?.state().symbols {
         Symbols::Served { kind, .. } => kind.clone(),
-        Symbols::Library(_) | Symbols::System { .. } => "library".to_owned(),
+        Symbols::Library(_) | Symbols::System { .. } => LIBRARY_KIND.to_owned(),
     })
 }
 
@@ -653,11 +765,14 @@ pub(crate) fn served_module(
             "a served module needs a non-empty kind",
         ));
     }
-    Ok(new_module(Arc::new(Symbols::Served {
-        kind: kind.to_owned(),
-        get_function,
-        get_text,
-    })))
+    new_module(
+        Arc::new(Symbols::Served {
+            kind: kind.to_owned(),
+            get_function,
+            get_text,
+        }),
+        kind,
+    )
 }
 
 /// `ModuleClearImports`.

@@ -7,7 +7,8 @@
 //!
 //! `module_cxx`: C++ module classes derived from the library's `ModuleObj` (its vtable and
 //! typeinfo), `ModuleObj`'s exported member functions on C++ modules and on a module the
-//! library loads, `Module::LoadFromFile`, `Module::VisitContextSymbols`, JSON, JSON graphs,
+//! library loads, every virtual function and `dynamic_cast` on the modules the library makes
+//! (a loaded shared library, the system library: C++ objects on both), `Module::LoadFromFile`, `Module::VisitContextSymbols`, JSON, JSON graphs,
 //! structural equality and hashing, repr, deep copy and the recursive comparisons: the same
 //! output on both libraries.
 //!

@@ -2,7 +2,8 @@
  * The C++ ABI of libtvm_ffi.so as C++ libraries built on apache-tvm-ffi use it (TVM's runtime,
  * its LLVM module, tvm-ffi-orcjit): module classes derived from the library's ModuleObj
  * (vtable and typeinfo exported by the library), dynamic_cast through it, ModuleObj's exported
- * member functions on C++ modules and on modules the library loads, Module::LoadFromFile,
+ * member functions on C++ modules and on modules the library makes (a loaded shared library, the
+ * system library: every virtual function called from C++, dynamic_cast), Module::LoadFromFile,
  * Module::VisitContextSymbols, and the exported free functions (JSON, JSON graphs, structural
  * equality and hashing, repr, deep copy, recursive comparison).
  *
@@ -13,6 +14,7 @@
 #include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/map.h>
 #include <tvm/ffi/error.h>
+#include <tvm/ffi/c_api.h>
 #include <tvm/ffi/extra/c_env_api.h>
 #include <tvm/ffi/extra/dataclass.h>
 #include <tvm/ffi/extra/json.h>
@@ -128,6 +130,83 @@ static void CppModules() {
   }
 }
 
+// A system-library symbol: returns its one integer argument times three.
+static int SystemTriple(void*, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result) {
+  if (num_args != 1 || args[0].type_index != kTVMFFIInt) {
+    TVMFFIErrorSetRaisedFromCStr("TypeError", "system_triple(x: int)");
+    return -1;
+  }
+  result->type_index = kTVMFFIInt;
+  result->zero_padding = 0;
+  result->v_int64 = args[0].v_int64 * 3;
+  return 0;
+}
+
+// Every virtual function of ModuleObj on `module`, a module the library made (a loaded shared
+// library, the system library), through C++ virtual calls, and dynamic_cast on it.
+static void VirtualCalls(const char* label, ffi::Module module, const char* function_name) {
+  ffi::ModuleObj* object = const_cast<ffi::ModuleObj*>(module.operator->());
+  std::printf("%s: kind %s, mask %d\n", label, object->kind(), object->GetPropertyMask());
+  std::printf("%s: dynamic_cast to NamedModule %d, to its most derived object is itself %d\n",
+              label, dynamic_cast<NamedModule*>(object) != nullptr,
+              dynamic_cast<void*>(object) == static_cast<void*>(object));
+  auto function = object->GetFunction(ffi::String(function_name));
+  EXPECT(function.has_value());
+  if (function) {
+    std::printf("%s: %s via the virtual GetFunction: %lld\n", label, function_name,
+                (long long)(std::string(function_name) == "add_i64"
+                                ? (*function)(20, 22).cast<int64_t>()
+                                : (*function)(14).cast<int64_t>()));
+  }
+  std::printf("%s: GetFunction(missing) %d, ImplementsFunction %d/%d\n", label,
+              object->GetFunction(ffi::String("no_such_function")).has_value(),
+              object->ImplementsFunction(ffi::String(function_name)),
+              object->ImplementsFunction(ffi::String("no_such_function")));
+  std::printf("%s: doc %s, metadata %s, missing doc %s\n", label,
+              Text(object->GetFunctionDoc(ffi::String(function_name))).c_str(),
+              Text(object->GetFunctionMetadata(ffi::String(function_name))).c_str(),
+              Text(object->GetFunctionDoc(ffi::String("no_such_function"))).c_str());
+  std::printf("%s: write formats %zu, source '%s'\n", label, object->GetWriteFormats().size(),
+              object->InspectSource("").c_str());
+  try {
+    object->WriteToFile("/nonexistent/module.so", "so");
+    ++failures;
+  } catch (const ffi::Error& error) {
+    std::printf("%s: WriteToFile: %s: %s\n", label, error.kind().c_str(), error.message().c_str());
+  }
+  try {
+    object->SaveToBytes();
+    ++failures;
+  } catch (const ffi::Error& error) {
+    std::printf("%s: SaveToBytes: %s: %s\n", label, error.kind().c_str(), error.message().c_str());
+  }
+  // Imports through the virtual ImportModule / ClearImports, and the exported lookup that
+  // calls the virtual GetFunction.
+  ffi::Module imported = Named("through_import");
+  object->ImportModule(imported);
+  auto through = object->GetFunction("through_import", true);
+  EXPECT(through.has_value());
+  if (through) {
+    std::printf("%s: imports %zu, through_import(1) = %lld\n", label, object->imports().size(),
+                (long long)(*through)(1).cast<int64_t>());
+  }
+  try {
+    imported->ImportModule(module);
+    ++failures;
+  } catch (const ffi::Error& error) {
+    std::printf("%s: cycle refused: %s\n", label, error.message().c_str());
+  }
+  object->ClearImports();
+  std::printf("%s: imports after clear %zu\n", label, object->imports().size());
+}
+
+static void SystemLibrary() {
+  EXPECT(TVMFFIEnvModRegisterSystemLibSymbol("__tvm_ffi_system_triple",
+                                             reinterpret_cast<void*>(SystemTriple)) == 0);
+  ffi::Module system = ffi::Function::GetGlobalRequired("ffi.SystemLib")().cast<ffi::Module>();
+  VirtualCalls("system", system, "system_triple");
+}
+
 static void LoadedModules(const char* sample_path) {
   ffi::Module lib = ffi::Module::LoadFromFile(sample_path);
   std::printf("loaded kind from global: %s\n",
@@ -148,8 +227,17 @@ static void LoadedModules(const char* sample_path) {
   EXPECT(through.has_value());
   if (through) std::printf("holder->add_i64(4, 5) = %lld\n", (long long)(*through)(4, 5).cast<int64_t>());
   holder->ClearImports();
-  // Not here yet: virtual calls (kind(), ImportModule, ...) on a module pactum's library
-  // loads. Its module objects have no C++ vtable in front of their header (issue 24).
+
+  // The library's module is a C++ object: every virtual function, dynamic_cast.
+  VirtualCalls("loaded", lib, "add_i64");
+  // Its library context is its ModuleObj*, and generated code looks functions up through it.
+  void* ctx = (*lib->GetFunction("get_library_ctx"))().cast<void*>();
+  std::printf("library_ctx is the ModuleObj*: %d\n",
+              ctx == static_cast<void*>(const_cast<ffi::ModuleObj*>(lib.operator->())));
+  lib->ImportModule(Named("imported_fn"));
+  std::printf("call_from_imports(imported_fn, 1) = %lld\n",
+              (long long)(*lib->GetFunction("call_from_imports"))("imported_fn", 1).cast<int64_t>());
+  lib->ClearImports();
 
   for (const char* bad : {"no_extension", "module.unknownformat"}) {
     try {
@@ -338,6 +426,7 @@ int main(int argc, char** argv) {
   try {
     CppModules();
     LoadedModules(argv[1]);
+    SystemLibrary();
     ModuleGlobals(argv[1]);
     ContextSymbols();
     Json();
