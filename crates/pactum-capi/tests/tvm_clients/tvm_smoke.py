@@ -1,5 +1,5 @@
-"""apache-tvm 0.27 (and tvm-ffi-orcjit 0.1.3) programs, run on whichever libtvm_ffi.so the
-installed tvm_ffi package loads.
+"""apache-tvm 0.27 and tvm-ffi-orcjit 0.1.3 (a C and a C++ object file) programs, run on
+whichever libtvm_ffi.so the installed tvm_ffi package loads.
 
 Run by scripts/tvm_clients.sh on the official library and on pactum's. Prints one line per
 program (OK or FAIL with the error) and a count; exits 1 when any program fails, 2 when the
@@ -185,6 +185,42 @@ def orcjit_c_object():
         mod = tvm_ffi_orcjit.default_session().load_module(obj)
         assert mod.kind == "orcjit", mod.kind
         assert mod.add_i64(2, 3) == 5
+
+
+@program("tvm-ffi-orcjit loads a C++ object file with typed exports and calls them")
+def orcjit_cxx_object():
+    import subprocess
+
+    import tvm_ffi
+    import tvm_ffi.libinfo
+    import tvm_ffi_orcjit
+
+    @tvm_ffi.register_global_func("pactum.tvm_smoke.triple", override=True)
+    def triple(x):
+        return 3 * x
+
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "orcjit_typed.cc")
+    with tempfile.TemporaryDirectory() as scratch:
+        obj = os.path.join(scratch, "orcjit_typed.o")
+        include = tvm_ffi.libinfo.find_include_path()
+        subprocess.run(
+            [os.environ.get("CXX", "g++"), "-std=c++17", "-O1", "-fPIC", "-c", f"-I{include}",
+             source, "-o", obj],
+            check=True,
+        )
+        mod = tvm_ffi_orcjit.default_session().load_module(obj)
+        assert mod.kind == "orcjit", mod.kind
+        assert mod.add_ints(2, 3) == 5
+        assert mod.greet("orcjit") == "hello, orcjit"
+        assert list(mod.squares(4)) == [0, 1, 4, 9]
+        assert mod.double_non_negative(21) == 42
+        assert mod.call_global("pactum.tvm_smoke.triple", 14) == 42
+        try:
+            mod.double_non_negative(-1)
+        except ValueError as error:
+            assert str(error) == "negative input -1", str(error)
+        else:
+            raise AssertionError("the C++ ValueError thrown in JIT code was lost")
 
 
 failed = [name for name, error in results if error is not None]
