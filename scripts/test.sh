@@ -83,7 +83,7 @@ say "python package (python/): pip install ./python into .venv, then its pytest 
 .venv/bin/python -m pip install -q --disable-pip-version-check ./python
 .venv/bin/python -m pytest -q python/tests
 
-say "C++ clients of libtvm_ffi.so: apache-tvm 0.27 (TE, TIR, Relax) and tvm-ffi-orcjit 0.1.3, on the official library and on pactum's (scripts/tvm_clients.sh, peers pinned there, in .venv-tvm)"
+say "C++ clients of libtvm_ffi.so: apache-tvm 0.27 (TE, TIR, Relax), tvm-ffi-orcjit 0.1.3 and jax-tvm-ffi 0.1.3, on the official library and on pactum's (scripts/tvm_clients.sh, peers pinned there, in .venv-tvm)"
 scripts/tvm_clients.sh "$PWD/.venv-tvm"
 
 say "models with parameter archives (conformance/models/): ONNX MLP, CNN, ResNet, transformer and GPT decode step, weights in .irpa/.safetensors/.gguf; pactum run vs iree-run-module and pactum.iree vs iree.runtime"

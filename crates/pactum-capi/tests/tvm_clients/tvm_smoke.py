@@ -1,9 +1,9 @@
 """apache-tvm 0.27 and tvm-ffi-orcjit 0.1.3 (a C and a C++ object file) programs, run on
 whichever libtvm_ffi.so the installed tvm_ffi package loads.
 
-Run by scripts/tvm_clients.sh on the official library and on pactum's. Prints one line per
-program (OK or FAIL with the error) and a count; exits 1 when any program fails, 2 when the
-library mapped is not the one in PACTUM_EXPECT_LIB.
+Run by scripts/tvm_clients.sh (scripts/both_libraries.sh) on the official library and on
+pactum's. Prints one line per program (OK or FAIL with the error) and a count; exits 1 when
+any program fails, 2 when the library mapped is not the one in PACTUM_EXPECT_LIB.
 """
 
 import os

@@ -1,0 +1,26 @@
+# Sourced by the client scripts (tvm_clients.sh, xgrammar_client.sh): runs a Python program
+# with a venv's interpreter on the official libtvm_ffi.so (the venv's tvm_ffi package) and on
+# pactum's (a copy of that package, put first on PYTHONPATH, with pactum's library swapped in,
+# as scripts/official_suite.sh does), so the venv itself stays official.
+#
+#   on_both_libraries VENV PROGRAM.py     -> sets status=1 when the program fails on either
+#
+# Expects pactum's debug library built in ${CARGO_TARGET_DIR:-$root/target}; the programs check
+# the library they mapped against PACTUM_EXPECT_LIB.
+on_both_libraries() {
+  local venv="$1" program="$2"
+  local target="${CARGO_TARGET_DIR:-$root/target}"
+  local package scratch
+  package="$("$venv/bin/python" -c 'import os, tvm_ffi; print(os.path.dirname(tvm_ffi.__file__))')"
+  echo "== $(basename "$program") on the official libtvm_ffi.so"
+  PACTUM_EXPECT_LIB="$package/lib/libtvm_ffi.so" PYTHONDONTWRITEBYTECODE=1 \
+    "$venv/bin/python" "$program" || status=1
+  scratch="$(mktemp -d)"
+  cp -r "$package" "$scratch/tvm_ffi"
+  cp -r "$package"/../apache_tvm_ffi-*.dist-info "$scratch/"
+  cp "$target/debug/libtvm_ffi.so" "$scratch/tvm_ffi/lib/libtvm_ffi.so"
+  echo "== $(basename "$program") on pactum's libtvm_ffi.so"
+  PACTUM_EXPECT_LIB="$scratch/tvm_ffi/lib/libtvm_ffi.so" PYTHONPATH="$scratch" \
+    PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" "$program" || status=1
+  rm -rf "$scratch"
+}
