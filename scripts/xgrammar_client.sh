@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# xgrammar 0.2.8 (grammar-constrained decoding, a client of libtvm_ffi.so's C ABI) on the
+# official library and on pactum's: crates/pactum-capi/tests/tvm_clients/xgrammar_smoke.py (a
+# JSON schema and an EBNF grammar compiled, the matcher run over token sequences, the
+# next-token bitmask applied to logits).
+#
+#   scripts/xgrammar_client.sh [VENV]     (default VENV: /tmp/pactum-xgrammar-venv)
+#
+# Not part of scripts/test.sh: xgrammar imports PyTorch, and PyPI's Linux PyTorch wheels bring
+# CUDA (measured: a 5.6 GB venv, torch 1.2 GB + nvidia 3.0 GB + triton 1.0 GB, about 9 minutes
+# to install) — too much for CI's disk. Builds pactum's libtvm_ffi.so (debug) into
+# $CARGO_TARGET_DIR (default: target/).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${1:-/tmp/pactum-xgrammar-venv}"
+python_bin="${PYTHON:-python3}"
+if [ ! -x "$venv/bin/python" ]; then
+  "$python_bin" -m venv "$venv"
+fi
+"$venv/bin/pip" install -q xgrammar==0.2.8 \
+  "$(grep '^apache-tvm-ffi==' "$root/scripts/requirements-peer.txt")" \
+  "$(grep '^numpy==' "$root/scripts/requirements-peer.txt")"
+export PACTUM_TVM_FFI_CONFIG="${PACTUM_TVM_FFI_CONFIG:-$venv/bin/tvm-ffi-config}"
+cargo build -q -p pactum-capi --manifest-path "$root/Cargo.toml"
+# shellcheck source=scripts/both_libraries.sh
+. "$root/scripts/both_libraries.sh"
+
+status=0
+on_both_libraries "$venv" "$root/crates/pactum-capi/tests/tvm_clients/xgrammar_smoke.py"
+exit $status
