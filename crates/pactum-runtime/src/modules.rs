@@ -3,8 +3,9 @@
 //! globals).
 //!
 //! A module owns the loaded library; functions taken from it keep the module alive. The
-//! library's `__tvm_ffi__library_ctx` receives the module's object address as an opaque
-//! token, which `TVMFFIEnvModLookupFromImports` accepts only while that module lives.
+//! library's `__tvm_ffi__library_ctx` receives the module's address as an opaque token (its
+//! `ModuleObj*` when the module is a C++ object, as the official runtime writes; else its
+//! handle), which `TVMFFIEnvModLookupFromImports` accepts only while that module lives.
 
 use core::cell::UnsafeCell;
 use core::ffi::{c_int, c_void};
