@@ -1,0 +1,93 @@
+"""The Vulkan corpus harness itself: it passes a runtime that is IREE and catches one that is not.
+
+A stand-in for `pactum` that forwards to the native iree-run-module (IREE's Vulkan driver) must
+give no problem; one that prints other values, writes other `.npy` bytes or fails must be caught;
+IREE's Vulkan results that differ from its llvm-cpu ones must be caught. Needs a Vulkan driver
+(lavapipe): without one the first test fails and says so.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import stat
+import sys
+
+import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import cases as corpus  # noqa: E402
+import run  # noqa: E402
+
+CHOSEN = {("elementwise", "add_mul"), ("transfers", "splat_i8")}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    iree = run.run_module_tool()
+    assert run.vulkan_devices(iree), "no Vulkan driver: install mesa-vulkan-drivers (lavapipe)"
+    cache = tmp_path_factory.mktemp("vulkan")
+    compiler = run.compile_tool()
+    version = run.run([compiler, "--version"])[1]
+    arguments = run.write_inputs(cache)
+    modules = {}
+    for source in {s for s, _ in CHOSEN}:
+        for target in run.TARGETS:
+            modules[(source, target)] = run.compile_source(compiler, version, cache, source, [], target)
+            assert modules[(source, target)][1] is None, modules[(source, target)][1]
+    chosen = [c for c in corpus.CASES if (c[0], c[1]) in CHOSEN]
+    return chosen, modules, arguments, cache, iree
+
+
+def stand_in(folder: pathlib.Path, body: str) -> str:
+    """An executable taking `run ARGS...` as pactum does and running `body` with ARGS."""
+    path = folder / "stand_in.sh"
+    path.write_text(f"#!/bin/sh\nshift\nIREE='{run.run_module_tool()}'\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def run_chosen(built, pactum):
+    chosen, modules, arguments, cache, iree = built
+    return [run.run_case(case, modules, arguments, cache, iree, pactum) for case in chosen]
+
+
+def test_a_runtime_that_is_iree_passes(built, tmp_path):
+    records = run_chosen(built, stand_in(tmp_path, 'exec "$IREE" "$@"'))
+    assert [(r["iree"], r["pactum"]) for r in records] == [(None, None)] * len(records)
+
+
+def test_other_printed_values_are_caught(built, tmp_path):
+    body = '"$IREE" "$@" | sed "s/=/= 1 +/"'
+    records = run_chosen(built, stand_in(tmp_path, body))
+    assert [r["pactum"] for r in records] == ["differs"] * len(records)
+
+
+def test_other_npy_bytes_are_caught(built, tmp_path):
+    # Prints IREE's text but writes zeroed .npy files when asked for --output.
+    body = ('"$IREE" "$@" || exit 1\n'
+            'for a in "$@"; do case "$a" in --output=@*) f="${a#--output=@}";'
+            ' python3 -c "import sys; d=bytearray(open(sys.argv[1],\'rb\').read());'
+            ' d[-1]^=1; open(sys.argv[1],\'wb\').write(d)" "$f";; esac; done')
+    records = run_chosen(built, stand_in(tmp_path, body))
+    assert [r["pactum"] for r in records] == ["differs"] * len(records)
+    assert all(".npy files" in r["detail"] for r in records)
+
+
+def test_a_failing_runtime_is_an_error(built, tmp_path):
+    records = run_chosen(built, stand_in(tmp_path, 'echo "unknown device" >&2; exit 1'))
+    assert [r["pactum"] for r in records] == ["error"] * len(records)
+    assert all("unknown device" in r["detail"] for r in records)
+
+
+def test_vulkan_results_unlike_the_cpu_are_caught(tmp_path):
+    import numpy as np
+
+    gpu, cpu = tmp_path / "gpu.npy", tmp_path / "cpu.npy"
+    np.save(cpu, np.array([1.0, 2.0, 3.0], np.float32))
+    np.save(gpu, np.array([1.0, 2.0, 3.0], np.float32))
+    assert run.check_against_cpu([gpu], [cpu]) == []
+    np.save(gpu, np.array([1.0, 2.0, 3.01], np.float32))
+    assert "differs from IREE llvm-cpu" in run.check_against_cpu([gpu], [cpu])[0]
+    np.save(gpu, np.array([1, 2, 3], np.int32))
+    assert "int32" in run.check_against_cpu([gpu], [cpu])[0]
