@@ -209,18 +209,7 @@ def build_cases(work: Path, compiler: Path, wanted, devices):
             [sys.executable, str(HERE / "decode.py"), str(work / "decode")],
             check=True, stdout=subprocess.PIPE, text=True,
         ).stdout.split()
-        case = Case("decode", "GPT decode step, KV cache, weights from an .irpa")
-        for flag in printed:
-            key, _, value = flag.partition("=")
-            if key == "--module":
-                case.module = Path(value)
-            elif key == "--function":
-                case.function = value
-            elif key == "--input":
-                case.inputs.append(value)
-            else:
-                case.flags.append(flag)
-        cases.append(case)
+        cases.append(decode_case("decode", printed, CPU_DEVICES))
     if want("many_dispatches"):
         text = (HERE / "many_dispatches.mlir").read_text()
         function, specs = first_function(text)
@@ -238,8 +227,25 @@ def build_cases(work: Path, compiler: Path, wanted, devices):
     return cases
 
 
+def decode_case(name: str, printed: list, devices: tuple) -> Case:
+    """The decode step's case from the flags decode.py printed."""
+    case = Case(name, "GPT decode step, KV cache, weights from an .irpa", devices=devices)
+    for flag in printed:
+        key, _, value = flag.partition("=")
+        if key == "--module":
+            case.module = Path(value)
+        elif key == "--function":
+            case.function = value
+        elif key == "--input":
+            case.inputs.append(value)
+        else:
+            case.flags.append(flag)
+    return case
+
+
 def build_vulkan_cases(work: Path, compiler: Path, wanted):
-    """The `vk_*` cases: some of the CPU cases' models, compiled for Vulkan."""
+    """The `vk_*` cases: some of the CPU cases' models and the decode step, compiled for
+    Vulkan."""
     cases = []
 
     def want(name):
@@ -264,6 +270,12 @@ def build_vulkan_cases(work: Path, compiler: Path, wanted):
         if want(name + "_baked"):
             cases.append(Case(name + "_baked", what + ", weights baked in", module,
                               function + "_baked", inputs[:1], devices=("vulkan",)))
+    if want("vk_decode"):
+        printed = subprocess.run(
+            [sys.executable, str(HERE / "decode.py"), str(work / "vk_decode"), "--vulkan"],
+            check=True, stdout=subprocess.PIPE, text=True,
+        ).stdout.split()
+        cases.append(decode_case("vk_decode", printed, ("vulkan",)))
     if want("vk_many_dispatches"):
         text = (HERE / "many_dispatches.mlir").read_text()
         function, specs = first_function(text)
