@@ -50,6 +50,8 @@ CASES = [
     ("async", "async_add", [("float32", (6,)), ("float32", (6,))], ASYNC, False),
     ("async", "async_matmul", [("float32", (4, 8)), ("float32", (8, 4))], ASYNC, False),
     ("parameters", "linear", [("float32", (2, 8))], [], True),
+    ("constants", "baked_linear", [("float32", (4, 64))], [], False),
+    ("constants", "baked_offsets", [("int32", (300,))], [], False),
 ]
 
 

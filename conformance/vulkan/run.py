@@ -2,7 +2,8 @@
 """The Vulkan corpus: MLIR programs compiled for Vulkan, run by IREE and by pactum, compared.
 
 The sources in cases/ (elementwise, reductions, matmul, convolution, attention, dynamic shapes,
-dependent dispatches with barriers, fills and copies, async exports with fences, parameters)
+dependent dispatches with barriers, fills and copies, async exports with fences, parameters,
+baked-in constants)
 are compiled by the pinned `iree-compile --iree-hal-target-device=vulkan` (async.mlir with
 `--iree-execution-model=async-external`). Each case of cases.py is run with the same argument
 list (`--device=vulkan --module --function --input=@x.npy [--parameters=model=FILE]`) by:
