@@ -65,6 +65,19 @@ def backends_of(entry, chosen):
     return [b for b in backends if b not in OPT_IN_BACKENDS]
 
 
+def require_vulkan_driver():
+    """Exits, saying why, when no Vulkan device is there for the Vulkan column: without one
+    every IREE run would be an error and nothing would be compared (a silent skip)."""
+    import iree._runtime_libs as libs
+
+    tool = Path(libs.__file__).parent / "iree-run-module"
+    listed = subprocess.run([str(tool), "--list_devices"], capture_output=True, text=True).stdout
+    if "vulkan://" not in listed:
+        sys.exit("error: --backend vulkan, but NO VULKAN DRIVER: iree-run-module --list_devices "
+                 "shows no vulkan:// device. Install one (Debian: apt-get install "
+                 "mesa-vulkan-drivers libvulkan1, which gives lavapipe).")
+
+
 def known_differences():
     """[(pattern, cause)] from known_differences.txt."""
     entries = []
@@ -164,6 +177,9 @@ def main():
     index = json.loads((out / "cases.json").read_text())
     jobs = [(entry, backend) for entry in index for backend in backends_of(entry, args.backend)
             if not args.suite or entry["suite"] in args.suite]
+
+    if any(backend == "vulkan" for _, backend in jobs):
+        require_vulkan_driver()
 
     def run_one(job):
         entry, backend = job

@@ -74,6 +74,16 @@ def run_module_tool() -> str:
     return str(pathlib.Path(libs.__file__).parent / "iree-run-module")
 
 
+def require_vulkan_driver() -> None:
+    """Exits, saying why, when the Vulkan column is asked for and no Vulkan device is there."""
+    listed = subprocess.run([run_module_tool(), "--list_devices"], capture_output=True,
+                            text=True).stdout
+    if "vulkan://" not in listed:
+        die("--backends vulkan, but NO VULKAN DRIVER: iree-run-module --list_devices shows no "
+            "vulkan:// device. Install one (Debian: apt-get install mesa-vulkan-drivers "
+            "libvulkan1, which gives lavapipe).")
+
+
 def fingerprint(compile_tool: str) -> str:
     version = subprocess.run([compile_tool, "--version"], capture_output=True, text=True,
                              check=True).stdout
@@ -261,6 +271,8 @@ def main() -> int:
     unknown = [b for b in chosen or [] if b not in BACKENDS]
     if unknown:
         die(f"unknown backend {unknown[0]!r} (backends: {', '.join(BACKENDS)})")
+    if "vulkan" in (chosen or []):
+        require_vulkan_driver()
     pactum = pathlib.Path(args.pactum)
     if not os.access(pactum, os.X_OK):
         die(f"{pactum} is missing: build it with `cargo build -p pactum-cli`")
