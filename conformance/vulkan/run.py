@@ -10,7 +10,8 @@ list (`--device=vulkan --module --function --input=@x.npy [--parameters=model=FI
   - the native `iree-run-module` (IREE's Vulkan driver), and
   - `pactum run` (pactum's Vulkan device),
 and compared: pactum's printed results must be IREE's, text for text, and its
-`--output=@out.npy` files byte for byte IREE's.
+`--output=@out.npy` files byte for byte IREE's. Then `pactum call --device vulkan MODULE
+FUNCTION @x.npy ... --out DIR` must write IREE's arrays.
 
 So that a case cannot pass by both runtimes being wrong on the same driver, the sources are
 also compiled for llvm-cpu and IREE's Vulkan results must match IREE's local-task results (exact
@@ -235,7 +236,37 @@ def run_case(case, modules: dict, arguments: dict, cache: pathlib.Path, iree: st
     if different:
         record["pactum"] = "differs"
         record["detail"] = f"the .npy files of results {different} differ"
+        return record
+    problem = compare_call(pactum, gpu_module, function, arguments[(source, function)],
+                           parameters, cache, folder / f"{tag}.call", gpu_files)
+    if problem:
+        record["pactum"], record["detail"] = problem
     return record
+
+
+def compare_call(pactum: str, module: pathlib.Path, function: str, inputs: list,
+                 parameters: bool, cache: pathlib.Path, out: pathlib.Path, expected: list):
+    """`pactum call --device vulkan MODULE FUNCTION ARGS --out DIR` (the same inputs as
+    arguments: `@x.npy` and plain numbers): its `result_<i>.npy` files must hold IREE's
+    arrays (dtype, shape and bytes). None, or ("error" | "differs", why)."""
+    import numpy as np
+
+    values = [i.removeprefix("--input=") for i in inputs]
+    flags = ["--device", "vulkan", "--out", str(out)]
+    if parameters:
+        flags.append(f"--parameters={corpus.PARAMETER_SCOPE}={cache / 'parameters.irpa'}")
+    rc, _, err = run([pactum, "call", *flags, str(module), function, *values])
+    if rc != 0:
+        return "error", f"pactum call failed ({rc}): {err.strip()[-400:]}"
+    for k, theirs in enumerate(expected):
+        ours = out / f"result_{k}.npy"
+        if not ours.exists():
+            return "differs", f"pactum call wrote no {ours.name}"
+        a, b = np.load(ours), np.load(theirs)
+        if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+            return "differs", (f"pactum call result {k}: {a.dtype}{a.shape} differs from IREE's "
+                               f"{b.dtype}{b.shape}")
+    return None
 
 
 def main() -> int:

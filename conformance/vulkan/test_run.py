@@ -39,10 +39,27 @@ def built(tmp_path_factory):
     return chosen, modules, arguments, cache, iree
 
 
-def stand_in(folder: pathlib.Path, body: str) -> str:
-    """An executable taking `run ARGS...` as pactum does and running `body` with ARGS."""
+# `pactum call --device vulkan --out DIR [--parameters=P] MODULE FUNCTION ARGS...` done by
+# iree-run-module: each result written as DIR/result_<i>.npy.
+CALL = r"""
+shift; shift; shift; shift; out=$1; shift
+extra=""; case "$1" in --parameters=*) extra=$1; shift;; esac
+module=$1; function=$2; shift; shift
+set -- --device=vulkan --module="$module" --function="$function" $extra \
+  $(for a in "$@"; do printf ' --input=%s' "$a"; done)
+mkdir -p "$out"
+count=$("$IREE" "$@" | grep -c '^result\[')
+outputs=""; k=0; while [ $k -lt $count ]; do outputs="$outputs --output=@$out/result_$k.npy"; k=$((k+1)); done
+exec "$IREE" "$@" $outputs >/dev/null
+"""
+
+
+def stand_in(folder: pathlib.Path, body: str, call: str = CALL) -> str:
+    """An executable taking `run ARGS...` as pactum does and running `body` with ARGS, and
+    taking `call ...` and running `call`."""
     path = folder / "stand_in.sh"
-    path.write_text(f"#!/bin/sh\nshift\nIREE='{run.run_module_tool()}'\n{body}\n")
+    path.write_text(f"#!/bin/sh\nIREE='{run.run_module_tool()}'\n"
+                    f"if [ \"$1\" = call ]; then\n{call}\nfi\nshift\n{body}\n")
     path.chmod(path.stat().st_mode | stat.S_IEXEC)
     return str(path)
 
@@ -72,6 +89,19 @@ def test_other_npy_bytes_are_caught(built, tmp_path):
     records = run_chosen(built, stand_in(tmp_path, body))
     assert [r["pactum"] for r in records] == ["differs"] * len(records)
     assert all(".npy files" in r["detail"] for r in records)
+
+
+def test_other_call_results_are_caught(built, tmp_path):
+    # `pactum run` is IREE, `pactum call` writes a result of another shape.
+    call = ('shift; shift; shift; shift; mkdir -p "$1"\n'
+            'python3 -c "import sys; sys.exit(0)"\n'
+            'cp "$(dirname "$0")/other.npy" "$1/result_0.npy"; exit 0')
+    import numpy as np
+
+    np.save(tmp_path / "other.npy", np.zeros((2,), np.float32))
+    records = run_chosen(built, stand_in(tmp_path, 'exec "$IREE" "$@"', call))
+    assert [r["pactum"] for r in records] == ["differs"] * len(records)
+    assert all("pactum call result 0" in r["detail"] for r in records)
 
 
 def test_a_failing_runtime_is_an_error(built, tmp_path):
