@@ -58,8 +58,6 @@ CASES = [
 def random_array(rng, dtype: str, shape: tuple):
     """Values every runtime prints the same way: small integers, or floats on a 1/64 grid
     (exact in f32) in [-2, 2)."""
-    import numpy as np
-
     if dtype.startswith("int"):
         return rng.integers(-20, 20, size=shape).astype(dtype)
     return (rng.integers(-128, 128, size=shape) / 64.0).astype(dtype)
