@@ -22,7 +22,11 @@ loudly: the run fails, it does not skip. On Debian, `apt-get install mesa-vulkan
 libvulkan1` gives lavapipe.
 
 Usage: run.py [--pactum PATH] [--cases REGEX] [--iree-only] [--jobs N] [--cache DIR]
+              [--validation-layers DIR]
   --iree-only: run and check IREE's side only (the corpus itself; no pactum needed).
+  --validation-layers DIR: run both tools' Vulkan calls under Khronos' validation layer
+    (DIR holds VkLayer_khronos_validation.json; Debian: vulkan-validationlayers); a message
+    on pactum's run fails its case, one on IREE's is listed.
 Prints one line per case and the counts (cases, IREE runs, equal, differ, pactum errors);
 exit status 1 unless every case runs under IREE and pactum gives IREE's results.
 """
@@ -77,10 +81,37 @@ def vulkan_devices(iree: str) -> list:
     return [line.strip() for line in proc.stdout.splitlines() if line.strip().startswith("vulkan://")]
 
 
-def run(cmd, cwd=None):
+# With --validation-layers: the environment that puts Khronos' validation layer under both
+# tools' Vulkan calls, and the messages it printed, per (case, tool).
+VALIDATION_ENV = None
+VALIDATION_MESSAGES = {}
+
+
+def run(cmd, cwd=None, check_validation=None):
+    """(exit status, stdout, stderr) of `cmd`. `check_validation=(case, tool)` runs it under the
+    validation layer (when --validation-layers is given) and files the layer's messages (lines
+    naming a `VUID-`) under that key; they are taken out of stdout, so the printed results are
+    still compared."""
+    env = None
+    if check_validation and VALIDATION_ENV:
+        env = {**os.environ, **VALIDATION_ENV}
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S,
-                              errors="replace", cwd=cwd)
+                              errors="replace", cwd=cwd, env=env)
+        if env is not None:
+            # A message is a line naming a VUID and the indented lines after it (the objects).
+            out_lines, messages, in_message = [], [], False
+            for line in proc.stdout.splitlines(keepends=True):
+                if "VUID-" in line:
+                    messages.append(line)
+                    in_message = True
+                elif not (in_message and line[:1].isspace()):
+                    out_lines.append(line)
+                    in_message = False
+            messages += [line for line in proc.stderr.splitlines() if "VUID-" in line]
+            if messages:
+                VALIDATION_MESSAGES.setdefault(check_validation, []).extend(messages)
+            return proc.returncode, "".join(out_lines), proc.stderr
         return proc.returncode, proc.stdout, proc.stderr
     except subprocess.TimeoutExpired:
         return None, "", f"timed out after {TIMEOUT_S} s"
@@ -191,7 +222,8 @@ def run_case(case, modules: dict, arguments: dict, cache: pathlib.Path, iree: st
     folder.mkdir(exist_ok=True)
     tag = f"{source}.{function}"
     args = common_args(gpu_module, function, arguments[(source, function)], parameters, cache)
-    rc, iree_out, iree_err = run([iree, "--device=vulkan", *args])
+    rc, iree_out, iree_err = run([iree, "--device=vulkan", *args],
+                                 check_validation=(record["case"], "iree"))
     if rc != 0:
         record["iree"] = f"iree-run-module --device=vulkan failed ({rc}): {iree_err.strip()[-400:]}"
         return record
@@ -214,10 +246,16 @@ def run_case(case, modules: dict, arguments: dict, cache: pathlib.Path, iree: st
     record["printed"] = iree_out
     if pactum is None:
         return record
-    rc, ours_out, ours_err = run([pactum, "run", "--device=vulkan", *args])
+    rc, ours_out, ours_err = run([pactum, "run", "--device=vulkan", *args],
+                                 check_validation=(record["case"], "pactum"))
     if rc != 0:
         record["pactum"] = "error"
         record["detail"] = f"pactum run failed ({rc}): {ours_err.strip()[-400:]}"
+        return record
+    messages = VALIDATION_MESSAGES.get((record["case"], "pactum"))
+    if messages:
+        record["pactum"] = "differs"
+        record["detail"] = f"the validation layer reported pactum's Vulkan calls: {messages[0].strip()[:300]}"
         return record
     if ours_out != iree_out:
         record["pactum"] = "differs"
@@ -277,7 +315,19 @@ def main() -> int:
                         help="check IREE's side only (no pactum runs)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--cache", default=str(ROOT / "target/conformance/vulkan"))
+    parser.add_argument("--validation-layers", metavar="DIR",
+                        help="a folder of Vulkan layer manifests holding Khronos' validation "
+                        "layer (VkLayer_khronos_validation.json): run both tools' first "
+                        "--device=vulkan run of each case under it; a message on pactum's run "
+                        "fails the case, one on IREE's is listed")
     args = parser.parse_args()
+    if args.validation_layers:
+        manifest = pathlib.Path(args.validation_layers) / "VkLayer_khronos_validation.json"
+        if not manifest.is_file():
+            die(f"--validation-layers: {manifest} is missing")
+        global VALIDATION_ENV
+        VALIDATION_ENV = {"VK_LAYER_PATH": str(manifest.parent),
+                          "VK_INSTANCE_LAYERS": "VK_LAYER_KHRONOS_validation"}
 
     pactum = None
     if not args.iree_only:
@@ -307,6 +357,12 @@ def main() -> int:
             lambda case: run_case(case, modules, arguments, cache, iree, pactum), selected))
 
     print(f"vulkan devices: {', '.join(devices)}")
+    for record in records:
+        for tool in ("iree", "pactum"):
+            messages = VALIDATION_MESSAGES.get((record["case"], tool), [])
+            if messages:
+                print(f"VALIDATION {record['case']} ({tool}, {len(messages)} messages): "
+                      f"{messages[0].strip()[:300]}")
     for record in records:
         if record["iree"]:
             print(f"IREE FAILS {record['case']}: {record['iree']}")

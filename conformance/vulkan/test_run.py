@@ -104,6 +104,19 @@ def test_other_call_results_are_caught(built, tmp_path):
     assert all("pactum call result 0" in r["detail"] for r in records)
 
 
+def test_validation_messages_fail_pactum_and_leave_the_results_compared(built, tmp_path,
+                                                                          monkeypatch):
+    # A runtime that is IREE but whose Vulkan calls the validation layer reports.
+    monkeypatch.setattr(run, "VALIDATION_ENV", {"PACTUM_TEST_UNUSED": "1"})
+    monkeypatch.setattr(run, "VALIDATION_MESSAGES", {})
+    body = ('echo "VUID-vkCmdDispatch-None-02699(ERROR / SPEC): Validation Error: made up"\n'
+            'echo "    Objects: 1"\nexec "$IREE" "$@"')
+    records = run_chosen(built, stand_in(tmp_path, body))
+    assert [r["pactum"] for r in records] == ["differs"] * len(records)
+    assert all("validation layer" in r["detail"] and "made up" in r["detail"] for r in records)
+    assert all(tool != "iree" for _, tool in run.VALIDATION_MESSAGES)
+
+
 def test_a_failing_runtime_is_an_error(built, tmp_path):
     records = run_chosen(built, stand_in(tmp_path, 'echo "unknown device" >&2; exit 1'))
     assert [r["pactum"] for r in records] == ["error"] * len(records)
