@@ -2,10 +2,10 @@
 """bench/iree_paths: the GPT decode step of conformance/models (embedding lookup, attention over
 a KV cache the step extends, logits), built as the model suite builds it: ONNX with seeded
 weights, imported by the pinned `iree-import-onnx --externalize-params` (weights in an `.irpa`,
-scope `model`) and compiled for llvm-cpu. Its many small dispatches make per-dispatch,
+scope `model`) and compiled for llvm-cpu (or, with `--vulkan`, for the Vulkan device). Its many small dispatches make per-dispatch,
 per-barrier and per-call overhead dominate.
 
-Usage: decode.py OUT_DIR
+Usage: decode.py OUT_DIR [--vulkan]
 Writes OUT_DIR/gpt_decode.vmfb, OUT_DIR/params.irpa and OUT_DIR/input_{0,1,2}.npy, then prints
 the flags that `pactum bench` and the native `iree-benchmark-module` both take, e.g.
 
@@ -28,8 +28,10 @@ FUNCTION = "gpt_decode"
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
-        sys.exit("usage: decode.py OUT_DIR")
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ["--vulkan"]):
+        sys.exit("usage: decode.py OUT_DIR [--vulkan]")
+    target = (["--iree-hal-target-device=vulkan"] if sys.argv[2:] else
+              ["--iree-hal-target-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=generic"])
     import numpy as np
     import onnx
     from iree.compiler.tools import binaries
@@ -45,8 +47,7 @@ def main() -> int:
                     "--externalize-params", "--num-elements-threshold=32",
                     "--params-scope=model", "--save-params-to", str(out / "params.irpa")],
                    check=True)
-    subprocess.run([binaries.find_tool("iree-compile"), "--iree-hal-target-backends=llvm-cpu",
-                    "--iree-llvmcpu-target-cpu=generic", str(out / "model.mlir"), "-o",
+    subprocess.run([binaries.find_tool("iree-compile"), *target, str(out / "model.mlir"), "-o",
                     str(out / f"{FUNCTION}.vmfb")], check=True)
     flags = [f"--module={out / f'{FUNCTION}.vmfb'}", f"--function={FUNCTION}",
              f"--parameters=model={out / 'params.irpa'}"]

@@ -19,6 +19,11 @@ a worktree at the base commit against the current tree): every round runs IREE a
 once, in an order that rotates each round; each build gets its paired ratio to IREE and, after
 the first build, its paired ratio to the first build.
 
+Vulkan (issue 25): `--devices vulkan` times the `vk_*` cases, models compiled with
+`--iree-hal-target-device=vulkan` and run on the `vulkan` device by both tools (lavapipe where
+no GPU is present; dispatch and submission overhead dominate there). The CPU cases run on the
+CPU devices only and the `vk_*` cases on `vulkan` only; the default `--devices` is the CPU's.
+
 usage: .venv/bin/python bench/iree_paths/run.py [--runs N] [--cases a,b] [--devices ...]
        [--modes whole,inproc] [--min-time S] [--pactum NAME=PATH ...] [--markdown FILE]
 """
@@ -49,7 +54,9 @@ BACKENDS = {
         "--iree-hal-local-target-device-backends=llvm-cpu",
         "--iree-llvmcpu-target-cpu=host",
     ],
+    "vulkan": ["--iree-hal-target-device=vulkan"],
 }
+CPU_DEVICES = ("local-sync", "local-task")
 
 
 @dataclass
@@ -62,6 +69,8 @@ class Case:
     function: str = ""
     inputs: list = field(default_factory=list)
     flags: list = field(default_factory=list)
+    # The devices it runs on: its module is compiled either for the CPU or for Vulkan.
+    devices: tuple = CPU_DEVICES
 
 
 def native_tools() -> Path:
@@ -144,8 +153,12 @@ def npy_inputs(specs, folder: Path, stem: str):
     return paths
 
 
-def build_cases(work: Path, compiler: Path, wanted):
+def build_cases(work: Path, compiler: Path, wanted, devices):
     cases = []
+    if "vulkan" in devices:
+        cases += build_vulkan_cases(work, compiler, wanted)
+    if not any(d in CPU_DEVICES for d in devices):
+        return cases
 
     def want(name):
         return not wanted or any(w in name for w in wanted)
@@ -196,18 +209,7 @@ def build_cases(work: Path, compiler: Path, wanted):
             [sys.executable, str(HERE / "decode.py"), str(work / "decode")],
             check=True, stdout=subprocess.PIPE, text=True,
         ).stdout.split()
-        case = Case("decode", "GPT decode step, KV cache, weights from an .irpa")
-        for flag in printed:
-            key, _, value = flag.partition("=")
-            if key == "--module":
-                case.module = Path(value)
-            elif key == "--function":
-                case.function = value
-            elif key == "--input":
-                case.inputs.append(value)
-            else:
-                case.flags.append(flag)
-        cases.append(case)
+        cases.append(decode_case("decode", printed, CPU_DEVICES))
     if want("many_dispatches"):
         text = (HERE / "many_dispatches.mlir").read_text()
         function, specs = first_function(text)
@@ -222,6 +224,64 @@ def build_cases(work: Path, compiler: Path, wanted):
         module = compile_mlir(HERE / "axpy.mlir", "llvm-cpu", work / "axpy.vmfb", compiler)
         cases.append(Case("axpy_16m", "a*x+y over 16M f32 from .npy", module, function,
                           npy_inputs(specs, work, "axpy")))
+    return cases
+
+
+def decode_case(name: str, printed: list, devices: tuple) -> Case:
+    """The decode step's case from the flags decode.py printed."""
+    case = Case(name, "GPT decode step, KV cache, weights from an .irpa", devices=devices)
+    for flag in printed:
+        key, _, value = flag.partition("=")
+        if key == "--module":
+            case.module = Path(value)
+        elif key == "--function":
+            case.function = value
+        elif key == "--input":
+            case.inputs.append(value)
+        else:
+            case.flags.append(flag)
+    return case
+
+
+def build_vulkan_cases(work: Path, compiler: Path, wanted):
+    """The `vk_*` cases: some of the CPU cases' models and the decode step, compiled for
+    Vulkan."""
+    cases = []
+
+    def want(name):
+        return not wanted or any(w in name for w in wanted)
+
+    models = [
+        ("vk_matmul", "vmvx_matmul.mlir", "matmul + bias + relu"),
+        ("vk_mlp", "mlp_args.mlir", "MLP 784-512-512-10"),
+        ("vk_cnn", "vmvx_cnn.mlir", "CNN, two 3x3 convs"),
+    ]
+    for name, source, what in models:
+        if not (want(name + "_args") or want(name + "_baked")):
+            continue
+        text, function, specs = with_baked_weights((HERE / source).read_text())
+        baked_source = work / f"{name}.mlir"
+        baked_source.write_text(text)
+        module = compile_mlir(baked_source, "vulkan", work / f"{name}.vmfb", compiler)
+        inputs = npy_inputs(specs, work, name)
+        if want(name + "_args"):
+            cases.append(Case(name + "_args", what + ", weights as arguments", module, function,
+                              inputs, devices=("vulkan",)))
+        if want(name + "_baked"):
+            cases.append(Case(name + "_baked", what + ", weights baked in", module,
+                              function + "_baked", inputs[:1], devices=("vulkan",)))
+    if want("vk_decode"):
+        printed = subprocess.run(
+            [sys.executable, str(HERE / "decode.py"), str(work / "vk_decode"), "--vulkan"],
+            check=True, stdout=subprocess.PIPE, text=True,
+        ).stdout.split()
+        cases.append(decode_case("vk_decode", printed, ("vulkan",)))
+    if want("vk_many_dispatches"):
+        text = (HERE / "many_dispatches.mlir").read_text()
+        function, specs = first_function(text)
+        module = compile_mlir(HERE / "many_dispatches.mlir", "vulkan", work / "vk_many.vmfb", compiler)
+        cases.append(Case("vk_many_dispatches", "chain of small unfusable ops", module, function,
+                          npy_inputs(specs, work, "vk_many"), devices=("vulkan",)))
     return cases
 
 
@@ -303,13 +363,13 @@ def main():
     modes = args.modes.split(",")
     with tempfile.TemporaryDirectory(prefix="pactum-iree-paths-") as folder:
         work = Path(folder)
-        cases = build_cases(work, Path(args.compile), wanted)
+        cases = build_cases(work, Path(args.compile), wanted, devices)
         if not cases:
             sys.exit(f"error: no case matches {args.cases!r}")
         load_before = os.getloadavg()
         results = []
         for case in cases:
-            for device in devices:
+            for device in [d for d in devices if d in case.devices]:
                 for mode in modes:
                     def measure(which):
                         if mode == "whole":

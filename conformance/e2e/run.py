@@ -12,12 +12,18 @@ IREE's runtime gets wrong (it fails a check NumPy's expected value sets, or rais
 counted and listed, not failed: there pactum may agree with IREE or with NumPy. Counts are
 printed per suite and backend.
 
+The Vulkan column (`--backend vulkan`: every program llvm-cpu runs, compiled with
+`--iree-hal-target-device=vulkan`, run by IREE's Python runtime and by `pactum test` on the
+`vulkan` device, lavapipe where no GPU is present) is off unless asked for, so the default run
+is the three CPU configurations.
+
 known_differences.txt lists what pactum does not do yet: one line per pattern
 (`SOURCE::FUNCTION [BACKEND]`, shell wildcards allowed) and its cause after ` -- `. A listed
 difference is reported, not failed; a pattern that matches no difference fails the run, so a
 fix must take its line out.
 
 Usage: run.py [--out DIR] [--pactum PATH] [--suite NAME ...] [--backend NAME ...] [--jobs N]
+  (no --backend: llvm-cpu, vmvx and vmvx-ukernels; `--backend vulkan` for the Vulkan column)
 """
 
 import argparse
@@ -35,14 +41,41 @@ HERE = Path(__file__).resolve().parent
 IREE_RUNNER = ROOT / "crates/pactum-iree/tests/python/iree_check_runner.py"
 
 # Each backend configuration as IREE's e2e suites build and run it (tests/e2e/*/CMakeLists.txt:
-# llvm-cpu on local-task, vmvx on local-task, vmvx with microkernels on local-sync).
+# llvm-cpu on local-task, vmvx on local-task, vmvx with microkernels on local-sync, vulkan-spirv
+# on vulkan): its iree-compile flags and the device that runs it.
+LOCAL = "--iree-hal-target-device=local"
 BACKENDS = {
-    "llvm-cpu": (["--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=generic"],
+    "llvm-cpu": ([LOCAL, "--iree-hal-local-target-device-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=generic"],
                  "local-task"),
-    "vmvx": (["--iree-hal-local-target-device-backends=vmvx"], "local-task"),
-    "vmvx-ukernels": (["--iree-hal-local-target-device-backends=vmvx", "--iree-vmvx-enable-microkernels"],
+    "vmvx": ([LOCAL, "--iree-hal-local-target-device-backends=vmvx"], "local-task"),
+    "vmvx-ukernels": ([LOCAL, "--iree-hal-local-target-device-backends=vmvx", "--iree-vmvx-enable-microkernels"],
                       "local-sync"),
+    "vulkan": (["--iree-hal-target-device=vulkan"], "vulkan"),
 }
+# Run only when named with --backend (pactum's Vulkan device is new; the lead turns it on).
+OPT_IN_BACKENDS = {"vulkan"}
+
+
+def backends_of(entry, chosen):
+    """The backends an entry of cases.json runs on: its own (generate.py's), and vulkan
+    wherever llvm-cpu runs, restricted to `chosen` (None: every backend not opt-in)."""
+    backends = list(entry["backends"]) + (["vulkan"] if "llvm-cpu" in entry["backends"] else [])
+    if chosen:
+        return [b for b in backends if b in chosen]
+    return [b for b in backends if b not in OPT_IN_BACKENDS]
+
+
+def require_vulkan_driver():
+    """Exits, saying why, when no Vulkan device is there for the Vulkan column: without one
+    every IREE run would be an error and nothing would be compared (a silent skip)."""
+    import iree._runtime_libs as libs
+
+    tool = Path(libs.__file__).parent / "iree-run-module"
+    listed = subprocess.run([str(tool), "--list_devices"], capture_output=True, text=True).stdout
+    if "vulkan://" not in listed:
+        sys.exit("error: --backend vulkan, but NO VULKAN DRIVER: iree-run-module --list_devices "
+                 "shows no vulkan:// device. Install one (Debian: apt-get install "
+                 "mesa-vulkan-drivers libvulkan1, which gives lavapipe).")
 
 
 def known_differences():
@@ -75,7 +108,7 @@ def compile_module(compiler, out, entry, backend):
     """Compiles one generated source for one backend, reusing an earlier output when the
     source, flags and compiler are unchanged."""
     source = out / entry["source"]
-    flags = ["--iree-hal-target-device=local", *BACKENDS[backend][0]]
+    flags = list(BACKENDS[backend][0])
     if entry["input_type"]:
         flags.append(f"--iree-input-type={entry['input_type']}")
     key = hashlib.sha256(source.read_bytes() + "\0".join(flags).encode() + str(compiler).encode()).hexdigest()
@@ -142,8 +175,11 @@ def main():
     out = Path(args.out)
     subprocess.run([str(python), str(HERE / "generate.py"), str(out)], check=True)
     index = json.loads((out / "cases.json").read_text())
-    jobs = [(entry, backend) for entry in index for backend in entry["backends"]
-            if (not args.suite or entry["suite"] in args.suite) and (not args.backend or backend in args.backend)]
+    jobs = [(entry, backend) for entry in index for backend in backends_of(entry, args.backend)
+            if not args.suite or entry["suite"] in args.suite]
+
+    if any(backend == "vulkan" for _, backend in jobs):
+        require_vulkan_driver()
 
     def run_one(job):
         entry, backend = job

@@ -18,7 +18,13 @@ From Python, `pactum.iree.load(vmfb, parameters={"model": FILE})` and `iree.runt
 `ParameterIndex` and `io_parameters` module) are called with the same inputs: the arrays must be
 identical.
 
-Usage: run.py [--pactum PATH] [--models REGEX] [--jobs N] [--cache DIR]
+The Vulkan column (`--backends vulkan`, off by default): every model compiled with
+`--iree-hal-target-device=vulkan` and run with `--device=vulkan` by both tools, and through
+`iree.runtime.Config("vulkan")` and `pactum.iree.load(..., device="vulkan")`.
+
+Usage: run.py [--pactum PATH] [--models REGEX] [--backends NAME,...] [--jobs N] [--cache DIR]
+  (no --backends: llvm-cpu for every model and vmvx for three; `--backends vulkan` for the
+  Vulkan column, `--backends llvm-cpu,vmvx,vulkan` for all)
 Exit status 1 when any run differs; every run is listed.
 """
 
@@ -45,7 +51,12 @@ import models  # noqa: E402
 BACKENDS = {
     "llvm-cpu": ["--iree-hal-target-backends=llvm-cpu", "--iree-llvmcpu-target-cpu=generic"],
     "vmvx": ["--iree-hal-target-backends=vmvx"],
+    "vulkan": ["--iree-hal-target-device=vulkan"],
 }
+# The device each backend's modules run on, where it is not the tools' default (local-task).
+DEVICES = {"vulkan": "vulkan"}
+# Run only when named with --backends (pactum's Vulkan device is new; the lead turns it on).
+OPT_IN_BACKENDS = {"vulkan"}
 # vmvx runs the slower models for long; these three cover it (matmul, attention, embedding).
 VMVX_MODELS = {"mlp", "transformer", "gpt_decode"}
 FORMATS = ("irpa", "safetensors", "gguf")
@@ -61,6 +72,16 @@ def run_module_tool() -> str:
     import iree._runtime_libs as libs  # the native tool, not the venv's Python wrapper
 
     return str(pathlib.Path(libs.__file__).parent / "iree-run-module")
+
+
+def require_vulkan_driver() -> None:
+    """Exits, saying why, when the Vulkan column is asked for and no Vulkan device is there."""
+    listed = subprocess.run([run_module_tool(), "--list_devices"], capture_output=True,
+                            text=True).stdout
+    if "vulkan://" not in listed:
+        die("--backends vulkan, but NO VULKAN DRIVER: iree-run-module --list_devices shows no "
+            "vulkan:// device. Install one (Debian: apt-get install mesa-vulkan-drivers "
+            "libvulkan1, which gives lavapipe).")
 
 
 def fingerprint(compile_tool: str) -> str:
@@ -113,6 +134,21 @@ def build(name: str, cache: pathlib.Path, key: str) -> dict:
     return record
 
 
+def compile_opt_in(record: dict, backend: str, cache: pathlib.Path, key: str) -> None:
+    """Compiles cache/NAME/BACKEND.vmfb for an opt-in backend unless the same key compiled
+    it before (build() compiles the default backends only, so that the default run is
+    unchanged)."""
+    from iree.compiler.tools import binaries
+
+    folder = cache / record["name"]
+    module, stamp = folder / f"{backend}.vmfb", folder / f"{backend}.key"
+    if module.exists() and stamp.exists() and stamp.read_text() == key:
+        return
+    subprocess.run([binaries.find_tool("iree-compile"), *BACKENDS[backend],
+                    str(folder / "model.mlir"), "-o", str(module)], check=True, capture_output=True)
+    stamp.write_text(key)
+
+
 def run(cmd):
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S,
@@ -130,6 +166,8 @@ def compare(record, backend: str, fmt: str, cache: pathlib.Path, iree: str, pact
     folder = cache / name
     args = [f"--module={folder / f'{backend}.vmfb'}", f"--function={name}",
             f"--parameters={SCOPE}={folder / f'params.{fmt}'}"]
+    if backend in DEVICES:
+        args.append(f"--device={DEVICES[backend]}")
     args += [f"--input=@{folder / f'input_{k}.npy'}" for k in range(record["inputs"])]
     problems = []
     iree_rc, iree_out, iree_err = run([iree, *args])
@@ -166,6 +204,28 @@ def as_list(value):
     return list(value) if isinstance(value, (tuple, list)) else [value]
 
 
+def host_copy(array):
+    """An iree.runtime DeviceArray of a GPU device as a NumPy array, copied through a
+    host-visible staging buffer. `DeviceArray.to_host()` cannot be used there: on the vulkan
+    driver it imports the NumPy array's memory, which lavapipe refuses unless 4096-aligned
+    (minImportedHostPointerAlignment)."""
+    import iree.runtime as rt
+    import numpy as np
+
+    view, device = array._buffer_view, array._device  # no public accessors
+    source = view.get_buffer()
+    staging = device.allocator.allocate_buffer(
+        memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
+        allowed_usage=int(rt.BufferUsage.TRANSFER_TARGET | rt.BufferUsage.MAPPING_SCOPED),
+        allocation_size=source.byte_length())
+    semaphore = device.create_semaphore(0)
+    device.queue_copy(source, staging, wait_semaphores=rt.HalFence.create_at(semaphore, 0),
+                      signal_semaphores=rt.HalFence.create_at(semaphore, 1))
+    rt.HalFence.create_at(semaphore, 1).wait()
+    dtype = rt.HalElementType.map_to_dtype(view.element_type)
+    return np.array(staging.map().asarray(view.shape, dtype))
+
+
 def compare_python(record, backend: str, fmt: str, cache: pathlib.Path):
     """Problems of the same run through pactum's and IREE's Python packages."""
     import iree.runtime as rt
@@ -176,15 +236,18 @@ def compare_python(record, backend: str, fmt: str, cache: pathlib.Path):
     folder = cache / name
     module, params = folder / f"{backend}.vmfb", folder / f"params.{fmt}"
     inputs = [np.load(folder / f"input_{k}.npy") for k in range(record["inputs"])]
-    config = rt.Config("local-task")
+    device = DEVICES.get(backend, "local-task")
+    config = rt.Config(device)
     index = rt.ParameterIndex()
     index.load(str(params))
     bound = rt.load_vm_modules(
         rt.create_io_parameters_module(config.vm_instance, index.create_provider(scope=SCOPE)),
         rt.VmModule.mmap(config.vm_instance, str(module)), config=config)
-    theirs = [np.asarray(r.to_host()) for r in as_list(bound[-1][name](*inputs))]
+    theirs = [host_copy(r) if backend in DEVICES else np.asarray(r.to_host())
+              for r in as_list(bound[-1][name](*inputs))]
     try:
-        loaded = pactum.iree.load(module, parameters={SCOPE: params})
+        loaded = pactum.iree.load(module, parameters={SCOPE: params},
+                                  **({"device": device} if backend in DEVICES else {}))
         ours = [np.asarray(r) for r in as_list(loaded[name](*inputs))]
     except Exception as error:  # noqa: BLE001 - reported as the run's problem
         return [f"pactum.iree: {type(error).__name__}: {error}"[:400]]
@@ -199,9 +262,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pactum", default=str(ROOT / "target/debug/pactum"))
     parser.add_argument("--models", default=".*", help="regex of model names")
+    parser.add_argument("--backends", help="comma-separated backends (default: llvm-cpu and "
+                        "vmvx; opt-in: vulkan)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--cache", default=str(ROOT / "target/conformance/models"))
     args = parser.parse_args()
+    chosen = args.backends.split(",") if args.backends else None
+    unknown = [b for b in chosen or [] if b not in BACKENDS]
+    if unknown:
+        die(f"unknown backend {unknown[0]!r} (backends: {', '.join(BACKENDS)})")
+    if "vulkan" in (chosen or []):
+        require_vulkan_driver()
     pactum = pathlib.Path(args.pactum)
     if not os.access(pactum, os.X_OK):
         die(f"{pactum} is missing: build it with `cargo build -p pactum-cli`")
@@ -214,7 +285,12 @@ def main() -> int:
         die(f"no model matches {args.models!r} (models: {', '.join(models.MODELS)})")
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         records = list(pool.map(lambda n: build(n, cache, key), names))
-        jobs = [(r, b, f) for r in records for b in r["backends"] for f in FORMATS]
+        opt_in = [b for b in chosen or [] if b in OPT_IN_BACKENDS]
+        list(pool.map(lambda rb: compile_opt_in(*rb, cache, key),
+                      [(r, b) for r in records for b in opt_in]))
+        jobs = [(r, b, f) for r in records
+                for b in [b for b in r["backends"] if chosen is None or b in chosen] + opt_in
+                for f in FORMATS]
         results = list(pool.map(
             lambda job: (job, compare(*job, cache, run_module_tool(), str(pactum))), jobs))
     # In this process, one run at a time (both runtimes have their own thread pools).

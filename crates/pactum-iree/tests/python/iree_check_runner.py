@@ -21,7 +21,7 @@ with NumPy and ml_dtypes, independently of pactum's Rust implementation:
 
 Failures are non-fatal (recorded; the function goes on), unsupported element types raise.
 
-Usage: iree_check_runner.py --device local-sync|local-task MODULE.vmfb...
+Usage: iree_check_runner.py --device local-sync|local-task|vulkan MODULE.vmfb...
 
 Prints one JSON list, an object per module:
 
@@ -105,18 +105,45 @@ def c_e3(x):
     return "%.3e" % x
 
 
+def host_bytes(view, length):
+    """The first `length` bytes of a buffer view's contents. A buffer the host may map (every
+    local-sync/local-task buffer) is mapped; one it may not (device-local buffers of the vulkan
+    device) is first copied by the running test's device (the VM's device reference cannot be
+    turned back into a Python HalDevice) into a host-visible buffer, as iree.runtime's
+    DeviceArray.to_host does."""
+    buffer = view.get_buffer()
+    visible = int(ireert.MemoryType.HOST_VISIBLE)
+    scoped = int(ireert.BufferUsage.MAPPING_SCOPED)
+    if buffer.memory_type() & visible == visible and buffer.allowed_usage() & scoped == scoped:
+        return bytes(view.map().asarray([length], np.dtype(np.uint8)))
+    device = DEVICE[-1]
+    staging = device.allocator.allocate_buffer(
+        memory_type=int(ireert.MemoryType.HOST_LOCAL | ireert.MemoryType.DEVICE_VISIBLE),
+        allowed_usage=int(ireert.BufferUsage.TRANSFER_TARGET | ireert.BufferUsage.MAPPING_SCOPED),
+        allocation_size=buffer.byte_length(),
+    )
+    semaphore = device.create_semaphore(0)
+    device.queue_copy(
+        buffer,
+        staging,
+        wait_semaphores=ireert.HalFence.create_at(semaphore, 0),
+        signal_semaphores=ireert.HalFence.create_at(semaphore, 1),
+    )
+    ireert.HalFence.create_at(semaphore, 1).wait()
+    return bytes(staging.map().asarray([length], np.dtype(np.uint8)))
+
+
 def values(view, dtype):
     """The elements of a buffer view as a flat NumPy array of `dtype`."""
     count = int(np.prod(view.shape, dtype=np.int64)) if view.shape else 1
-    raw = view.map().asarray([count * dtype.itemsize], np.dtype(np.uint8))
-    return np.frombuffer(bytes(raw), dtype=dtype)
+    return np.frombuffer(host_bytes(view, count * dtype.itemsize), dtype=dtype)
 
 
 def raw_bytes(view):
     bits = view.element_type & 0xFF
     count = int(np.prod(view.shape, dtype=np.int64)) if view.shape else 1
     length = count * ((bits + 7) // 8)
-    return bytes(view.map().asarray([length], np.dtype(np.uint8)))
+    return host_bytes(view, length)
 
 
 def element_text(element_type, bytes_of_element):
@@ -253,6 +280,8 @@ class CheckState:
 
 
 CREATED = []
+# The device the running test function was given (host_bytes copies through it).
+DEVICE = []
 
 
 def check_module():
@@ -303,6 +332,7 @@ def run_module(instance, check, path, driver):
         CREATED.clear()
         try:
             device = ireert.get_driver(driver).create_default_device()
+            DEVICE[:] = [device]
             hal = ireert.create_hal_module(instance, device)
             context = ireert.VmContext(instance, modules=[check, hal, module])
             function = module.lookup_function(name)
@@ -321,7 +351,7 @@ def run_module(instance, check, path, driver):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", choices=["local-sync", "local-task"], default="local-sync")
+    parser.add_argument("--device", choices=["local-sync", "local-task", "vulkan"], default="local-sync")
     parser.add_argument("modules", nargs="+")
     args = parser.parse_args()
     instance = ireert.VmInstance()
