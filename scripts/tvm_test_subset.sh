@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# A CPU subset of apache-tvm's own Python tests (issue 24, item 3), run with pytest on the
+# official libtvm_ffi.so and on pactum's: prints per-library counts (passed / failed / skipped /
+# errors) and every test whose outcome differs between the two. Exit status 1 when any differs.
+#
+#   scripts/tvm_test_subset.sh [VENV]     (default VENV: /tmp/pactum-tvm-venv)
+#
+# Too long for CI (about 10 minutes per library on 2 cores): run by hand, counts go in the note
+# (docs/TESTING.md). The venv is the one scripts/tvm_clients.sh installs (apache-tvm pinned
+# there), plus pytest from scripts/requirements-peer.txt. pactum's library is swapped in as
+# scripts/tvm_clients.sh does: a copy of the tvm_ffi package put first on PYTHONPATH, so the
+# venv stays official. pactum's library: $PACTUM_LIB, else the debug build in
+# $CARGO_TARGET_DIR (default: target/), built here.
+#
+# The tests are not in the apache-tvm wheel and PyPI has no sdist of 0.27.0.post1, so they come
+# from a git repository of apache/tvm at run time, unpacked into a scratch directory (never
+# committed):
+#   TVM_TESTS_SRC  a local git directory or a URL (default https://github.com/apache/tvm.git)
+#   TVM_TESTS_REV  the revision (default v0.27.0, the release the pinned wheel is a post of)
+# Tests written for a different revision than the wheel fail alike on both libraries; only the
+# differences between the libraries are the verdict.
+#
+# TVM_TESTS_OUT: a directory that keeps each library's pytest log and outcome file (default: none).
+# The subset (TVM_TESTS_SUBSET overrides, paths under tests/python): the minimal all-platform
+# tests, runtime, ir, te, tirx-base, arith, target, the Relax VM and tvm.relax.frontend.nn tests.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="${1:-/tmp/pactum-tvm-venv}"
+python_bin="${PYTHON:-python3}"
+src="${TVM_TESTS_SRC:-https://github.com/apache/tvm.git}"
+rev="${TVM_TESTS_REV:-v0.27.0}"
+subset="${TVM_TESTS_SUBSET:-all-platform-minimal-test runtime ir te tirx-base arith target
+  relax/test_vm_*.py relax/test_frontend_nn_*.py}"
+
+if [ ! -x "$venv/bin/python" ]; then
+  "$python_bin" -m venv "$venv"
+fi
+"$venv/bin/pip" install -q apache-tvm==0.27.0.post1 \
+  "$(grep '^apache-tvm-ffi==' "$root/scripts/requirements-peer.txt")" \
+  "$(grep '^numpy==' "$root/scripts/requirements-peer.txt")" \
+  "$(grep '^pytest==' "$root/scripts/requirements-peer.txt")"
+
+if [ -z "${PACTUM_LIB:-}" ]; then
+  export PACTUM_TVM_FFI_CONFIG="${PACTUM_TVM_FFI_CONFIG:-$venv/bin/tvm-ffi-config}"
+  cargo build -q -p pactum-capi --manifest-path "$root/Cargo.toml"
+  PACTUM_LIB="${CARGO_TARGET_DIR:-$root/target}/debug/libtvm_ffi.so"
+fi
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+echo "== apache/tvm tests/python at $rev from $src"
+if [ -d "$src" ]; then
+  git --git-dir="$(git -C "$src" rev-parse --absolute-git-dir)" archive "$rev" tests/python |
+    tar -x -C "$scratch"
+else
+  git init -q "$scratch/repo"
+  git -C "$scratch/repo" fetch -q --depth 1 "$src" "$rev"
+  git -C "$scratch/repo" archive FETCH_HEAD tests/python | tar -x -C "$scratch"
+  rm -rf "$scratch/repo"
+fi
+
+package="$("$venv/bin/python" -c 'import os, tvm_ffi; print(os.path.dirname(tvm_ffi.__file__))')"
+mkdir "$scratch/swapped"
+cp -r "$package" "$scratch/swapped/tvm_ffi"
+cp -r "$package"/../apache_tvm_ffi-*.dist-info "$scratch/swapped/"
+cp "$PACTUM_LIB" "$scratch/swapped/tvm_ffi/lib/libtvm_ffi.so"
+
+# shellcheck disable=SC2086  # the subset is a list of globs
+targets=$(cd "$scratch/tests/python" && ls -d $subset)
+plugin_dir="$root/scripts/tvm_test_subset"
+run_tests() { # NAME EXPECTED_LIB [PYTHONPATH]
+  local name="$1" expected="$2" path="${3:+$3:}$plugin_dir" outcomes="$scratch/$1.outcomes"
+  echo "== $name libtvm_ffi.so"
+  # The library the process maps is checked first, so a broken swap cannot pass for a result.
+  PYTHONPATH="$path" "$venv/bin/python" - "$expected" <<'EOF'
+import os, sys
+import tvm  # noqa: F401  (loads libtvm_ffi.so through tvm_ffi)
+with open("/proc/self/maps") as maps:
+    mapped = sorted({l.split()[-1] for l in maps if l.rstrip().endswith("libtvm_ffi.so")})
+if mapped != [os.path.realpath(sys.argv[1])]:
+    sys.exit(f"wrong library mapped: {mapped}, expected {sys.argv[1]}")
+EOF
+  : >"$outcomes"
+  # A test that kills the process (the official library segfaults in one) is recorded as
+  # crashed by the plugin; pytest then runs again on the tests not yet done.
+  local attempt rc crashed
+  for attempt in $(seq 1 20); do
+    rc=0
+    # shellcheck disable=SC2086
+    (cd "$scratch/tests/python" && PYTHONPATH="$path" PYTHONDONTWRITEBYTECODE=1 \
+      PACTUM_OUTCOMES="$outcomes" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+      -p pactum_outcomes --continue-on-collection-errors $targets \
+      >>"$scratch/$name.log" 2>&1) || rc=$?
+    # pytest's own exit codes are 0-5; anything else is a death by signal.
+    if [ "$rc" -le 5 ]; then break; fi
+    crashed="$(grep -P '\tstarted\t' "$outcomes" | tail -n 1 | cut -f1)"
+    printf '%s\tcrashed\tthe process died (status %s) in this test\n' "$crashed" "$rc" >>"$outcomes"
+    echo "   pytest died (status $rc) in $crashed; running the tests not yet done"
+  done
+}
+run_tests official "$package/lib/libtvm_ffi.so"
+run_tests pactum "$scratch/swapped/tvm_ffi/lib/libtvm_ffi.so" "$scratch/swapped"
+if [ -n "${TVM_TESTS_OUT:-}" ]; then
+  mkdir -p "$TVM_TESTS_OUT"
+  cp "$scratch"/official.{log,outcomes} "$scratch"/pactum.{log,outcomes} "$TVM_TESTS_OUT/"
+fi
+
+"$venv/bin/python" "$plugin_dir/compare.py" "$scratch/official.outcomes" "$scratch/pactum.outcomes"
