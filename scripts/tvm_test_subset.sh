@@ -20,7 +20,10 @@
 # Tests written for a different revision than the wheel fail alike on both libraries; only the
 # differences between the libraries are the verdict.
 #
-# TVM_TESTS_OUT: a directory that keeps each library's pytest log and outcome file (default: none).
+# TVM_TESTS_OUT: a directory that keeps each library's pytest log and outcome file (default: a
+# scratch directory); with TVM_TESTS_RESUME=1 a run continues the outcome files found there, and
+# TVM_TESTS_LIBRARIES="official" (or "pactum") runs one library only (two such runs can share
+# TVM_TESTS_OUT, in parallel; the last one compares).
 # The subset (TVM_TESTS_SUBSET overrides, paths under tests/python): the minimal all-platform
 # tests, runtime, ir, te, tirx-base, arith, target, the Relax VM and tvm.relax.frontend.nn tests.
 set -euo pipefail
@@ -68,8 +71,10 @@ cp "$PACTUM_LIB" "$scratch/swapped/tvm_ffi/lib/libtvm_ffi.so"
 # shellcheck disable=SC2086  # the subset is a list of globs
 targets=$(cd "$scratch/tests/python" && ls -d $subset)
 plugin_dir="$root/scripts/tvm_test_subset"
+out="${TVM_TESTS_OUT:-$scratch}"
+mkdir -p "$out"
 run_tests() { # NAME EXPECTED_LIB [PYTHONPATH]
-  local name="$1" expected="$2" path="${3:+$3:}$plugin_dir" outcomes="$scratch/$1.outcomes"
+  local name="$1" expected="$2" path="${3:+$3:}$plugin_dir" outcomes="$out/$1.outcomes"
   echo "== $name libtvm_ffi.so"
   # The library the process maps is checked first, so a broken swap cannot pass for a result.
   PYTHONPATH="$path" "$venv/bin/python" - "$expected" <<'EOF'
@@ -80,29 +85,43 @@ with open("/proc/self/maps") as maps:
 if mapped != [os.path.realpath(sys.argv[1])]:
     sys.exit(f"wrong library mapped: {mapped}, expected {sys.argv[1]}")
 EOF
-  : >"$outcomes"
-  # A test that kills the process (the official library segfaults in one) is recorded as
-  # crashed by the plugin; pytest then runs again on the tests not yet done.
-  local attempt rc crashed
-  for attempt in $(seq 1 20); do
+  if [ "${TVM_TESTS_RESUME:-0}" != 1 ]; then
+    : >"$outcomes"
+    rm -f "$outcomes.collected"
+  fi
+  # A test that kills the process (both libraries segfault in several) is recorded as crashed;
+  # pytest then finishes that test's file on its own, then runs the files still not done (one
+  # collection of the rest per crashing file, not per crash).
+  local attempt rc crashed files="$targets" remaining
+  for attempt in $(seq 1 100); do
     rc=0
     # shellcheck disable=SC2086
     (cd "$scratch/tests/python" && PYTHONPATH="$path" PYTHONDONTWRITEBYTECODE=1 \
       PACTUM_OUTCOMES="$outcomes" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-      -p pactum_outcomes --continue-on-collection-errors $targets \
-      >>"$scratch/$name.log" 2>&1) || rc=$?
+      -p pactum_outcomes --continue-on-collection-errors $files \
+      >>"$out/$name.log" 2>&1) || rc=$?
     # pytest's own exit codes are 0-5; anything else is a death by signal.
-    if [ "$rc" -le 5 ]; then break; fi
-    crashed="$(grep -P '\tstarted\t' "$outcomes" | tail -n 1 | cut -f1)"
-    printf '%s\tcrashed\tthe process died (status %s) in this test\n' "$crashed" "$rc" >>"$outcomes"
-    echo "   pytest died (status $rc) in $crashed; running the tests not yet done"
+    if [ "$rc" -gt 5 ]; then
+      crashed="$(grep -P '\tstarted\t' "$outcomes" | tail -n 1 | cut -f1)"
+      printf '%s\tcrashed\tthe process died (status %s) in this test\n' "$crashed" "$rc" >>"$outcomes"
+      echo "   pytest died (status $rc) in $crashed; running the tests not yet done"
+    fi
+    remaining="$("$venv/bin/python" "$plugin_dir/pactum_outcomes.py" --files-not-done "$outcomes")"
+    if [ "$rc" -gt 5 ] && grep -qxF "${crashed%%::*}" <<<"$remaining"; then
+      files="${crashed%%::*}"
+      continue
+    fi
+    if [ -z "$remaining" ] || [ "$files" = "$remaining" ]; then break; fi
+    files="$remaining"
   done
 }
-run_tests official "$package/lib/libtvm_ffi.so"
-run_tests pactum "$scratch/swapped/tvm_ffi/lib/libtvm_ffi.so" "$scratch/swapped"
-if [ -n "${TVM_TESTS_OUT:-}" ]; then
-  mkdir -p "$TVM_TESTS_OUT"
-  cp "$scratch"/official.{log,outcomes} "$scratch"/pactum.{log,outcomes} "$TVM_TESTS_OUT/"
-fi
+case " ${TVM_TESTS_LIBRARIES:-official pactum} " in *" official "*)
+  run_tests official "$package/lib/libtvm_ffi.so" ;;
+esac
+case " ${TVM_TESTS_LIBRARIES:-official pactum} " in *" pactum "*)
+  run_tests pactum "$scratch/swapped/tvm_ffi/lib/libtvm_ffi.so" "$scratch/swapped" ;;
+esac
 
-"$venv/bin/python" "$plugin_dir/compare.py" "$scratch/official.outcomes" "$scratch/pactum.outcomes"
+if [ -f "$out/official.outcomes" ] && [ -f "$out/pactum.outcomes" ]; then
+  "$venv/bin/python" "$plugin_dir/compare.py" "$out/official.outcomes" "$out/pactum.outcomes"
+fi

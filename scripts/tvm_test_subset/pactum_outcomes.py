@@ -2,7 +2,8 @@
 $PACTUM_OUTCOMES as it is known (one line: node id, tab, outcome, tab, first message line), and a
 `started` line before each test, so that a test that kills the process (a segmentation fault)
 is known after the fact. Tests already in the file are deselected, so a rerun after a crash
-continues where the crash left off.
+continues where the crash left off; `python pactum_outcomes.py --files-not-done OUTCOMES` prints
+the test files that still have tests not done, for that rerun.
 
 Outcomes: passed, failed, skipped, errors (setup or teardown failed, or the file failed to
 collect); an expected failure counts as skipped and an unexpected pass as passed, as pytest's
@@ -10,6 +11,7 @@ JUnit report counts them.
 """
 
 import os
+import sys
 
 import pytest
 
@@ -38,6 +40,11 @@ def _known():
 
 
 def pytest_collection_modifyitems(config, items):
+    # The first run's collection names every test, so that a rerun after a crash can be limited
+    # to the files that still have tests not done (`--files-not-done`).
+    if not os.path.exists(_path() + ".collected"):
+        with open(_path() + ".collected", "w", encoding="utf-8") as out:
+            out.writelines(item.nodeid + "\n" for item in items)
     known = _known()
     done = [item for item in items if item.nodeid in known]
     if done:
@@ -91,3 +98,23 @@ def pytest_runtest_logreport(report):
 
 
 _state = {}
+
+
+def _files_not_done(outcomes_path):
+    """The test files, in collection order, with a collected test that has no outcome yet."""
+    os.environ["PACTUM_OUTCOMES"] = outcomes_path
+    known = _known()
+    files = []
+    with open(outcomes_path + ".collected", encoding="utf-8") as collected:
+        for line in collected:
+            node_id = line.rstrip("\n")
+            file = node_id.split("::", 1)[0]
+            if node_id not in known and file not in files:
+                files.append(file)
+    return files
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["--files-not-done"] or len(sys.argv) != 3:
+        sys.exit("usage: pactum_outcomes.py --files-not-done OUTCOMES")
+    print("\n".join(_files_not_done(sys.argv[2])))
