@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # apache-tvm 0.27 (the TVM compiler, a C++ client of libtvm_ffi.so) on the official library and
 # on pactum's: crates/pactum-capi/tests/tvm_clients/tvm_smoke.py (import, TE vector add and
-# matmul built for llvm and run, export_library + load_module, Relax nn models on the VM, a TIR
+# matmul built for llvm and run, export_library + load_module, Relax nn models on the VM (also
+# compiled to native code, exported and loaded), a TIR
 # call_packed from JIT code) and tvm-ffi-orcjit 0.1.3 (a C object file loaded and called).
 #
 #   scripts/tvm_clients.sh [VENV]     (default VENV: /tmp/pactum-tvm-venv)
