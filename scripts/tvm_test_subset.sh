@@ -51,7 +51,10 @@ fi
 
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
-echo "== apache/tvm tests/python at $rev from $src"
+# The wheel names the commit it was built from (an abbreviated hash, e.g. g7b5acb32b): the
+# revision whose tests fit it best.
+wheel_commit="$("$venv/bin/python" -c 'import tvm._version as v; print(v.commit_id)' 2>/dev/null || true)"
+echo "== apache/tvm tests/python at $rev from $src (the apache-tvm wheel: commit ${wheel_commit:-unknown})"
 if [ -d "$src" ]; then
   git --git-dir="$(git -C "$src" rev-parse --absolute-git-dir)" archive "$rev" tests/python |
     tar -x -C "$scratch"
@@ -69,7 +72,11 @@ cp -r "$package"/../apache_tvm_ffi-*.dist-info "$scratch/swapped/"
 cp "$PACTUM_LIB" "$scratch/swapped/tvm_ffi/lib/libtvm_ffi.so"
 
 # shellcheck disable=SC2086  # the subset is a list of globs
-targets=$(cd "$scratch/tests/python" && ls -d $subset)
+targets=$(cd "$scratch/tests/python" && ls -d $subset 2>/dev/null || true)
+if [ -z "$targets" ]; then
+  echo "no test of the subset exists at $rev" >&2
+  exit 2
+fi
 plugin_dir="$root/scripts/tvm_test_subset"
 out="${TVM_TESTS_OUT:-$scratch}"
 mkdir -p "$out"
