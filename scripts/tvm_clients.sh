@@ -2,8 +2,9 @@
 # C++ clients of libtvm_ffi.so on the official library and on pactum's:
 # - apache-tvm 0.27 (the TVM compiler), crates/pactum-capi/tests/tvm_clients/tvm_smoke.py:
 #   import, TE vector add and matmul built for llvm and run, export_library + load_module,
-#   Relax nn models on the VM, a TIR call_packed from JIT code; and tvm-ffi-orcjit 0.1.3 (a C
-#   object file and a C++ object file with typed exports, loaded and called);
+#   Relax nn models on the VM (also compiled to native code, exported and loaded), a TIR
+#   call_packed from JIT code; and tvm-ffi-orcjit 0.1.3 (a C object file and a C++ object file
+#   with typed exports, loaded and called);
 # - jax-tvm-ffi 0.1.3 (with jax 0.10.2 on CPU), jax_smoke.py: a C++ kernel of a loaded module
 #   and a Python function as JAX FFI targets under jax.jit.
 #

@@ -232,9 +232,15 @@ extern "C" int pactum_cxx_module_lookup_from_imports(
 // `(operation, module, arguments...)`; the operations are ModuleObj's member functions.
 static tvm::ffi::Any CxxModuleOperation(tvm::ffi::PackedArgs args) {
   using tvm::ffi::String;
-  std::string operation = args[0].cast<std::string>();
+  // A view of the name, not a copy; the operations Python runs on every call of a compiled
+  // function (tvm.runtime.Executable asks each module's kind and property mask) come first.
+  String operation_name = args[0].cast<String>();
+  std::string_view operation(operation_name.data(), operation_name.size());
   tvm::ffi::Module module = args[1].cast<tvm::ffi::Module>();
   auto* object = const_cast<tvm::ffi::ModuleObj*>(module.operator->());
+  if (operation == "GetKind") return String(object->kind());
+  if (operation == "GetPropertyMask") return object->GetPropertyMask();
+  if (operation == "GetImports") return object->imports();
   if (operation == "GetFunction") {
     return object->GetFunction(args[2].cast<String>(), args[3].cast<bool>());
   }
@@ -247,8 +253,6 @@ static tvm::ffi::Any CxxModuleOperation(tvm::ffi::PackedArgs args) {
   if (operation == "GetFunctionMetadata") {
     return object->GetFunctionMetadata(args[2].cast<String>(), args[3].cast<bool>());
   }
-  if (operation == "GetKind") return String(object->kind());
-  if (operation == "GetPropertyMask") return object->GetPropertyMask();
   if (operation == "InspectSource") return object->InspectSource(args[2].cast<String>());
   if (operation == "GetWriteFormats") return object->GetWriteFormats();
   if (operation == "WriteToFile") {
@@ -263,7 +267,6 @@ static tvm::ffi::Any CxxModuleOperation(tvm::ffi::PackedArgs args) {
     object->ClearImports();
     return nullptr;
   }
-  if (operation == "GetImports") return object->imports();
   TVM_FFI_THROW(InternalError) << "unknown module operation " << operation;
   TVM_FFI_UNREACHABLE();
 }

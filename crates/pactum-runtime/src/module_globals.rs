@@ -140,7 +140,13 @@ pub(crate) fn module_globals() -> Vec<BuiltinGlobal> {
             Ok(Any::from(""))
         }),
         typed("ffi.ModuleGetKind", &[MODULE], STR, |a| {
-            Ok(Any::from(module_kind(&a.get::<Module>(0)?)?.as_str()))
+            let module = a.get::<Module>(0)?;
+            // The C++ answer as it comes (a String): no copy into a Rust string and back. Python
+            // asks it on every call of a compiled function (`tvm.runtime.Executable`).
+            if let Some(operations) = cxx_module_operations(&module) {
+                return operations.call_typed::<_, Any>(("GetKind", module));
+            }
+            Ok(Any::from(module_kind(&module)?.as_str()))
         }),
         typed("ffi.ModuleGetWriteFormats", &[MODULE], ARRAY_OF_STR, |a| {
             let module = a.get::<Module>(0)?;

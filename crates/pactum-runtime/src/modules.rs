@@ -429,14 +429,22 @@ fn finish_library_load(symbols: Arc<Symbols>) -> Result<Module> {
         }
     }
     let library_bin = symbols.lookup("__tvm_ffi__library_bin");
-    let root = match library_bin {
-        None => new_module(symbols.clone(), LIBRARY_KIND)?,
+    // The library's context is the module wrapping the library itself (the `_lib` entry of
+    // an import tree), not the tree's root: the root may be a C++ module (a Relax VM
+    // executable), whose handle is no context `TVMFFIEnvModLookupFromImports` accepts.
+    let (root, library_module) = match library_bin {
+        None => {
+            let module = new_module(symbols.clone(), LIBRARY_KIND)?;
+            (module.clone(), Some(module))
+        }
         Some(bin) => load_library_bin(bin.cast::<u8>(), &symbols)?,
     };
-    if let Some(ctx) = symbols.lookup("__tvm_ffi__library_ctx") {
+    if let (Some(ctx), Some(library_module)) =
+        (symbols.lookup("__tvm_ffi__library_ctx"), library_module)
+    {
         // The module's `ModuleObj*` when it is a C++ object (as the official runtime writes),
         // else its handle: `lookup_from_imports` takes either.
-        let handle = root.as_object_ref().as_raw().cast::<u8>();
+        let handle = library_module.as_object_ref().as_raw().cast::<u8>();
         let context = if has_cxx_vtable() {
             handle.wrapping_sub(CXX_VTABLE_POINTER_SIZE)
         } else {
@@ -496,7 +504,9 @@ impl BinReader<'_> {
     }
 }
 
-fn load_library_bin(bin: *const u8, symbols: &Arc<Symbols>) -> Result<Module> {
+/// The import tree of `__tvm_ffi__library_bin`: its root, and the module wrapping the library
+/// (its last `_lib` entry, the one the official loader makes the library's context).
+fn load_library_bin(bin: *const u8, symbols: &Arc<Symbols>) -> Result<(Module, Option<Module>)> {
     // SAFETY: the symbol starts with a little-endian u64 byte count of the payload after it.
     let len = unsafe { bin.cast::<[u8; 8]>().read_unaligned() };
     let len = usize::try_from(u64::from_le_bytes(len)).map_err(|_| {
@@ -515,10 +525,13 @@ fn load_library_bin(bin: *const u8, symbols: &Arc<Symbols>) -> Result<Module> {
     let child_indices = reader.vec_u64()?;
     let count = indptr.len().saturating_sub(1);
     let mut modules = Vec::with_capacity(count);
+    let mut library_module = None;
     for _ in 0..count {
         let kind = std::string::String::from_utf8_lossy(reader.bytes()?).into_owned();
         if kind == "_lib" {
-            modules.push(new_module(symbols.clone(), LIBRARY_KIND)?);
+            let module = new_module(symbols.clone(), LIBRARY_KIND)?;
+            library_module = Some(module.clone());
+            modules.push(module);
         } else {
             let blob = pactum_core::Bytes::new(reader.bytes()?);
             let loader = format!("ffi.Module.load_from_bytes.{kind}");
@@ -546,7 +559,11 @@ fn load_library_bin(bin: *const u8, symbols: &Arc<Symbols>) -> Result<Module> {
             import_module(&modules[i], &child)?;
         }
     }
-    modules.into_iter().next().ok_or_else(|| reader.truncated())
+    let root = modules
+        .into_iter()
+        .next()
+        .ok_or_else(|| reader.truncated())?;
+    Ok((root, library_module))
 }
 
 /// Makes `libtvm_ffi.so` resolvable for modules loaded next (installs the forwarder when

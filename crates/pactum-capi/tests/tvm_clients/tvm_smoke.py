@@ -147,6 +147,34 @@ def relax_exported():
         np.testing.assert_allclose(out, np.maximum(x @ weight.T + bias, 0), rtol=1e-5)
 
 
+@program("Relax VM compiled to native code (exec_mode=compiled), exported, loaded and run")
+def relax_compiled_exported():
+    # The library's VM functions look the VM builtins up from the library's context, which must
+    # be the library's own module, not the import tree's root (the C++ VM executable).
+    from tvm import relax
+    from tvm.relax.frontend import nn
+
+    class Model(nn.Module):
+        def __init__(self):
+            self.fc = nn.Linear(8, 4)
+
+        def forward(self, x):
+            return nn.relu(self.fc(x))
+
+    mod, _ = Model().export_tvm({"forward": {"x": nn.spec.Tensor((2, 8), "float32")}})
+    with tempfile.TemporaryDirectory() as scratch:
+        path = os.path.join(scratch, "model.so")
+        relax.build(mod, target="llvm", exec_mode="compiled").export_library(path)
+        vm = relax.VirtualMachine(tvm.runtime.load_module(path), DEV)
+        x = np.random.rand(2, 8).astype("float32")
+        weight = np.random.rand(4, 8).astype("float32")
+        bias = np.random.rand(4).astype("float32")
+        vm.set_input("forward", tensor(x), tensor(weight), tensor(bias))
+        vm.invoke_stateful("forward")
+        out = vm.get_outputs("forward").numpy()
+        np.testing.assert_allclose(out, np.maximum(x @ weight.T + bias, 0), rtol=1e-5)
+
+
 @program("TIR call_packed from JIT code (TVMFFIEnvModLookupFromImports)")
 def call_packed():
     import tvm_ffi
