@@ -11,6 +11,12 @@
 //! nothing of it done: the main loop then runs it (and reports the fault, with its location)
 //! exactly as it would have without this loop. So the fast path changes no result, trap,
 //! fuel count or location; it only runs the same handlers with fewer stack accesses.
+//!
+//! The dispatch (fetch, then the `match`'s jump table) is a small block that LLVM copies into
+//! the end of every arm, so that each handler jumps to the next from a jump of its own, which
+//! the CPU predicts from the handler it ends. LLVM copies this block only because the
+//! workspace's `.cargo/config.toml` raises `-tail-dup-succ-size` (see there); keep the block
+//! small (no work common to all arms before the `match`), or the copies stop.
 
 use super::register_ops::match_register_ops;
 use super::registers::Registers;
