@@ -11,6 +11,12 @@
 //! nothing of it done: the main loop then runs it (and reports the fault, with its location)
 //! exactly as it would have without this loop. So the fast path changes no result, trap,
 //! fuel count or location; it only runs the same handlers with fewer stack accesses.
+//!
+//! The dispatch (fetch, then the `match`'s jump table) is a small block that LLVM copies into
+//! the end of every arm, so that each handler jumps to the next from a jump of its own, which
+//! the CPU predicts from the handler it ends. LLVM copies this block only because the
+//! workspace's `.cargo/config.toml` raises `-tail-dup-succ-size` (see there); keep the block
+//! small (no work common to all arms before the `match`), or the copies stop.
 
 use super::register_ops::match_register_ops;
 use super::registers::Registers;
@@ -92,6 +98,28 @@ fn run_in<const FTZ: bool>(
             }
         }};
     }
+    // Moves to `$target`, the end of a branch that carries its edge (a loop's back edge, most
+    // often), and when the instruction there is the loop head's fused compare-and-branch,
+    // runs it at once: the trip then dispatches once less, and the head's branch is decided
+    // here, where it is predicted on its own. Running it here is what the next dispatch
+    // would have done (it pays for its edge or stops at the head with nothing done).
+    macro_rules! enter {
+        ($target:expr) => {{
+            at.jump($target);
+            match *at.inst() {
+                Inst::BrLtI32S { a, b, d, t, f } => {
+                    let taken = (r.i32(a) as i32) < (r.i32(b) as i32);
+                    at.jump(fused!(taken, t, f, d));
+                }
+                Inst::BrLtI64S { a, b, d, t, f } => {
+                    let taken = (r.i64(a) as i64) < (r.i64(b) as i64);
+                    at.jump(fused!(taken, t, f, d));
+                }
+                _ => {}
+            }
+            continue;
+        }};
+    }
     let stop = loop {
         let ip = at.ip();
         let inst = at.inst();
@@ -112,33 +140,28 @@ fn run_in<const FTZ: bool>(
             }
             Inst::BrShort { to } => {
                 pay!(to.cost, ip);
-                at.jump(usize::from(to.target));
-                continue;
+                enter!(usize::from(to.target))
             }
             Inst::BrMove1 { to, src, dst } => {
                 pay!(to.cost, ip);
                 r.set_i32(dst, r.i32(src));
-                at.jump(usize::from(to.target));
-                continue;
+                enter!(usize::from(to.target))
             }
             Inst::BrMove2 { to, s0, d0, s1, d1 } => {
                 pay!(to.cost, ip);
                 r.set_i32(d0, r.i32(s0));
                 r.set_i32(d1, r.i32(s1));
-                at.jump(usize::from(to.target));
-                continue;
+                enter!(usize::from(to.target))
             }
             Inst::BrMove64 { to, s, d } => {
                 pay!(to.cost, ip);
                 r.set_i64(d, r.i64(s));
-                at.jump(usize::from(to.target));
-                continue;
+                enter!(usize::from(to.target))
             }
             Inst::BrMoves { to, moves } => {
                 pay!(to.cost, ip);
                 control::copy(code, r, moves);
-                at.jump(usize::from(to.target));
-                continue;
+                enter!(usize::from(to.target))
             }
             // A fused compare-and-branch tests first and writes the compare's register only
             // once the branch is paid for, so that a branch left to the main loop is left
