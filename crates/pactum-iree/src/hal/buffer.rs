@@ -155,6 +155,17 @@ impl HalBuffer {
         HalBuffer::whole(memory, Charge::default())
     }
 
+    /// A buffer over all of a device's mapped memory ([`HostMemory::device_mapped`]),
+    /// charged to `budget` while it lives.
+    #[cfg(feature = "vulkan")]
+    pub(crate) fn device_memory(
+        memory: HostMemory,
+        budget: Option<&Arc<MemoryBudget>>,
+    ) -> Result<HalBuffer, StatusError> {
+        let charge = charge(budget, memory.len(), "allocating")?;
+        Ok(HalBuffer::whole(memory, charge))
+    }
+
     /// Whether the buffer's bytes are memory someone else owns, imported without a copy
     /// ([`HostMemory::borrowed`]: a caller's tensor passed to a module).
     pub fn is_borrowed(&self) -> bool {

@@ -91,6 +91,8 @@ mod file;
 mod local;
 mod semaphore;
 mod vm_module;
+#[cfg(feature = "vulkan")]
+pub mod vulkan;
 mod workers;
 
 pub use allocator::{
@@ -116,4 +118,6 @@ pub use semaphore::{HalFence, HalSemaphore, Timeout, wait_limit_exceeded};
 pub use vm_module::{
     HAL_MODULE_VERSION, HalModule, MAX_TRACED_VIEWS, REF_TYPES, TraceSink, hal_ref,
 };
+#[cfg(feature = "vulkan")]
+pub use vulkan::VulkanDevice;
 pub use workers::Workers;
