@@ -168,7 +168,10 @@ fn runs() -> Vec<(&'static str, &'static str, &'static str, Vec<&'static str>)> 
     ]
 }
 
-fn compile_all(test: &str) -> Option<(PathBuf, Vec<(PathBuf, &'static str, Vec<&'static str>)>)> {
+/// A compiled program, the function called and its inputs.
+type CompiledRun = (PathBuf, &'static str, Vec<&'static str>);
+
+fn compile_all(test: &str) -> Option<(PathBuf, Vec<CompiledRun>)> {
     let iree_compile = tool_or_skip("iree-compile", test)?;
     let dir = pactum_testing::hostile::scratch("vulkan");
     let mut compiled: Vec<(&str, PathBuf)> = Vec::new();
