@@ -105,21 +105,23 @@ fn run_on_vulkan_prints_what_iree_run_module_prints() {
             "--input=4xf32=1 -1 0.5 2",
         ],
     ] {
+        let theirs = Command::new(&run_module)
+            .arg("--device=vulkan")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            theirs.status.success(),
+            "{}",
+            String::from_utf8_lossy(&theirs.stderr)
+        );
+        // `vulkan://0` is pactum's name of the loader's first device (IREE's paths name a
+        // device by its UUID instead).
         for device in ["--device=vulkan", "--device=vulkan://0"] {
             let mut ours = vec!["run", device];
             ours.extend(&args);
             let output = pactum(&ours, &dir);
             assert!(output.status.success(), "{ours:?}: {}", stderr(&output));
-            let theirs = Command::new(&run_module)
-                .arg(device)
-                .args(&args)
-                .output()
-                .unwrap();
-            assert!(
-                theirs.status.success(),
-                "{}",
-                String::from_utf8_lossy(&theirs.stderr)
-            );
             assert_eq!(
                 stdout(&output),
                 String::from_utf8_lossy(&theirs.stdout),
@@ -131,6 +133,8 @@ fn run_on_vulkan_prints_what_iree_run_module_prints() {
     // `call` prints the result tensor; a device number past the loader's is an error naming
     // the devices there are.
     let module = module.display().to_string();
+    let out = dir.join("call-out");
+    let out_dir = out.display().to_string();
     let output = pactum(
         &[
             "call",
@@ -140,15 +144,23 @@ fn run_on_vulkan_prints_what_iree_run_module_prints() {
             "add",
             "4xf32=1 2 3 4",
             "4xf32=1 1 1 1",
+            "--out",
+            &out_dir,
         ],
         &dir,
     );
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
-        stdout(&output).contains("[2. 3. 4. 5.]") || stdout(&output).contains("2 3 4 5"),
+        stdout(&output).contains("Tensor[float32, 4]"),
         "{}",
         stdout(&output)
     );
+    let npy = std::fs::read(out.join("result_0.npy")).unwrap();
+    let values: Vec<f32> = npy[npy.len() - 16..]
+        .chunks(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    assert_eq!(values, [2.0, 3.0, 4.0, 5.0]);
     let output = pactum(
         &[
             "call",

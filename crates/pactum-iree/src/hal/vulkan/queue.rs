@@ -246,7 +246,9 @@ impl Queue {
                     export.binding_slots.len()
                 )));
             }
-            if constants.len() * 4 != export.constant_bytes as usize {
+            // As IREE's driver: at most the constants the layout declares (those not given
+            // are left as they were).
+            if constants.len() * 4 > export.constant_bytes as usize {
                 return Err(invalid(format!(
                     "dispatch of {} gives {} push constants; the export declares {}",
                     export.name,
@@ -501,6 +503,14 @@ impl Queue {
             // wait is not bounded: a dispatch that never ends holds the call (see the trust
             // note of `hal::vulkan`).
             let waited = unsafe { device.wait_for_fences(&[submitter.fence], true, u64::MAX) };
+            if waited.is_err() {
+                // The wait failed without the fence signalling (host memory, a lost device):
+                // wait for the whole device, so that nothing the submission uses is freed while
+                // it may still run (a lost device has finished everything).
+                // SAFETY: the queue is used under the lock only; waiting has no other
+                // precondition.
+                let _ = unsafe { device.device_wait_idle() };
+            }
             // SAFETY: the fence is signalled or the device is lost; either way it is no
             // longer in use by a pending submission.
             let reset = unsafe { device.reset_fences(&[submitter.fence]) };

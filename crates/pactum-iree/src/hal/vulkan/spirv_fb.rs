@@ -32,6 +32,9 @@ pub const EXECUTABLE_HEADER_BYTES: usize = 64;
 /// `VK_DESCRIPTOR_TYPE_STORAGE_BUFFER`, the only descriptor type IREE's dispatches bind.
 pub const STORAGE_BUFFER: u32 = 7;
 
+/// The first word of every SPIR-V module.
+pub const SPIRV_MAGIC: u32 = 0x0723_0203;
+
 /// The most of anything (pipelines, layouts, bindings, sets) one executable may declare: far
 /// above what IREE emits, low enough that a hostile count cannot make the loader allocate
 /// without bound before it finds the data missing.
@@ -413,11 +416,11 @@ impl ExecutableDef {
         let mut shader_modules = Vec::new();
         for (i, module) in root.tables(3, "shader_modules")?.iter().enumerate() {
             let code = module.u32s(0, "spirv_code")?;
-            if code.is_empty() {
+            if code.first() != Some(&SPIRV_MAGIC) {
                 return Err(bad(
                     &format!("shader_modules[{i}].spirv_code"),
                     flat.at(module.pos),
-                    "is empty",
+                    "is empty or does not start with the SPIR-V magic number",
                 ));
             }
             shader_modules.push(code);
