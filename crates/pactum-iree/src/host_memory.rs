@@ -15,6 +15,11 @@
 //! (`IREE_HAL_EXTERNAL_BUFFER_TYPE_HOST_ALLOCATION`, `iree_hal_heap_buffer_wrap`). The block
 //! holds the owner until it is dropped, never frees the memory and never caches it.
 //!
+//! A block can also be a device's memory mapped into the process
+//! ([`HostMemory::device_mapped`]: the Vulkan device's host-visible buffers), holding the
+//! device's allocation, which the device finds again with [`HostMemory::device_allocation`] to
+//! bind the buffer in its work. Never cached.
+//!
 //! Fresh blocks are zero-filled. A [`BlockCache`] keeps blocks its owner freed and hands them
 //! out again as they are, like IREE's allocator reusing freed memory: a model called in a
 //! loop then takes no page faults for its outputs, and spends no allocation and zero-fill on

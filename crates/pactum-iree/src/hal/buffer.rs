@@ -1,9 +1,10 @@
 //! Buffers and buffer views: byte ranges of 64-byte aligned host memory, shared without copies
 //! by the HAL, compiled dispatch code and (through views the vmvx loader makes) the VM.
 //!
-//! Every buffer today lives in host memory ([`HostMemory`]): the local CPU device's memory. A
-//! device whose memory the host cannot address would add its kind of storage to
-//! [`Allocation`], the one place that holds a buffer's bytes.
+//! Every buffer's bytes are a [`HostMemory`] block the host addresses: the local CPU device's
+//! memory, or a device's memory mapped for the buffer's life ([`HostMemory::device_mapped`], the
+//! Vulkan device's). A device whose memory the host cannot address would add its kind of
+//! storage to [`Allocation`], the one place that holds a buffer's bytes.
 
 use std::fmt;
 use std::ops::Range;
