@@ -45,7 +45,7 @@ pub const MAX_ENTRIES: usize = 1 << 16;
 pub struct LayoutBinding {
     /// The binding number in its set.
     pub binding: u32,
-    /// The `VkDescriptorType` (IREE binds [`STORAGE_BUFFER`]s).
+    /// The `VkDescriptorType` (IREE binds storage buffers, type 7).
     pub descriptor_type: u32,
     /// The number of descriptors (1 for IREE's bindings).
     pub descriptor_count: u32,
