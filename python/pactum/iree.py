@@ -16,7 +16,7 @@ and Python scalars, shaped as the signature says. A refused argument is a ``Type
 ``ValueError`` whose message names its path (``args[0]["bias"]``, ``kwargs["x"]``).
 
 :func:`load` also takes the module's bytes, the device (``local-task`` with an optional worker
-count, or ``local-sync``), modules to link before it, parameter archives by scope, and a
+count, ``local-sync``, or ``vulkan`` for modules compiled for Vulkan), modules to link before it, parameter archives by scope, and a
 callback for what the program traces::
 
     m = pactum.iree.load(open("main.vmfb", "rb").read(), device="local-sync",
@@ -771,7 +771,9 @@ def load(
 
     - `device`: ``"local-task"`` (ELF dispatches on a worker pool: the process-wide one, or
       one of `threads` workers) or ``"local-sync"`` (everything on the calling thread), as
-      IREE's drivers of those names;
+      IREE's drivers of those names; or ``"vulkan"`` / ``"vulkan://N"`` (the Vulkan loader's
+      first / N-th device, for modules compiled with ``--iree-hal-target-device=vulkan``;
+      results come back as host arrays);
     - `modules`: modules registered before this one in its context, in order, whose exports
       it imports (iree-run-module's repeated ``--module``): paths, bytes-like objects, or
       native modules (objects with a ``_pactum_native_module()`` method);
