@@ -71,9 +71,17 @@ fn tools() -> (PathBuf, PathBuf) {
     (compiler, run_module)
 }
 
+/// A module the device is opened for (a VM-only fixture).
+fn any_module() -> String {
+    repo_root()
+        .join("crates/pactum-iree/tests/fixtures/vmfb/vm_direct.vmfb")
+        .display()
+        .to_string()
+}
+
 /// Fails the test, saying what to install, when no Vulkan driver is there.
 fn require_vulkan(dir: &Path) {
-    let output = pactum(&["call", "--device", "vulkan", "nothing.vmfb", "f"], dir);
+    let output = pactum(&["call", "--device", "vulkan", &any_module(), "f"], dir);
     let text = stderr(&output);
     assert!(
         !text.contains("vulkan: cannot load the Vulkan loader")
@@ -218,6 +226,26 @@ fn test_on_vulkan_passes_and_fails_the_checks() {
         text.contains("FAIL  sums_differ"),
         "{text}{}",
         stderr(&output)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn without_a_vulkan_driver_the_device_says_what_to_install() {
+    let dir = scratch("vulkan-no-driver");
+    // The loader reads its drivers from these files only: none exists.
+    let output = Command::new(env!("CARGO_BIN_EXE_pactum"))
+        .args(["call", "--device", "vulkan", &any_module(), "f"])
+        .env("VK_DRIVER_FILES", dir.join("none.json"))
+        .env("VK_ICD_FILENAMES", dir.join("none.json"))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let text = stderr(&output);
+    assert!(
+        text.contains("UNAVAILABLE") && text.contains("mesa-vulkan-drivers"),
+        "{text}"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

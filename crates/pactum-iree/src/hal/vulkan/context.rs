@@ -97,8 +97,17 @@ impl VulkanContext {
             .api_version(loader_version.min(MAX_API_VERSION));
         let info = vk::InstanceCreateInfo::default().application_info(&app);
         // SAFETY: `info` and what it points to live across the call; no allocator.
-        let instance = unsafe { entry.create_instance(&info, None) }
-            .map_err(|e| vk_error("vkCreateInstance (is a Vulkan driver installed?)", e))?;
+        let instance = unsafe { entry.create_instance(&info, None) }.map_err(|e| {
+            if e == vk::Result::ERROR_INCOMPATIBLE_DRIVER {
+                unavailable(format!(
+                    "vulkan: the Vulkan loader found no driver (vkCreateInstance: {e}); install \
+                     one (Debian: `apt-get install mesa-vulkan-drivers` gives lavapipe, a CPU \
+                     driver)"
+                ))
+            } else {
+                vk_error("vkCreateInstance", e)
+            }
+        })?;
         // From here on, a failure destroys the instance before it returns.
         match VulkanContext::on_instance(&instance, index) {
             Ok(parts) => Ok(VulkanContext {
