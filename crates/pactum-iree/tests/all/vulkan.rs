@@ -261,6 +261,9 @@ fn a_dispatch_runs_on_the_device_api_without_a_vm() {
     assert!(device.supports_executable_format(VULKAN_SPIRV_FORMAT));
     assert_eq!(device.query_i64("hal.device.id", "vulkan*"), Some(1));
     assert_eq!(device.query_i64("hal.device.id", "local*"), Some(0));
+    assert_eq!(device.query_i64("hal.executable.format", "embedded-elf-x86_64"), Some(0));
+    assert_eq!(device.query_i64("hal.device", "concurrency"), Some(1));
+    assert_eq!(device.query_i64("vulkan.device", "api_version"), None);
     let device: Arc<dyn HalDevice> = Arc::new(device);
     let executable = device
         .create_executable(VULKAN_SPIRV_FORMAT, data, &[])

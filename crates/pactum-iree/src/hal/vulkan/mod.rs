@@ -144,6 +144,8 @@ impl HalDevice for VulkanDevice {
         match category {
             "hal.device.id" => Some(i64::from(id_matches(key, self.id()))),
             "hal.executable.format" => Some(i64::from(self.supports_executable_format(key))),
+            // As IREE's Vulkan device: its queue count, and one dispatch at a time.
+            "hal.device" | "hal.dispatch" if key == "concurrency" => Some(1),
             _ => None,
         }
     }
