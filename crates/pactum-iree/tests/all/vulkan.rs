@@ -261,7 +261,10 @@ fn a_dispatch_runs_on_the_device_api_without_a_vm() {
     assert!(device.supports_executable_format(VULKAN_SPIRV_FORMAT));
     assert_eq!(device.query_i64("hal.device.id", "vulkan*"), Some(1));
     assert_eq!(device.query_i64("hal.device.id", "local*"), Some(0));
-    assert_eq!(device.query_i64("hal.executable.format", "embedded-elf-x86_64"), Some(0));
+    assert_eq!(
+        device.query_i64("hal.executable.format", "embedded-elf-x86_64"),
+        Some(0)
+    );
     assert_eq!(device.query_i64("hal.device", "concurrency"), Some(1));
     assert_eq!(device.query_i64("vulkan.device", "api_version"), None);
     let device: Arc<dyn HalDevice> = Arc::new(device);
@@ -371,4 +374,44 @@ fn device_names_choose_the_loaders_devices() {
         "{error}"
     );
     assert!(error.message.contains(device.device_name()), "{error}");
+}
+
+#[test]
+fn every_corrupted_byte_of_an_executable_is_parsed_or_refused_without_a_panic() {
+    let test = "every_corrupted_byte_of_an_executable_is_parsed_or_refused_without_a_panic";
+    let Some(iree_compile) = tool_or_skip("iree-compile", test) else {
+        return;
+    };
+    let dir = pactum_testing::hostile::scratch("vulkan-corrupt");
+    let vmfb = compile_for_vulkan(&iree_compile, &dir, "matmul", MATMUL);
+    let found = executables_in_vmfb(&VmfbFile::open(&vmfb).unwrap()).unwrap();
+    let data = &found[0].data;
+    let (mut refused, mut parsed) = (0, 0);
+    // Every byte of the header and the FlatBuffer's tables (up to the SPIR-V words), set to
+    // 0xff and to 0x00: each parses or is refused with an error, never a panic.
+    for at in 0..data.len().min(512) {
+        for value in [0xffu8, 0x00] {
+            let mut bad = data.clone();
+            bad[at] = value;
+            match ExecutableDef::parse(&bad) {
+                Ok(_) => parsed += 1,
+                Err(error) => {
+                    assert!(
+                        error.message.starts_with("vulkan-spirv-fb executable"),
+                        "{error}"
+                    );
+                    refused += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        refused > 0 && parsed > 0,
+        "{refused} refused, {parsed} parsed"
+    );
+    // Truncations too.
+    for len in 0..data.len().min(512) {
+        let _ = ExecutableDef::parse(&data[..len]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
