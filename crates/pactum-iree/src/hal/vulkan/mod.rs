@@ -17,15 +17,16 @@
 //!   pipeline per export, made once when the executable is created.
 //! - `queue`: recorded command lists run as `VkCommandBuffer`s submitted with a fence and
 //!   waited for (queue operations complete before they return, as the local device's do;
-//!   semaphores and fences are the HAL's host-side ones); fills, copies and updates run on the
-//!   host through the mappings; buffers the device did not make are mirrored.
+//!   semaphores and fences are the HAL's host-side ones); transfers Vulkan cannot do as
+//!   recorded (unaligned fills and updates, 8-byte patterns, overlapping copies) run on the host
+//!   through the mappings; buffers the device did not make are mirrored.
 //!
 //! Not done yet (IREE's driver does them): device-local memory the host cannot map, with
 //! staging copies (discrete GPUs then run from their host-visible memory); sub-allocation
 //! (each buffer is one allocation, and drivers bound the number); Vulkan timeline semaphores
-//! behind the HAL's, and queue operations that return before the device finishes; fills,
-//! copies and updates recorded on the device; finer barriers than a full one after each
-//! dispatch; executable-level constants; collectives.
+//! behind the HAL's, and queue operations that return before the device finishes; unaligned
+//! transfers on the device (IREE uses built-in shaders for their edges); finer barriers than a
+//! full one after each step; executable-level constants; collectives.
 //!
 //! **Trust.** The SPIR-V goes to the driver as the module carries it: pactum checks the
 //! FlatBuffer around it (every offset, count and ordinal), not the shaders. A hostile shader

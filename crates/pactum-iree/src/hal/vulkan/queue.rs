@@ -1,16 +1,18 @@
 //! The device's queue: how a recorded command list runs.
 //!
-//! Dispatches (and indirect dispatches) are recorded into one `VkCommandBuffer` per run of
-//! consecutive dispatches: the pipeline bound, a descriptor set per set layout written with
-//! the bound buffers, the push constants pushed, and a full compute barrier after each
-//! dispatch (every shader write visible to every later shader read, write and indirect
-//! count read: IREE's `execution_barrier`s are subsumed by it), then a barrier making the
-//! writes visible to the host. The command buffer is submitted with a `VkFence` and waited
-//! for before anything else runs, so a queue operation completes before it returns, as the
-//! local device's do.
+//! A command list is recorded into one `VkCommandBuffer`: per dispatch (or indirect dispatch)
+//! the pipeline bound, a descriptor set per set layout written with the bound buffers, the
+//! push constants pushed; fills of 1, 2 or 4-byte patterns and updates of 4-byte aligned
+//! ranges as `vkCmdFillBuffer` and `vkCmdUpdateBuffer`, copies between ranges that do not
+//! overlap as `vkCmdCopyBuffer`; a full barrier after each step (every shader and transfer
+//! write visible to every later read, write and indirect count read: IREE's
+//! `execution_barrier`s are subsumed by it), then a barrier making the writes visible to the
+//! host. The command buffer is submitted with a `VkFence` and waited for before anything else
+//! runs, so a queue operation completes before it returns, as the local device's do.
 //!
-//! Fills, copies and updates run on the host through the buffers' mappings, between those
-//! submissions, in command order (all memory is host-visible and coherent).
+//! The other transfers (unaligned fills and updates, 8-byte patterns, overlapping copies) run
+//! on the host through the buffers' mappings, between submissions, in command order (all
+//! memory is host-visible and coherent).
 //!
 //! A buffer the device did not make (a caller's tensor imported without a copy, the host
 //! allocator's argument copies, a file's pages, another device's buffer) has no `VkBuffer`:
@@ -24,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use ash::vk;
 
 use super::context::{VulkanContext, vk_error};
-use super::executable::VulkanExecutable;
+use super::executable::{Export, VulkanExecutable};
 use super::memory::{DeviceAllocation, allocation_of};
 use crate::hal::buffer::{Binding, HalBuffer};
 use crate::hal::command::{BufferRef, Command};
@@ -144,23 +146,21 @@ impl Queue {
     /// Runs `commands` with binding-table slots filled from `table`, in order; returns when
     /// every command has completed.
     pub(super) fn run(&self, commands: &[Command], table: &[Binding]) -> Result<(), StatusError> {
-        let mut dispatches: Vec<&Command> = Vec::new();
+        let mut batch: Vec<&Command> = Vec::new();
         for command in commands {
-            match command {
-                Command::Dispatch { .. } | Command::DispatchIndirect { .. } => {
-                    dispatches.push(command)
-                }
-                _ => {
-                    self.submit_dispatches(&dispatches, table)?;
-                    dispatches.clear();
-                    run_on_host(command, table)?;
-                }
+            if recorded_on_device(command, table) {
+                batch.push(command);
+            } else {
+                self.submit_dispatches(&batch, table)?;
+                batch.clear();
+                run_on_host(command, table)?;
             }
         }
-        self.submit_dispatches(&dispatches, table)
+        self.submit_dispatches(&batch, table)
     }
 
-    /// Records `dispatches` into the command buffer, submits it and waits for it.
+    /// Records `dispatches` (dispatches and the transfers [`recorded_on_device`] accepts) into
+    /// the command buffer, submits it and waits for it.
     fn submit_dispatches(
         &self,
         dispatches: &[&Command],
@@ -186,6 +186,45 @@ impl Queue {
         let mut planned = Vec::with_capacity(dispatches.len());
         for command in dispatches {
             let (executable, ordinal, count, constants, bindings, indirect) = match command {
+                Command::Fill {
+                    target,
+                    offset,
+                    length,
+                    pattern,
+                    pattern_length,
+                } => {
+                    let at = operand(target, *offset, *length)?;
+                    // The pattern repeated over four bytes, as vkCmdFillBuffer takes it.
+                    let bytes = pattern.to_le_bytes();
+                    let n = (*pattern_length as usize).clamp(1, 4);
+                    let word = [0, 1, 2, 3].map(|k| bytes[k % n]);
+                    planned.push(Step::Fill {
+                        at,
+                        word: u32::from_le_bytes(word),
+                    });
+                    continue;
+                }
+                Command::Copy {
+                    source,
+                    source_offset,
+                    target,
+                    target_offset,
+                    length,
+                } => {
+                    let from = operand(source, *source_offset, *length)?;
+                    let to = operand(target, *target_offset, *length)?;
+                    planned.push(Step::Copy { from, to });
+                    continue;
+                }
+                Command::Update {
+                    data,
+                    target,
+                    offset,
+                } => {
+                    let at = operand(target, *offset, data.len() as i64)?;
+                    planned.push(Step::Update { at, data });
+                    continue;
+                }
                 Command::Dispatch {
                     executable,
                     ordinal,
@@ -217,7 +256,6 @@ impl Queue {
                     let at = operand(workgroups, *workgroups_offset, 12)?;
                     (executable, *ordinal, None, constants, bindings, Some(at))
                 }
-                _ => unreachable!("only dispatches are batched"),
             };
             let executable = executable
                 .as_any()
@@ -273,7 +311,13 @@ impl Queue {
                 .iter()
                 .map(|(r, offset, length)| operand(r, *offset, *length))
                 .collect::<Result<Vec<_>, _>>()?;
-            planned.push((export, count, constants, bound, indirect));
+            planned.push(Step::Dispatch {
+                export,
+                count,
+                constants,
+                bound,
+                indirect,
+            });
         }
 
         // Where each operand is on the device: its own buffer, or a mirror.
@@ -304,7 +348,11 @@ impl Queue {
             mirror.end = mirror.end.max(op.start + op.len);
             mirror_of[i] = Some(at);
         }
+        // A mirror starts at a multiple of the device's binding alignment in the memory it
+        // stands for, so offsets keep their alignment in it.
+        let align = (self.context.limits.min_storage_buffer_offset_alignment as usize).max(4);
         for mirror in &mut mirrors {
+            mirror.base -= mirror.base % align;
             let len = (mirror.end - mirror.base) as u64;
             let allocation = DeviceAllocation::new(&self.context, len)?;
             let cells = allocation.host_memory(len)?;
@@ -344,8 +392,14 @@ impl Queue {
         };
 
         // Descriptor sets for every dispatch, from one pool for this submission.
-        let set_count: usize = planned.iter().map(|p| p.0.set_layouts.len()).sum();
-        let binding_count: usize = planned.iter().map(|p| p.3.len()).sum();
+        let dispatched = || {
+            planned.iter().filter_map(|step| match step {
+                Step::Dispatch { export, bound, .. } => Some((export, bound)),
+                _ => None,
+            })
+        };
+        let set_count: usize = dispatched().map(|(e, _)| e.set_layouts.len()).sum();
+        let binding_count: usize = dispatched().map(|(_, b)| b.len()).sum();
         let device = &self.context.device;
         let sizes = [vk::DescriptorPoolSize::default()
             .ty(vk::DescriptorType::STORAGE_BUFFER)
@@ -371,14 +425,94 @@ impl Queue {
             unsafe { device.begin_command_buffer(cb, &begin) }
                 .map_err(|e| vk_error("vkBeginCommandBuffer", e))?;
             let between = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(
                     vk::AccessFlags::SHADER_READ
                         | vk::AccessFlags::SHADER_WRITE
+                        | vk::AccessFlags::TRANSFER_READ
+                        | vk::AccessFlags::TRANSFER_WRITE
                         | vk::AccessFlags::INDIRECT_COMMAND_READ,
                 )];
+            let work = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
+            // A full barrier after every step: each reads what the ones before wrote.
+            let barrier = || {
+                // SAFETY: the command buffer is recording; the barrier array lives across the
+                // call.
+                unsafe {
+                    device.cmd_pipeline_barrier(
+                        cb,
+                        work,
+                        work | vk::PipelineStageFlags::DRAW_INDIRECT,
+                        vk::DependencyFlags::empty(),
+                        &between,
+                        &[],
+                        &[],
+                    )
+                }
+            };
             let max_range = u64::from(self.context.limits.max_storage_buffer_range);
-            for (export, count, constants, bound, indirect) in &planned {
+            for step in &planned {
+                let (export, count, constants, bound, indirect) = match step {
+                    Step::Dispatch {
+                        export,
+                        count,
+                        constants,
+                        bound,
+                        indirect,
+                    } => (export, count, constants, bound, indirect),
+                    Step::Fill { at, word } => {
+                        let range = device_range(*at);
+                        if range.len > 0 {
+                            // SAFETY: a range of a live buffer of this device, 4-byte aligned
+                            // in offset and size (`recorded_on_device`).
+                            unsafe {
+                                device.cmd_fill_buffer(
+                                    cb,
+                                    range.buffer,
+                                    range.offset,
+                                    range.len,
+                                    *word,
+                                )
+                            };
+                            barrier();
+                        }
+                        continue;
+                    }
+                    Step::Copy { from, to } => {
+                        let (from, to) = (device_range(*from), device_range(*to));
+                        if from.len > 0 {
+                            let region = [vk::BufferCopy::default()
+                                .src_offset(from.offset)
+                                .dst_offset(to.offset)
+                                .size(from.len)];
+                            // SAFETY: ranges of live buffers of this device that do not
+                            // overlap (`recorded_on_device`); `region` lives across the call.
+                            unsafe { device.cmd_copy_buffer(cb, from.buffer, to.buffer, &region) };
+                            barrier();
+                        }
+                        continue;
+                    }
+                    Step::Update { at, data } => {
+                        let range = device_range(*at);
+                        for (k, piece) in data.chunks(UPDATE_CHUNK).enumerate() {
+                            // SAFETY: a 4-byte aligned range of a live buffer of this device
+                            // (`recorded_on_device`), pieces of at most 65536 bytes, each a
+                            // multiple of 4; the bytes are copied into the command buffer.
+                            unsafe {
+                                device.cmd_update_buffer(
+                                    cb,
+                                    range.buffer,
+                                    range.offset + (k * UPDATE_CHUNK) as u64,
+                                    piece,
+                                )
+                            };
+                        }
+                        if !data.is_empty() {
+                            barrier();
+                        }
+                        continue;
+                    }
+                };
                 let allocate = vk::DescriptorSetAllocateInfo::default()
                     .descriptor_pool(pool)
                     .set_layouts(&export.set_layouts);
@@ -464,26 +598,17 @@ impl Queue {
                         }
                         (None, None) => {}
                     }
-                    device.cmd_pipeline_barrier(
-                        cb,
-                        vk::PipelineStageFlags::COMPUTE_SHADER,
-                        vk::PipelineStageFlags::COMPUTE_SHADER
-                            | vk::PipelineStageFlags::DRAW_INDIRECT,
-                        vk::DependencyFlags::empty(),
-                        &between,
-                        &[],
-                        &[],
-                    );
                 }
+                barrier();
             }
             let to_host = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(vk::AccessFlags::HOST_READ | vk::AccessFlags::HOST_WRITE)];
             // SAFETY: the command buffer is recording; the barrier array lives across the call.
             unsafe {
                 device.cmd_pipeline_barrier(
                     cb,
-                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    work,
                     vk::PipelineStageFlags::HOST,
                     vk::DependencyFlags::empty(),
                     &to_host,
@@ -535,6 +660,86 @@ impl Queue {
             }
         }
         Ok(())
+    }
+}
+
+/// The most bytes one `vkCmdUpdateBuffer` writes.
+const UPDATE_CHUNK: usize = 65536;
+
+/// One recorded command, its buffer operands as indices of the submission's operands.
+enum Step<'c> {
+    Dispatch {
+        export: &'c Export,
+        count: Option<[u32; 3]>,
+        constants: &'c [i32],
+        bound: Vec<usize>,
+        indirect: Option<usize>,
+    },
+    Fill {
+        at: usize,
+        /// The pattern repeated over 4 bytes.
+        word: u32,
+    },
+    Copy {
+        from: usize,
+        to: usize,
+    },
+    Update {
+        at: usize,
+        data: &'c [u8],
+    },
+}
+
+/// Whether `command` is recorded into the device's command buffer: dispatches; fills of 1, 2
+/// or 4-byte patterns and updates of 4-byte aligned ranges (as `vkCmdFillBuffer` and
+/// `vkCmdUpdateBuffer` require; the pattern alignment the HAL asks is checked as the host
+/// fill checks it); copies between ranges that do not overlap. Anything else (and an
+/// operand that does not resolve, whose error the host path then reports) runs on the host
+/// between submissions.
+fn recorded_on_device(command: &Command, table: &[Binding]) -> bool {
+    let at = |r: &BufferRef, offset: i64, length: i64| {
+        let buffer = r.resolve(table).ok()?;
+        let relative = buffer.range(offset, length).ok()?;
+        let (memory, absolute) = buffer.memory_range(offset, length).ok()?;
+        Some((Arc::as_ptr(memory), relative, absolute))
+    };
+    match command {
+        Command::Dispatch { .. } | Command::DispatchIndirect { .. } => true,
+        Command::Fill {
+            target,
+            offset,
+            length,
+            pattern_length,
+            ..
+        } => at(target, *offset, *length).is_some_and(|(_, relative, absolute)| {
+            let n = *pattern_length as usize;
+            matches!(n, 1 | 2 | 4)
+                && relative.start % n == 0
+                && relative.len() % n == 0
+                && absolute.start % 4 == 0
+                && absolute.len() % 4 == 0
+        }),
+        Command::Update {
+            data,
+            target,
+            offset,
+        } => at(target, *offset, data.len() as i64)
+            .is_some_and(|(_, _, absolute)| absolute.start % 4 == 0 && absolute.len() % 4 == 0),
+        Command::Copy {
+            source,
+            source_offset,
+            target,
+            target_offset,
+            length,
+        } => match (
+            at(source, *source_offset, *length),
+            at(target, *target_offset, *length),
+        ) {
+            (Some((from, _, a)), Some((to, _, b))) => {
+                !(std::ptr::eq(from, to) && a.start < b.end && b.start < a.end)
+            }
+            _ => false,
+        },
     }
 }
 
