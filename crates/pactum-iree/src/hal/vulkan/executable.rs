@@ -145,7 +145,29 @@ impl VulkanExecutable {
             executable.set_layouts.push(layout);
         }
         let max_push = context.limits.max_push_constants_size;
+        let limits = &context.limits;
         for (i, layout) in def.pipeline_layouts.iter().enumerate() {
+            // The device's limits, which Vulkan leaves to the application to respect.
+            let storage: usize = layout
+                .set_layouts
+                .iter()
+                .map(|&s| def.descriptor_set_layouts[s as usize].len())
+                .sum();
+            if layout.set_layouts.len() > limits.max_bound_descriptor_sets as usize
+                || storage > limits.max_per_stage_descriptor_storage_buffers as usize
+            {
+                return Err(StatusError::new(
+                    StatusCode::OutOfRange,
+                    format!(
+                        "vulkan: pipeline layout {i} has {} descriptor sets and {storage} storage \
+                         buffers; device {} binds at most {} sets and {} storage buffers",
+                        layout.set_layouts.len(),
+                        context.index,
+                        limits.max_bound_descriptor_sets,
+                        limits.max_per_stage_descriptor_storage_buffers
+                    ),
+                ));
+            }
             let sets: Vec<_> = layout
                 .set_layouts
                 .iter()

@@ -516,10 +516,14 @@ impl Queue {
                 let allocate = vk::DescriptorSetAllocateInfo::default()
                     .descriptor_pool(pool)
                     .set_layouts(&export.set_layouts);
-                // SAFETY: the pool holds enough sets and descriptors for every dispatch of
-                // this submission (counted above); the layouts are the export's, alive.
-                let sets = unsafe { device.allocate_descriptor_sets(&allocate) }
-                    .map_err(|e| vk_error("vkAllocateDescriptorSets", e))?;
+                let sets = if export.set_layouts.is_empty() {
+                    Vec::new()
+                } else {
+                    // SAFETY: the pool holds enough sets and descriptors for every dispatch of
+                    // this submission (counted above); the layouts are the export's, alive.
+                    unsafe { device.allocate_descriptor_sets(&allocate) }
+                        .map_err(|e| vk_error("vkAllocateDescriptorSets", e))?
+                };
                 let mut infos = Vec::with_capacity(bound.len());
                 for (k, &at) in bound.iter().enumerate() {
                     let range = device_range(at);
@@ -573,14 +577,16 @@ impl Queue {
                 unsafe {
                     device.update_descriptor_sets(&writes, &[]);
                     device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, export.pipeline);
-                    device.cmd_bind_descriptor_sets(
-                        cb,
-                        vk::PipelineBindPoint::COMPUTE,
-                        export.layout,
-                        0,
-                        &sets,
-                        &[],
-                    );
+                    if !sets.is_empty() {
+                        device.cmd_bind_descriptor_sets(
+                            cb,
+                            vk::PipelineBindPoint::COMPUTE,
+                            export.layout,
+                            0,
+                            &sets,
+                            &[],
+                        );
+                    }
                     if !constant_bytes.is_empty() {
                         device.cmd_push_constants(
                             cb,

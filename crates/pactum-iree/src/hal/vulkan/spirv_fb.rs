@@ -339,6 +339,38 @@ pub fn flatbuffer_of(data: &[u8]) -> Result<&[u8], StatusError> {
     Ok(&data[EXECUTABLE_HEADER_BYTES..EXECUTABLE_HEADER_BYTES + size as usize])
 }
 
+/// Whether the SPIR-V `code` declares a `GLCompute` entry point (`OpEntryPoint`, opcode 15,
+/// execution model 5) named `name`: the driver is given only names the module declares.
+/// Instructions are walked by their word counts; a malformed stream simply ends the walk.
+fn has_compute_entry_point(code: &[u32], name: &str) -> bool {
+    const OP_ENTRY_POINT: u32 = 15;
+    const GL_COMPUTE: u32 = 5;
+    // After the header: magic, version, generator, bound, schema.
+    let mut at = 5;
+    while let Some(&first) = code.get(at) {
+        let (count, opcode) = ((first >> 16) as usize, first & 0xffff);
+        if count == 0 {
+            return false;
+        }
+        let Some(words) = code.get(at..at + count) else {
+            return false;
+        };
+        if opcode == OP_ENTRY_POINT && words.get(1) == Some(&GL_COMPUTE) {
+            // The name: a NUL-terminated UTF-8 literal from word 3, little-endian bytes.
+            let bytes: Vec<u8> = words[3.min(words.len())..]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .take_while(|&b| b != 0)
+                .collect();
+            if bytes == name.as_bytes() {
+                return true;
+            }
+        }
+        at += count;
+    }
+    false
+}
+
 impl ExecutableDef {
     /// Parses an executable's bytes (header and FlatBuffer), checking every ordinal.
     pub fn parse(data: &[u8]) -> Result<ExecutableDef, StatusError> {
@@ -374,6 +406,16 @@ impl ExecutableDef {
                         ),
                     ));
                 }
+                if bindings
+                    .iter()
+                    .any(|b: &LayoutBinding| b.binding == binding.binding)
+                {
+                    return Err(bad(
+                        &format!("descriptor_set_layouts[{i}].bindings"),
+                        flat.at(layout.pos),
+                        format!("binding {} is declared twice", binding.binding),
+                    ));
+                }
                 bindings.push(binding);
             }
             descriptor_set_layouts.push(bindings);
@@ -400,11 +442,22 @@ impl ExecutableDef {
                 .map(|k| {
                     let at = start + 12 * k;
                     let word = |n: usize| flat.u32(at + 4 * n, "push_constant_ranges");
-                    Ok(PushConstantRange {
+                    let range = PushConstantRange {
                         stage_flags: word(0)?,
                         offset: word(1)?,
                         size: word(2)?,
-                    })
+                    };
+                    if range.offset % 4 != 0 || range.size % 4 != 0 || range.size == 0 {
+                        return Err(bad(
+                            &format!("pipeline_layouts[{i}].push_constant_ranges[{k}]"),
+                            flat.at(at),
+                            format!(
+                                "offset {} and size {} must be multiples of 4, the size not 0",
+                                range.offset, range.size
+                            ),
+                        ));
+                    }
+                    Ok(range)
                 })
                 .collect::<Result<Vec<_>, StatusError>>()?;
             pipeline_layouts.push(PipelineLayoutDef {
@@ -455,6 +508,26 @@ impl ExecutableDef {
                 pipeline_layouts.len(),
                 "pipeline_layout_ordinal",
             )?;
+            if !has_compute_entry_point(
+                &shader_modules[def.shader_module as usize],
+                &def.entry_point,
+            ) {
+                return Err(bad(
+                    &format!("pipelines[{i}].entry_point"),
+                    flat.at(pipeline.pos),
+                    format!(
+                        "shader module {} has no compute entry point named {:?}",
+                        def.shader_module, def.entry_point
+                    ),
+                ));
+            }
+            if def.subgroup_size != 0 && !def.subgroup_size.is_power_of_two() {
+                return Err(bad(
+                    &format!("pipelines[{i}].subgroup_size"),
+                    flat.at(pipeline.pos),
+                    format!("{} is not a power of two", def.subgroup_size),
+                ));
+            }
             pipelines.push(def);
         }
         if pipelines.is_empty() {
@@ -527,6 +600,35 @@ mod tests {
         data[64] = 0xff;
         let e = ExecutableDef::parse(&data).unwrap_err();
         assert_eq!(e.status, StatusCode::InvalidArgument, "{e}");
+    }
+
+    #[test]
+    fn entry_points_are_found_by_name_and_execution_model() {
+        let name = |text: &[u8; 8]| {
+            [
+                u32::from_le_bytes([text[0], text[1], text[2], text[3]]),
+                u32::from_le_bytes([text[4], text[5], text[6], text[7]]),
+            ]
+        };
+        let module = |model: u32| {
+            let mut code = vec![SPIRV_MAGIC, 0x0001_0300, 0, 10, 0];
+            // OpCapability Shader, then OpEntryPoint GLCompute %4 "main_fn".
+            code.extend([(2 << 16) | 17, 1]);
+            code.extend([(5 << 16) | 15, model, 4]);
+            code.extend(name(b"main_fn\0"));
+            code
+        };
+        assert!(has_compute_entry_point(&module(5), "main_fn"));
+        assert!(!has_compute_entry_point(&module(5), "main"));
+        assert!(!has_compute_entry_point(&module(5), "main_fn2"));
+        // A vertex shader's entry point is not a compute pipeline's.
+        assert!(!has_compute_entry_point(&module(0), "main_fn"));
+        // A stream cut inside the instruction, or with a zero word count, ends the walk.
+        let code = module(5);
+        assert!(!has_compute_entry_point(&code[..code.len() - 1], "main_fn"));
+        let mut zero = module(5);
+        zero[5] = 0;
+        assert!(!has_compute_entry_point(&zero, "main_fn"));
     }
 
     #[test]
