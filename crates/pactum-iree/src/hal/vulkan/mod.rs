@@ -33,7 +33,9 @@
 //! can do what the driver lets a compute shader do: read and write out of bounds of its
 //! bindings where the driver does not enforce robust access (pactum enables
 //! `robustBufferAccess` when the driver offers it), hang the device (pactum waits for a
-//! submission without a bound), or crash a buggy driver's compiler. On lavapipe a shader runs
+//! submission without a bound), or crash a buggy driver's compiler. Indirect workgroup counts
+//! (read by the device) and a required subgroup size against the device's range are not
+//! checked against the device's limits yet. On lavapipe a shader runs
 //! as machine code on the CPU, in this process. The VM around it stays verified and budgeted.
 
 mod context;
