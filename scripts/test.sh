@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every pactum test on a fresh machine: installs what the tests need (C/C++ compilers,
-# Debian's MLIR 22 and LLVM 22 tools, valgrind, the pinned peer packages in .venv), then format
+# Debian's MLIR 22 and LLVM 22 tools, valgrind, the Vulkan loader and lavapipe, the pinned peer
+# packages in .venv), then format
 # and lint checks, the Rust tests (which run the C/C++ conformance suite against the official
 # libtvm_ffi.so and pactum's, and lower and call the MLIR test modules), the Python package,
 # the ONNX conformance slice (conformance/onnx/), and the docs.
@@ -22,6 +23,10 @@ mlir_bin="${PACTUM_MLIR_BIN:-/usr/lib/llvm-22/bin}"
 [ -x "$mlir_bin/llc" ] || missing+=(llvm-22)
 # valgrind memchecks pactum on a few ONNX conformance cases (conformance/onnx/).
 command -v valgrind >/dev/null || missing+=(valgrind)
+# The Vulkan device's tests run on lavapipe (Mesa's CPU Vulkan driver) through the loader.
+{ /sbin/ldconfig -p 2>/dev/null || ldconfig -p 2>/dev/null || true; } | grep -q 'libvulkan\.so\.1' \
+  || missing+=(libvulkan1)
+ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
   $sudo_cmd apt-get update -q
@@ -51,7 +56,7 @@ if [ "${PACTUM_SKIP_LINT:-0}" != 1 ]; then
 fi
 
 say "pactum-iree builds by parts (features), and its codecs alone pull in no VM, HAL or ELF reader"
-for features in "" structured vm hal check llvm-cpu module; do
+for features in "" structured vm hal check llvm-cpu module vulkan; do
   cargo clippy -q -p pactum-iree --no-default-features --features "$features" -- -D warnings
 done
 cargo clippy -q -p pactum-capi --no-default-features -- -D warnings

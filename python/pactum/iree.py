@@ -16,7 +16,7 @@ and Python scalars, shaped as the signature says. A refused argument is a ``Type
 ``ValueError`` whose message names its path (``args[0]["bias"]``, ``kwargs["x"]``).
 
 :func:`load` also takes the module's bytes, the device (``local-task`` with an optional worker
-count, or ``local-sync``), modules to link before it, parameter archives by scope, and a
+count, ``local-sync``, or ``vulkan`` for modules compiled for Vulkan), modules to link before it, parameter archives by scope, and a
 callback for what the program traces::
 
     m = pactum.iree.load(open("main.vmfb", "rb").read(), device="local-sync",
@@ -496,9 +496,17 @@ def _call_threads() -> ThreadPoolExecutor:
         return _CALL_THREADS
 
 
-#: The devices :func:`load` knows: IREE's ``local-task`` (a worker pool runs the dispatches)
-#: and ``local-sync`` (the calling thread runs everything).
-DEVICES = ("local-task", "local-sync")
+#: The devices :func:`load` knows: IREE's ``local-task`` (a worker pool runs the dispatches),
+#: ``local-sync`` (the calling thread runs everything) and ``vulkan`` (the Vulkan loader's
+#: first device; ``vulkan://N`` its N-th), for modules compiled with
+#: ``--iree-hal-target-device=vulkan``.
+DEVICES = ("local-task", "local-sync", "vulkan")
+
+
+def _known_device(device: Any) -> bool:
+    return isinstance(device, str) and (
+        device in DEVICES or (device.startswith("vulkan://") and device[len("vulkan://"):].isdigit())
+    )
 
 _LOAD_MODULE = tvm_ffi.get_global_func("pactum.iree.load_module")
 _INSPECT_SOURCE = tvm_ffi.get_global_func("pactum.iree.inspect_source")
@@ -643,8 +651,10 @@ class IreeModule:
         trace: Optional[Callable[[str, List[Any]], Any]] = None,
         allow_casts: bool = False,
     ) -> None:
-        if device not in DEVICES:
-            raise ValueError(f"device: unknown device {device!r} (expected one of: {', '.join(DEVICES)})")
+        if not _known_device(device):
+            raise ValueError(
+                f"device: unknown device {device!r} (expected one of: {', '.join(DEVICES)}, vulkan://N)"
+            )
         if threads is not None:
             if isinstance(threads, bool) or not isinstance(threads, int):
                 raise TypeError(f"threads: expected an int or None, got {type(threads).__name__}")
@@ -678,7 +688,7 @@ class IreeModule:
         else:
             loaded = _module_bytes(source, "source")
             name = "<module bytes>"
-        #: The device the module runs on (``local-task`` or ``local-sync``).
+        #: The device the module runs on (``local-task``, ``local-sync``, ``vulkan``...).
         self.device = device
         #: Whether NumPy arrays of another dtype than an export declares are converted.
         self.allow_casts = allow_casts
@@ -761,7 +771,9 @@ def load(
 
     - `device`: ``"local-task"`` (ELF dispatches on a worker pool: the process-wide one, or
       one of `threads` workers) or ``"local-sync"`` (everything on the calling thread), as
-      IREE's drivers of those names;
+      IREE's drivers of those names; or ``"vulkan"`` / ``"vulkan://N"`` (the Vulkan loader's
+      first / N-th device, for modules compiled with ``--iree-hal-target-device=vulkan``;
+      results come back as host arrays);
     - `modules`: modules registered before this one in its context, in order, whose exports
       it imports (iree-run-module's repeated ``--module``): paths, bytes-like objects, or
       native modules (objects with a ``_pactum_native_module()`` method);

@@ -210,8 +210,38 @@ def test_devices_as_iree(device, threads):
     np.testing.assert_array_equal(ours[name](x), _host(theirs[name](x)))
 
 
+VULKAN_ADD = """
+func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %a, %b : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("device", ["vulkan", "vulkan://0"])
+def test_a_module_compiled_for_vulkan_runs_on_the_vulkan_device(tmp_path, device):
+    """device="vulkan" runs a module compiled with --iree-hal-target-device=vulkan on pactum's
+    Vulkan device (lavapipe in CI; without a Vulkan driver this fails, saying what is missing)."""
+    compiler = pathlib.Path(sys.executable).parent / "iree-compile"
+    mlir = tmp_path / "add.mlir"
+    mlir.write_text(VULKAN_ADD)
+    out = tmp_path / "add.vmfb"
+    run = subprocess.run(
+        [str(compiler), "--iree-hal-target-device=vulkan", str(mlir), "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, f"iree-compile failed:\n{run.stderr}"
+    module = pactum.iree.load(str(out), device=device)
+    assert module.device == device
+    np.testing.assert_array_equal(module["add"](A, B), A + B)
+
+
 def test_a_bad_device_is_a_value_error_naming_the_choices():
-    with pytest.raises(ValueError, match=r"unknown device 'nosuchdevice' \(expected one of: local-task, local-sync\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown device 'nosuchdevice' \(expected one of: local-task, local-sync, vulkan, vulkan://N\)",
+    ):
         pactum.iree.load(vmfb("vm_direct.vmfb"), device="nosuchdevice")
     # iree.runtime refuses it too (with an error of its own).
     with pytest.raises(Exception):

@@ -205,9 +205,8 @@ pub fn run(args: &[String]) -> Result<()> {
         Some("json") => true,
         Some(other) => bail!("--benchmark_format={other}: expected console or json"),
     };
-    let workers = tool::workers(&flags)?;
-    let device = workers.device_name();
-    let module = tool::load_modules(&flags, workers)?;
+    let module = tool::load_modules(&flags, tool::device(&flags)?)?;
+    let device = module.device_id().to_owned();
     let function = tool::function_name(&module, &flags)?;
     let (argument_kinds, _) = module.value_kinds(&function).map_err(|e| anyhow!("{e}"))?;
     let inputs = tool::parse_values(&argument_kinds, flags.list("input"))
@@ -265,7 +264,7 @@ pub fn run(args: &[String]) -> Result<()> {
         });
     }
     if json {
-        print_json(&module, &function, device, repetitions, &rows)
+        print_json(&module, &function, &device, repetitions, &rows)
     } else {
         print_console(&rows);
         Ok(())

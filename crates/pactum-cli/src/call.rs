@@ -1,5 +1,5 @@
 //! `pactum call LIB.so|MODULE.vmfb FUNC ARG... [--out DIR] [--mlir DECLARATION]
-//! [--device local-task|local-sync]`.
+//! [--device local-task|local-sync|vulkan|vulkan://N]`.
 
 use std::path::{Path, PathBuf};
 
@@ -10,32 +10,49 @@ use pactum_mlir::MlirLibrary;
 
 use crate::library;
 use pactum_cli::args::{self, CallArg};
-use pactum_iree::hal::Workers;
-use pactum_iree::module::IreeModule;
+use pactum_iree::hal::{VulkanDevice, Workers};
+use pactum_iree::module::{DeviceChoice, IreeModule};
 use pactum_iree::signature::Type;
 use pactum_iree::structured::StructuredFunction;
 
 /// The device of a `.vmfb` call, named as iree-run-module's `--device`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Device {
-    /// Native dispatches on the process-wide pool of worker threads.
+    /// Native dispatches on the process-wide pool of worker threads (`local-task`).
     LocalTask,
-    /// Native dispatches on the calling thread only.
+    /// Native dispatches on the calling thread only (`local-sync`).
     LocalSync,
+    /// The Vulkan loader's `N`-th device (`vulkan` is `vulkan://0`), for modules compiled
+    /// with `--iree-hal-target-device=vulkan`.
+    Vulkan(usize),
 }
 
 impl Device {
-    /// Parses `local-task` or `local-sync`.
+    /// Parses `local-task`, `local-sync`, `vulkan` or `vulkan://N`.
     pub fn parse(text: &str) -> Result<Device> {
-        <Device as clap::ValueEnum>::from_str(text, false)
-            .map_err(|_| anyhow!("unknown device `{text}` (expected local-task or local-sync)"))
+        match text {
+            "local-task" => Ok(Device::LocalTask),
+            "local-sync" => Ok(Device::LocalSync),
+            _ => match pactum_iree::hal::vulkan::parse_device_name(text) {
+                Some(Ok(index)) => Ok(Device::Vulkan(index)),
+                Some(Err(e)) => Err(anyhow!("{e}")),
+                None => Err(anyhow!(
+                    "unknown device `{text}` (expected local-task, local-sync, vulkan or vulkan://N)"
+                )),
+            },
+        }
     }
 
-    fn workers(self) -> Workers {
-        match self {
-            Device::LocalTask => Workers::shared(),
-            Device::LocalSync => Workers::CallerThread,
-        }
+    /// The device a context runs on (opening a Vulkan device: an error names what is
+    /// missing).
+    pub fn choice(self) -> Result<DeviceChoice> {
+        Ok(match self {
+            Device::LocalTask => DeviceChoice::Local(Workers::shared()),
+            Device::LocalSync => DeviceChoice::Local(Workers::CallerThread),
+            Device::Vulkan(index) => {
+                DeviceChoice::Vulkan(VulkanDevice::open(index).map_err(|e| anyhow!("{e}"))?)
+            }
+        })
     }
 }
 
@@ -104,7 +121,7 @@ pub fn run(
     let callee = match mlir {
         _ if vmfb.device.is_some() => {
             return Err(anyhow!(
-                "--device is for .vmfb modules (local-task or local-sync), not shared libraries"
+                "--device is for .vmfb modules (local-task, local-sync or vulkan), not shared libraries"
             ));
         }
         _ if !vmfb.is_empty() => {
@@ -176,7 +193,7 @@ fn load_vmfb(path: &Path, options: &VmfbOptions) -> Result<IreeModule> {
     let device = options.device.unwrap_or(Device::LocalTask);
     let mut builder = IreeModule::builder()
         .limits(pactum_iree::vm::Limits::default())
-        .workers(device.workers());
+        .device(device.choice()?);
     builder = crate::tool::add_parameters(builder, &options.parameters)?;
     for module in &options.modules {
         builder = builder.module_file(module).map_err(|e| anyhow!("{e}"))?;

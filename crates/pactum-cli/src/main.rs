@@ -66,10 +66,10 @@ enum Command {
         /// `func.func` declaration or a function type such as `(memref<?xf32>, f32) -> f32`.
         #[arg(long, value_name = "DECLARATION")]
         mlir: Option<String>,
-        /// For a .vmfb: the device running its compiled (llvm-cpu) dispatches, as
-        /// iree-run-module's --device: local-task (a pool of worker threads, the default) or
-        /// local-sync (the calling thread only).
-        #[arg(long, value_enum)]
+        /// For a .vmfb: the device running its compiled dispatches, as iree-run-module's
+        /// --device: local-task (a pool of worker threads, the default), local-sync (the
+        /// calling thread only), vulkan or vulkan://N (the Vulkan loader's N-th device).
+        #[arg(long, value_parser = call::Device::parse)]
         device: Option<call::Device>,
         /// For a .vmfb: an argument by its `iree.abi` name (repeatable, anywhere), VALUE in any
         /// argument syntax: `--named repeat=3`, `--named x=4xf32=1 2 3 4`. A bare `repeat=3`
@@ -100,7 +100,7 @@ enum Command {
     /// mismatch) with --expected_f16_threshold, --expected_f32_threshold,
     /// --expected_f64_threshold, --expected_bf16_threshold, --expected_rtol and
     /// --equality_mode=approximate|exact, --output_max_element_count=N,
-    /// --parameters=[SCOPE=]FILE (repeatable), --device=local-task|local-sync,
+    /// --parameters=[SCOPE=]FILE (repeatable), --device=local-task|local-sync|vulkan,
     /// --task_topology_group_count=N and --task_topology_max_group_count=N (worker threads).
     /// An unknown flag is an error.
     #[command(disable_help_flag = true)]
@@ -134,9 +134,9 @@ enum Command {
         module: PathBuf,
         /// The tests to run (all of them when none is named).
         functions: Vec<String>,
-        /// The device running compiled (llvm-cpu) dispatches, as iree-run-module's --device:
-        /// local-task (a pool of worker threads, the default) or local-sync.
-        #[arg(long, value_enum)]
+        /// The device running compiled dispatches, as iree-run-module's --device: local-task
+        /// (a pool of worker threads, the default), local-sync, vulkan or vulkan://N.
+        #[arg(long, value_parser = call::Device::parse)]
         device: Option<call::Device>,
         /// Print the report as one JSON object (module, tests with their outcome, error and
         /// failed checks) instead of lines, for scripts such as conformance/e2e/run.py.
@@ -348,7 +348,7 @@ fn split_call_options(args: Vec<String>) -> anyhow::Result<(Vec<String>, CallOpt
             options.mlir = Some(declaration.to_owned());
         } else if word == "--device" {
             let device = words.next().ok_or_else(|| {
-                anyhow::anyhow!("--device needs a device (local-task or local-sync)")
+                anyhow::anyhow!("--device needs a device (local-task, local-sync or vulkan)")
             })?;
             options.device = Some(call::Device::parse(&device)?);
         } else if let Some(device) = word.strip_prefix("--device=") {

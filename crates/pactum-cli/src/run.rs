@@ -29,7 +29,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let flags = ToolFlags::parse("pactum run", &known_flags(), args)?;
     let max_elements: u64 = flags.parsed("output_max_element_count", 1024)?;
     let tolerances = Tolerances::from_flags(&flags)?;
-    let module = tool::load_modules(&flags, tool::workers(&flags)?)?;
+    let module = tool::load_modules(&flags, tool::device(&flags)?)?;
     let function = tool::function_name(&module, &flags)?;
     let (argument_kinds, result_kinds) =
         module.value_kinds(&function).map_err(|e| anyhow!("{e}"))?;

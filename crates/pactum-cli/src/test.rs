@@ -14,6 +14,7 @@ use pactum_iree::vmfb::VmfbFile;
 use serde_json::json;
 
 use crate::call::Device;
+use pactum_iree::module::DeviceChoice;
 
 /// One test's line (and, under it, the first line of each failed check's message).
 fn describe(result: &TestResult) -> String {
@@ -94,9 +95,9 @@ pub fn run(
     modules: &[PathBuf],
     parameters: &[String],
 ) -> Result<()> {
-    let workers = match device.unwrap_or(Device::LocalTask) {
-        Device::LocalTask => Workers::shared(),
-        Device::LocalSync => Workers::CallerThread,
+    let (workers, vulkan) = match device.unwrap_or(Device::LocalTask).choice()? {
+        DeviceChoice::Local(workers) => (workers, None),
+        DeviceChoice::Vulkan(device) => (Workers::CallerThread, Some(device)),
     };
     let linked = modules
         .iter()
@@ -113,6 +114,7 @@ pub fn run(
     }
     let options = TestOptions {
         workers,
+        vulkan,
         linked,
         parameters: Arc::new(provider),
         ..TestOptions::default()

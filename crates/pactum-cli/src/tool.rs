@@ -12,10 +12,10 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result, anyhow, bail};
 use pactum_iree::hal::{
     BufferParams, DENSE_ROW_MAJOR, HalAllocator as _, HalBuffer, HalBufferView, HalElementType,
-    HostAllocator, MIN_FILE_MAPPING_BYTES, Workers, c_format_g, shape_text,
+    HostAllocator, MIN_FILE_MAPPING_BYTES, VulkanDevice, Workers, c_format_g, shape_text,
 };
 use pactum_iree::module::{
-    IreeModule, buffer_view_to_tensor, hal_element_type, tensor_to_buffer_view,
+    DeviceChoice, IreeModule, buffer_view_to_tensor, hal_element_type, tensor_to_buffer_view,
 };
 use pactum_iree::parameters::ParameterIndex;
 use pactum_iree::vm::{Limits, Ref, Value};
@@ -135,8 +135,23 @@ pub const CONTEXT_FLAGS: &[(&str, FlagKind)] = &[
     ("parameter_mode", FlagKind::Ignored),
 ];
 
-/// Who runs compiled dispatches, from `--device` (`local-task`, the default, or
-/// `local-sync`; `local-task://` URIs too) and the worker count flags.
+/// The device programs run on, from `--device`: `vulkan` or `vulkan://N` (the Vulkan
+/// loader's `N`-th device), or the local device with [`workers`].
+pub fn device(flags: &ToolFlags) -> Result<DeviceChoice> {
+    let device = flags.get("device").unwrap_or("local-task");
+    match pactum_iree::hal::vulkan::parse_device_name(device) {
+        Some(index) => {
+            let index = index.map_err(|e| anyhow!("--device={device}: {e}"))?;
+            let vulkan =
+                VulkanDevice::open(index).map_err(|e| anyhow!("--device={device}: {e}"))?;
+            Ok(DeviceChoice::Vulkan(vulkan))
+        }
+        None => Ok(DeviceChoice::Local(workers(flags)?)),
+    }
+}
+
+/// Who runs compiled dispatches on the local device, from `--device` (`local-task`, the
+/// default, or `local-sync`; `local-task://` URIs too) and the worker count flags.
 pub fn workers(flags: &ToolFlags) -> Result<Workers> {
     let device = flags.get("device").unwrap_or("local-task");
     let driver = device.split("://").next().unwrap_or(device);
@@ -155,9 +170,7 @@ pub fn workers(flags: &ToolFlags) -> Result<Workers> {
                 None => Ok(Workers::shared()),
             }
         }
-        _ => bail!(
-            "--device={device}: pactum runs the local-task and local-sync devices (the CPU) only"
-        ),
+        _ => bail!("--device={device}: pactum runs the local-task, local-sync and vulkan devices"),
     }
 }
 
@@ -185,15 +198,15 @@ pub fn open_parameters(spec: &str) -> Result<(&str, ParameterIndex)> {
 }
 
 /// The module of the last `--module`, loaded in one context after the others (in order) and
-/// the `--parameters` archives, its dispatches run by `workers`.
-pub fn load_modules(flags: &ToolFlags, workers: Workers) -> Result<IreeModule> {
+/// the `--parameters` archives, on `device`.
+pub fn load_modules(flags: &ToolFlags, device: DeviceChoice) -> Result<IreeModule> {
     let modules = flags.list("module");
     let Some((main, linked)) = modules.split_last() else {
         bail!("no module given; use --module=file.vmfb");
     };
     let mut builder = IreeModule::builder()
         .limits(Limits::default())
-        .workers(workers);
+        .device(device);
     builder = add_parameters(builder, flags.list("parameters"))?;
     for path in linked {
         builder = builder.module_file(path).map_err(|e| anyhow!("{e}"))?;

@@ -725,6 +725,10 @@ pub struct TestOptions {
     /// Who runs ELF (`llvm-cpu`) dispatches: [`Workers::shared`] (`local-task`, the default)
     /// or [`Workers::CallerThread`] (`local-sync`).
     pub workers: Workers,
+    /// A Vulkan device to run the tests on instead of the local one (`workers` then runs
+    /// nothing): each test's context gets a clone charging its own memory budget.
+    #[cfg(feature = "vulkan")]
+    pub vulkan: Option<crate::hal::VulkanDevice>,
     /// Bytecode modules loaded before the test module in every test's context, in order (as
     /// the repeated `--module` of IREE's tools): the test module may import their functions.
     pub linked: Vec<Arc<VmfbFile>>,
@@ -935,6 +939,19 @@ impl TestSuite {
             })
     }
 
+    /// The Vulkan device of the options, charging `budget`, if there is one.
+    fn vulkan_device(
+        &self,
+        budget: Option<Arc<crate::memory_budget::MemoryBudget>>,
+    ) -> Option<Arc<dyn crate::hal::HalDevice>> {
+        #[cfg(feature = "vulkan")]
+        if let Some(device) = &self.options.vulkan {
+            return Some(Arc::new(device.with_memory_budget(budget)));
+        }
+        let _ = budget;
+        None
+    }
+
     /// A fresh context: a `check` module, a `hal` module over a fresh local device,
     /// `io_parameters` when imported, the linked modules, and the test module, initialised.
     fn context(&self) -> Result<(Context, Arc<CheckModule>), VmError> {
@@ -942,10 +959,16 @@ impl TestSuite {
         let mut context = Context::new(limits.clone());
         let check = Arc::new(CheckModule::new());
         context.register_native(check.clone())?;
-        let device = LocalDevice::new(self.options.workers.clone())
-            .with_memory_budget(context.memory_budget().cloned())
-            .with_vmvx_limits(limits.clone());
-        let hal = HalModule::with_wait_limit(Arc::new(device), limits.max_wait);
+        let budget = context.memory_budget().cloned();
+        let device: Arc<dyn crate::hal::HalDevice> = match self.vulkan_device(budget.clone()) {
+            Some(device) => device,
+            None => Arc::new(
+                LocalDevice::new(self.options.workers.clone())
+                    .with_memory_budget(budget)
+                    .with_vmvx_limits(limits.clone()),
+            ),
+        };
+        let hal = HalModule::with_wait_limit(device, limits.max_wait);
         context.register_native(Arc::new(hal))?;
         #[cfg(feature = "parameters")]
         if self.imports(crate::parameters::IO_PARAMETERS_MODULE_NAME) {

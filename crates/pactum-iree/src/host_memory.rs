@@ -15,6 +15,11 @@
 //! (`IREE_HAL_EXTERNAL_BUFFER_TYPE_HOST_ALLOCATION`, `iree_hal_heap_buffer_wrap`). The block
 //! holds the owner until it is dropped, never frees the memory and never caches it.
 //!
+//! A block can also be a device's memory mapped into the process
+//! ([`HostMemory::device_mapped`]: the Vulkan device's host-visible buffers), holding the
+//! device's allocation, which the device finds again with [`HostMemory::device_allocation`] to
+//! bind the buffer in its work. Never cached.
+//!
 //! Fresh blocks are zero-filled. A [`BlockCache`] keeps blocks its owner freed and hands them
 //! out again as they are, like IREE's allocator reusing freed memory: a model called in a
 //! loop then takes no page faults for its outputs, and spends no allocation and zero-fill on
@@ -23,6 +28,7 @@
 //! before.
 
 use std::alloc::Layout;
+use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::atomic::AtomicU8;
 use std::sync::{Arc, Mutex, Weak};
@@ -55,6 +61,10 @@ enum Owner {
     /// Memory owned by someone else ([`HostMemory::borrowed`]); never read, held to keep the
     /// memory alive until the block is dropped.
     Borrowed(#[allow(dead_code)] Box<dyn Send + Sync>),
+    /// A device's memory mapped into the process ([`HostMemory::device_mapped`]); the
+    /// allocation that owns the mapping, which the device reaches again through
+    /// [`HostMemory::device_allocation`].
+    Device(Arc<dyn Any + Send + Sync>),
     /// Moved into a cache: nothing to free.
     Moved,
 }
@@ -212,6 +222,44 @@ impl HostMemory {
             owner: Owner::Borrowed(owner),
             cache: None,
         })
+    }
+
+    /// A block over `len` bytes of a device's memory mapped at `ptr`, which `allocation` (the
+    /// device's own record of it: its buffer and memory objects) keeps mapped until it is
+    /// dropped. The HAL, the VM and the host read and write the bytes through the mapping, and
+    /// the device finds its allocation again with [`HostMemory::device_allocation`]. Never
+    /// cached. `None` when `ptr` is not aligned to [`HOST_MEMORY_ALIGNMENT`] or `len` is zero.
+    ///
+    /// # Safety
+    /// While `allocation` lives, the `len` bytes at `ptr` must stay mapped, readable and
+    /// writable and coherent with the device (writes on either side visible to the other
+    /// once the device's work is ordered with the host's, as the device's queue does), and
+    /// not be accessed other than through this block or by the device's work that the HAL
+    /// submits.
+    pub unsafe fn device_mapped(
+        ptr: *mut u8,
+        len: usize,
+        allocation: Arc<dyn Any + Send + Sync>,
+    ) -> Option<HostMemory> {
+        if len == 0 || ptr as usize % HOST_MEMORY_ALIGNMENT != 0 {
+            return None;
+        }
+        let ptr = NonNull::new(ptr.cast::<AtomicU8>())?;
+        Some(HostMemory {
+            ptr,
+            len,
+            owner: Owner::Device(allocation),
+            cache: None,
+        })
+    }
+
+    /// The device allocation a [`HostMemory::device_mapped`] block maps (`None` for other
+    /// blocks).
+    pub fn device_allocation(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        match &self.owner {
+            Owner::Device(allocation) => Some(allocation),
+            _ => None,
+        }
     }
 
     /// Whether the block is memory someone else owns ([`HostMemory::borrowed`]).

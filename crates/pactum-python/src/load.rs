@@ -11,7 +11,9 @@
 //!
 //! `options` is a `Map` whose keys are all optional:
 //! - `"device"`: `"local-task"` (default: the shared worker pool, or a pool of `"threads"`
-//!   workers) or `"local-sync"` (the calling thread, [`Workers::CallerThread`]);
+//!   workers), `"local-sync"` (the calling thread, [`Workers::CallerThread`]), or `"vulkan"`
+//!   / `"vulkan://N"` (the Vulkan loader's first / `N`-th device, one per process, shared by
+//!   every module loaded on it);
 //! - `"threads"`: `None` or the worker count of a `local-task` device's own pool;
 //! - `"modules"`: an `Array` of modules registered before the loaded one, in order: paths,
 //!   bytes, tensors (as `source`) or `pactum.iree.NativeModule` objects;
@@ -26,17 +28,17 @@
 //! item they are about; a module that fails to load is named by its path (the builder's
 //! errors do that).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pactum::sys::dlpack::DLDeviceType;
 use pactum::{
     Any, AnyView, Array, Bytes, DataType, Error, ErrorKind, FromAnyView, Function, Map, Obj,
     Result, Tensor,
 };
-use pactum_iree::hal::{HalBufferView, TraceSink, Workers};
+use pactum_iree::hal::{HalBufferView, TraceSink, VulkanDevice, Workers};
 use pactum_iree::module::{
-    IreeModule, LinkedModule, ModuleBuilder, NativeModuleObject, ParameterIndexObject, VMFB_KIND,
-    buffer_view_to_tensor,
+    DeviceChoice, IreeModule, LinkedModule, ModuleBuilder, NativeModuleObject,
+    ParameterIndexObject, VMFB_KIND, buffer_view_to_tensor,
 };
 use pactum_iree::parameters::ParameterIndex;
 use pactum_iree::status::{StatusCode, StatusError};
@@ -48,8 +50,8 @@ pub const LOAD_MODULE: &str = "pactum.iree.load_module";
 /// The global behind `pactum.iree.inspect` of a module given by its bytes.
 pub const INSPECT_SOURCE: &str = "pactum.iree.inspect_source";
 
-/// The device names `"device"` accepts.
-const DEVICES: [&str; 2] = ["local-task", "local-sync"];
+/// The device names `"device"` accepts (and `vulkan://N`).
+const DEVICES: [&str; 3] = ["local-task", "local-sync", "vulkan"];
 
 /// Registers [`LOAD_MODULE`] and [`INSPECT_SOURCE`] (unless present).
 pub fn register() -> Result<()> {
@@ -281,6 +283,34 @@ fn typed<'a, T: FromAnyView<'a>>(value: &'a Any, what: &str, expected: &str) -> 
     })
 }
 
+/// The Vulkan devices opened so far, by the loader's index: one per process, shared by every
+/// module loaded on it (each context's clone charges its own budget).
+fn vulkan_device(index: usize) -> Result<VulkanDevice> {
+    static OPENED: Mutex<Vec<(usize, VulkanDevice)>> = Mutex::new(Vec::new());
+    let mut opened = OPENED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, device)) = opened.iter().find(|(i, _)| *i == index) {
+        return Ok(device.clone());
+    }
+    let device =
+        VulkanDevice::open(index).map_err(|e| value_error(format!("device: {}", e.message)))?;
+    opened.push((index, device.clone()));
+    Ok(device)
+}
+
+/// The device `device` and `threads` name.
+fn device_choice(device: Option<&str>, threads: Option<i64>) -> Result<DeviceChoice> {
+    if let Some(index) = device.and_then(pactum_iree::hal::vulkan::parse_device_name) {
+        let index = index.map_err(|e| value_error(format!("device: {}", e.message)))?;
+        if threads.is_some() {
+            return Err(value_error(
+                "threads: applies to local-task only, not to a Vulkan device".to_owned(),
+            ));
+        }
+        return Ok(DeviceChoice::Vulkan(vulkan_device(index)?));
+    }
+    workers(device, threads).map(DeviceChoice::Local)
+}
+
 /// The workers `device` and `threads` name.
 fn workers(device: Option<&str>, threads: Option<i64>) -> Result<Workers> {
     match (device.unwrap_or("local-task"), threads) {
@@ -301,7 +331,7 @@ fn workers(device: Option<&str>, threads: Option<i64>) -> Result<Workers> {
                 .to_owned(),
         )),
         (other, _) => Err(value_error(format!(
-            "device: unknown device {other:?} (expected one of: {})",
+            "device: unknown device {other:?} (expected one of: {}, vulkan://N)",
             DEVICES.join(", ")
         ))),
     }
@@ -345,7 +375,7 @@ fn load_module(source: &AnyView<'_>, options: Option<&Map>) -> Result<IreeModule
     let threads = option(options, "threads")
         .map(|t| typed::<i64>(&t, "threads", "an int"))
         .transpose()?;
-    let mut builder = ModuleBuilder::new().workers(workers(device.as_deref(), threads)?);
+    let mut builder = ModuleBuilder::new().device(device_choice(device.as_deref(), threads)?);
     if let Some(modules) = option(options, "modules") {
         let modules = typed::<Array>(&modules, "modules", "an Array")?;
         for (index, module) in modules.iter().enumerate() {

@@ -96,11 +96,49 @@ pub fn compile_for_cpu(
     backend: &str,
     extra: &[&str],
 ) -> PathBuf {
+    compile_with(
+        iree_compile,
+        dir,
+        name,
+        source,
+        backend,
+        cpu_target_flags(backend),
+        extra,
+    )
+}
+
+/// The `iree-compile` flags of the Vulkan HAL target: SPIR-V for IREE's default Vulkan target
+/// environment, which lavapipe and any Vulkan 1.1+ driver run.
+pub const VULKAN_TARGET_FLAGS: &[&str] = &["--iree-hal-target-device=vulkan"];
+
+/// As [`compile_for_cpu`], for the Vulkan target ([`VULKAN_TARGET_FLAGS`]), into
+/// `dir/NAME-vulkan.vmfb`.
+pub fn compile_for_vulkan(iree_compile: &Path, dir: &Path, name: &str, source: &str) -> PathBuf {
+    compile_with(
+        iree_compile,
+        dir,
+        name,
+        source,
+        "vulkan",
+        VULKAN_TARGET_FLAGS,
+        &[],
+    )
+}
+
+fn compile_with(
+    iree_compile: &Path,
+    dir: &Path,
+    name: &str,
+    source: &str,
+    target: &str,
+    target_flags: &[&str],
+    extra: &[&str],
+) -> PathBuf {
     let mlir = dir.join(format!("{name}.mlir"));
     std::fs::write(&mlir, source).unwrap_or_else(|e| panic!("write {}: {e}", mlir.display()));
-    let out = dir.join(format!("{name}-{backend}.vmfb"));
+    let out = dir.join(format!("{name}-{target}.vmfb"));
     let output = Command::new(iree_compile)
-        .args(cpu_target_flags(backend))
+        .args(target_flags)
         .args(extra)
         .arg(&mlir)
         .arg("-o")
@@ -109,7 +147,7 @@ pub fn compile_for_cpu(
         .unwrap_or_else(|e| panic!("start {}: {e}", iree_compile.display()));
     assert!(
         output.status.success(),
-        "iree-compile {name} for {backend}: {}",
+        "iree-compile {name} for {target}: {}",
         String::from_utf8_lossy(&output.stderr)
     );
     out

@@ -685,7 +685,7 @@ fn call_runs_llvm_cpu_vmfb_exports_on_both_devices_as_iree_run_module_does() {
             &["call", &module, "add", "7", "35", "--device", "gpu"],
             &dir,
         ),
-        "unknown device `gpu` (expected local-task or local-sync)",
+        "unknown device `gpu` (expected local-task, local-sync, vulkan or vulkan://N)",
     );
     let lib = kernels();
     assert_clean_failure(

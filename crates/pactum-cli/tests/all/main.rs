@@ -10,3 +10,4 @@ mod mlir_call;
 mod run_vs_iree;
 mod test_command;
 mod vmfb_inspect;
+mod vulkan;

@@ -528,7 +528,7 @@ fn run_and_call_refuse_bad_flags_clearly() {
         (vec!["run"], "no module given; use --module=file.vmfb"),
         (
             vec!["run", &module, "--device=cuda"],
-            "--device=cuda: pactum runs the local-task and local-sync",
+            "--device=cuda: pactum runs the local-task, local-sync and vulkan devices",
         ),
         (
             vec![

@@ -1,9 +1,10 @@
 //! Buffers and buffer views: byte ranges of 64-byte aligned host memory, shared without copies
 //! by the HAL, compiled dispatch code and (through views the vmvx loader makes) the VM.
 //!
-//! Every buffer today lives in host memory ([`HostMemory`]): the local CPU device's memory. A
-//! device whose memory the host cannot address would add its kind of storage to
-//! [`Allocation`], the one place that holds a buffer's bytes.
+//! Every buffer's bytes are a [`HostMemory`] block the host addresses: the local CPU device's
+//! memory, or a device's memory mapped for the buffer's life ([`HostMemory::device_mapped`], the
+//! Vulkan device's). A device whose memory the host cannot address would add its kind of
+//! storage to [`Allocation`], the one place that holds a buffer's bytes.
 
 use std::fmt;
 use std::ops::Range;
@@ -153,6 +154,17 @@ impl HalBuffer {
     /// then simply the buffer's own.
     pub fn borrowed(memory: HostMemory) -> HalBuffer {
         HalBuffer::whole(memory, Charge::default())
+    }
+
+    /// A buffer over all of a device's mapped memory ([`HostMemory::device_mapped`]),
+    /// charged to `budget` while it lives.
+    #[cfg(feature = "vulkan")]
+    pub(crate) fn device_memory(
+        memory: HostMemory,
+        budget: Option<&Arc<MemoryBudget>>,
+    ) -> Result<HalBuffer, StatusError> {
+        let charge = charge(budget, memory.len(), "allocating")?;
+        Ok(HalBuffer::whole(memory, charge))
     }
 
     /// Whether the buffer's bytes are memory someone else owns, imported without a copy

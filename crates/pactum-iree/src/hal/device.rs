@@ -16,8 +16,8 @@ use super::buffer::{Binding, HalBuffer};
 use super::command::{BufferRef, Command, HalCommandBuffer};
 use super::executable::HalExecutable;
 use super::file::HalFile;
-use super::semaphore::{HalFence, HalSemaphore};
-use crate::status::StatusError;
+use super::semaphore::{HalFence, HalSemaphore, Timeout, wait_limit_exceeded};
+use crate::status::{StatusCode, StatusError};
 
 /// IREE's "any queue" affinity (`-1`).
 pub const ANY_QUEUE: u64 = u64::MAX;
@@ -178,6 +178,35 @@ pub trait HalDevice: Send + Sync + fmt::Debug {
     /// Starts work submitted so far that the device may still be holding back.
     fn queue_flush(&self) -> Result<(), StatusError> {
         Ok(())
+    }
+}
+
+/// Runs `work` as a queue operation that completes before it returns: after the wait fence
+/// is reached, then signalling the signal fence, or failing it with the error (a failed wait
+/// fence is the operation's error too, so failures flow down a chain of operations).
+pub(crate) fn run_now<T>(
+    submit: Submission<'_>,
+    work: impl FnOnce() -> Result<T, StatusError>,
+) -> Result<T, StatusError> {
+    let waited = match submit.wait_limit {
+        None => submit.wait.wait(Timeout::Infinite),
+        Some(limit) => submit.wait.wait(Timeout::After(limit)).map_err(|e| {
+            if e.status == StatusCode::DeadlineExceeded {
+                wait_limit_exceeded(limit)
+            } else {
+                e
+            }
+        }),
+    };
+    match waited.and_then(|()| work()) {
+        Ok(value) => {
+            submit.signal.signal()?;
+            Ok(value)
+        }
+        Err(error) => {
+            submit.signal.fail(&error);
+            Err(error)
+        }
     }
 }
 

@@ -15,6 +15,9 @@
 //!   ELF dispatches on a shared worker pool, [`Workers::shared`]) or `local-sync` (everything
 //!   on the calling thread, [`Workers::CallerThread`]). Queue operations complete before they
 //!   return.
+//! - **The Vulkan device** (`VulkanDevice`, `vulkan/`, feature `vulkan`): IREE's `vulkan`
+//!   driver on any Vulkan 1.1+ driver the loader finds, running `vulkan-spirv-fb`
+//!   executables; libvulkan is loaded at run time.
 //! - **Executable loaders** (`executable/`): `vmvx-bytecode-fb` ([`VmvxExecutable`], a VM
 //!   bytecode module run by pactum's interpreter in a context of its own, with the `vmvx`
 //!   module of microkernels, [`vmvx_module`], registered) and
@@ -76,7 +79,7 @@
 //! ```
 //!
 //! Layers (no file imports a later one): `element` ← `buffer` ← `allocator`, `semaphore`,
-//! `file`, `workers` ← `executable/` ← `command` ← `device` ← `local/` ← `vm_module`.
+//! `file`, `workers` ← `executable/` ← `command` ← `device` ← `local/`, `vulkan/` ← `vm_module`.
 //! The VM does not depend on this module; the vmvx loader and the binding depend on the VM.
 //!
 //! [`StatusError`]: crate::status::StatusError
@@ -91,6 +94,8 @@ mod file;
 mod local;
 mod semaphore;
 mod vm_module;
+#[cfg(feature = "vulkan")]
+pub mod vulkan;
 mod workers;
 
 pub use allocator::{
@@ -116,4 +121,6 @@ pub use semaphore::{HalFence, HalSemaphore, Timeout, wait_limit_exceeded};
 pub use vm_module::{
     HAL_MODULE_VERSION, HalModule, MAX_TRACED_VIEWS, REF_TYPES, TraceSink, hal_ref,
 };
+#[cfg(feature = "vulkan")]
+pub use vulkan::VulkanDevice;
 pub use workers::Workers;

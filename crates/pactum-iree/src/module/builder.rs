@@ -8,12 +8,38 @@ use pactum::{Error, ErrorKind, Result};
 
 use super::{Export, Inner, IreeModule, positional_by_declaration, vm_error};
 use crate::check::CheckModule;
-use crate::hal::{HalModule, LocalDevice, TraceSink, Workers};
+use crate::hal::{HalDevice, HalModule, LocalDevice, TraceSink, Workers};
 use crate::parameters::{
     IO_PARAMETERS_MODULE_NAME, IoParametersModule, ParameterIndex, ParameterProvider,
 };
 use crate::vm::{Context, Limits, NativeModule};
 use crate::vmfb::VmfbFile;
+
+/// The device a context's `hal` module runs programs on.
+#[derive(Clone, Debug)]
+pub enum DeviceChoice {
+    /// The local CPU device, its ELF dispatches run by these workers
+    /// ([`Workers::shared`]: `local-task`; [`Workers::CallerThread`]: `local-sync`).
+    Local(Workers),
+    /// A Vulkan device (IREE's `vulkan`), for modules compiled with
+    /// `--iree-hal-target-device=vulkan`. Each context gets a clone charging its own memory
+    /// budget; the Vulkan device and its queue are shared.
+    #[cfg(feature = "vulkan")]
+    Vulkan(crate::hal::VulkanDevice),
+}
+
+impl From<Workers> for DeviceChoice {
+    fn from(workers: Workers) -> DeviceChoice {
+        DeviceChoice::Local(workers)
+    }
+}
+
+#[cfg(feature = "vulkan")]
+impl From<crate::hal::VulkanDevice> for DeviceChoice {
+    fn from(device: crate::hal::VulkanDevice) -> DeviceChoice {
+        DeviceChoice::Vulkan(device)
+    }
+}
 
 /// A module registered in the context before the one that is called, in the order given:
 /// its exports are what later modules may import.
@@ -64,9 +90,10 @@ impl std::fmt::Debug for LinkedModule {
 #[derive(Clone, Debug)]
 pub struct ModuleBuilder {
     limits: Limits,
-    /// `None`: the process-wide pool ([`Workers::shared`]), made when a module is loaded, not
-    /// by the builder, so a program choosing the caller's thread never starts its threads.
-    workers: Option<Workers>,
+    /// `None`: the local device on the process-wide pool ([`Workers::shared`]), made when a
+    /// module is loaded, not by the builder, so a program choosing the caller's thread never
+    /// starts its threads.
+    device: Option<DeviceChoice>,
     linked: Vec<LinkedModule>,
     trace_sink: Option<TraceSinkSlot>,
     parameters: ParameterProvider,
@@ -99,7 +126,7 @@ impl ModuleBuilder {
     pub fn new() -> ModuleBuilder {
         ModuleBuilder {
             limits: Limits::default(),
-            workers: None,
+            device: None,
             linked: Vec::new(),
             trace_sink: None,
             parameters: ParameterProvider::new(),
@@ -112,9 +139,17 @@ impl ModuleBuilder {
         self
     }
 
-    /// Who runs ELF dispatches (see [`IreeModule::load_with`]).
+    /// Who runs ELF dispatches (see [`IreeModule::load_with`]): the local device with
+    /// `workers`, the same as `.device(workers)`.
     pub fn workers(mut self, workers: Workers) -> Self {
-        self.workers = Some(workers);
+        self.device = Some(DeviceChoice::Local(workers));
+        self
+    }
+
+    /// The device programs run on: the local CPU device with its workers (the default, on
+    /// the shared pool), or a Vulkan device.
+    pub fn device(mut self, device: impl Into<DeviceChoice>) -> Self {
+        self.device = Some(device.into());
         self
     }
 
@@ -240,12 +275,27 @@ impl ModuleBuilder {
         note_imports(&file, path)?;
         let imports = |name: &str| imported_modules.iter().any(|m| m == name);
 
-        let workers = self.workers.unwrap_or_else(Workers::shared);
         let mut context = Context::new(self.limits.clone());
-        let device = LocalDevice::new(workers.clone())
-            .with_memory_budget(context.memory_budget().cloned())
-            .with_vmvx_limits(self.limits.clone());
-        let mut hal = HalModule::with_wait_limit(Arc::new(device), self.limits.max_wait);
+        let budget = context.memory_budget().cloned();
+        let (workers, device): (Workers, Arc<dyn HalDevice>) = match self.device {
+            None | Some(DeviceChoice::Local(_)) => {
+                let workers = match self.device {
+                    Some(DeviceChoice::Local(workers)) => workers,
+                    _ => Workers::shared(),
+                };
+                let device = LocalDevice::new(workers.clone())
+                    .with_memory_budget(budget)
+                    .with_vmvx_limits(self.limits.clone());
+                (workers, Arc::new(device))
+            }
+            #[cfg(feature = "vulkan")]
+            Some(DeviceChoice::Vulkan(device)) => (
+                Workers::CallerThread,
+                Arc::new(device.with_memory_budget(budget)),
+            ),
+        };
+        let device_id = device.id().to_owned();
+        let mut hal = HalModule::with_wait_limit(device, self.limits.max_wait);
         if let Some(TraceSinkSlot(sink)) = self.trace_sink {
             hal = hal.with_trace_sink(sink);
         }
@@ -301,6 +351,7 @@ impl ModuleBuilder {
                 name,
                 exports,
                 workers,
+                device_id,
                 check,
             }),
         })

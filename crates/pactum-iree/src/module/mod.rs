@@ -63,7 +63,7 @@ use crate::vm::{
 
 mod builder;
 
-pub use builder::{LinkedModule, ModuleBuilder};
+pub use builder::{DeviceChoice, LinkedModule, ModuleBuilder};
 
 /// A VM reference that pactum has no value type for (a HAL object, an opaque ref), held as an
 /// FFI object so that it can be passed back into calls.
@@ -104,6 +104,8 @@ struct Inner {
     name: String,
     exports: Vec<Export>,
     workers: Workers,
+    /// The `hal` device's IREE identifier (`local-task`, `local-sync`, `vulkan`).
+    device_id: String,
     /// The `check` module, when the module imports it.
     check: Option<Arc<CheckModule>>,
 }
@@ -123,6 +125,7 @@ impl std::fmt::Debug for IreeModule {
         f.debug_struct("IreeModule")
             .field("name", &self.inner.name)
             .field("workers", &self.inner.workers)
+            .field("device", &self.inner.device_id)
             .field(
                 "exports",
                 &self
@@ -206,9 +209,16 @@ impl IreeModule {
         ModuleBuilder::new()
     }
 
-    /// Who runs the module's ELF dispatches.
+    /// Who runs the module's ELF dispatches (on a Vulkan device, none do:
+    /// [`Workers::CallerThread`]).
     pub fn workers(&self) -> &Workers {
         &self.inner.workers
+    }
+
+    /// The IREE identifier of the device the module runs on (`local-task`, `local-sync`,
+    /// `vulkan`).
+    pub fn device_id(&self) -> &str {
+        &self.inner.device_id
     }
 
     /// The names of the modules in this module's context, in registration order: the

@@ -29,4 +29,6 @@ mod vm_reference;
 mod vmfb;
 mod vmfb_loader;
 mod vmvx_module;
+#[cfg(feature = "vulkan")]
+mod vulkan;
 mod zero_copy;

@@ -3,7 +3,8 @@
 //! string (another segment). Without reading the bytecode, the format is recognised from the
 //! bytes: an ELF is an `llvm-cpu` library for the architecture its header names
 //! (`embedded-elf-<arch>`, or `system-elf-<arch>` when the module's strings name only that
-//! format: both are the same kind of file); a VM bytecode module is `vmvx-bytecode-fb`.
+//! format: both are the same kind of file); a VM bytecode module is `vmvx-bytecode-fb`; IREE's
+//! executable header with the magic `VKE1` is `vulkan-spirv-fb`.
 
 use crate::vmfb::{BytecodeModule, VmfbError, VmfbFile};
 
@@ -45,7 +46,7 @@ fn elf_arch(data: &[u8]) -> Option<&'static str> {
 /// Every executable in `file`'s read-only data, in segment order. The format is recognised
 /// from the bytes: an ELF is `embedded-elf-<arch>` for the architecture its header names (or
 /// `system-elf-<arch>` when the module's strings name only that one), a VM bytecode module is
-/// `vmvx-bytecode-fb`. A module that does not verify is a [`VmfbError`]; segments that are
+/// `vmvx-bytecode-fb`, a `VKE1` header in a module that names `vulkan-spirv-fb` is that. A module that does not verify is a [`VmfbError`]; segments that are
 /// not executables are skipped.
 pub fn executables_in_vmfb(file: &VmfbFile) -> Result<Vec<EmbeddedExecutable>, VmfbError> {
     let module = file.module()?;
@@ -64,6 +65,8 @@ pub fn executables_in_vmfb(file: &VmfbFile) -> Result<Vec<EmbeddedExecutable>, V
             } else {
                 embedded
             }
+        } else if data.len() >= 64 && data[..4] == *b"VKE1" && names_format("vulkan-spirv-fb") {
+            "vulkan-spirv-fb".to_owned()
         } else if BytecodeModule::parse(data).is_ok() {
             VMVX_FORMAT.to_owned()
         } else {

@@ -15,13 +15,12 @@ pub use executable::{LocalExecutable, MAX_WORKGROUPS, is_local_format};
 use super::allocator::{BufferParams, HalAllocator, HostAllocator};
 use super::buffer::{Binding, BindingRef, HalBuffer};
 use super::command::{BufferRef, Command, HalCommandBuffer, slot_not_in_table};
-use super::device::{HalDevice, Submission, id_matches};
+use super::device::{HalDevice, Submission, id_matches, run_now as submit};
 use super::executable::HalExecutable;
 use super::file::HalFile;
-use super::semaphore::{Timeout, wait_limit_exceeded};
 use super::workers::Workers;
 use crate::memory_budget::MemoryBudget;
-use crate::status::{StatusCode, StatusError};
+use crate::status::StatusError;
 use crate::vm::Limits;
 
 /// The local CPU device.
@@ -224,35 +223,6 @@ impl LocalDevice {
 /// The buffers of a binding table's slots for one execution (or the error naming a slot's bad
 /// range, returned where a command uses the slot).
 type SlotBuffers = [Result<HalBuffer, StatusError>];
-
-/// Runs `work` as a queue operation that completes before it returns: after the wait fence
-/// is reached, then signalling the signal fence, or failing it with the error (a failed wait
-/// fence is the operation's error too, so failures flow down a chain of operations).
-fn submit<T>(
-    submit: Submission<'_>,
-    work: impl FnOnce() -> Result<T, StatusError>,
-) -> Result<T, StatusError> {
-    let waited = match submit.wait_limit {
-        None => submit.wait.wait(Timeout::Infinite),
-        Some(limit) => submit.wait.wait(Timeout::After(limit)).map_err(|e| {
-            if e.status == StatusCode::DeadlineExceeded {
-                wait_limit_exceeded(limit)
-            } else {
-                e
-            }
-        }),
-    };
-    match waited.and_then(|()| work()) {
-        Ok(value) => {
-            submit.signal.signal()?;
-            Ok(value)
-        }
-        Err(error) => {
-            submit.signal.fail(&error);
-            Err(error)
-        }
-    }
-}
 
 impl HalDevice for LocalDevice {
     fn id(&self) -> &str {
