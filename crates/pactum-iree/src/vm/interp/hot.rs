@@ -30,11 +30,12 @@ const VIEW_SLOTS: usize = 4;
 
 /// The views of the buffers in a frame's reference registers, resolved on first use during
 /// one run of the loop (which writes no reference register, so they cannot go stale): a
-/// direct-mapped cache keyed by register index.
+/// direct-mapped cache keyed by the register operand as encoded (its MOVE bit included, which
+/// a buffer access never sets: masking it off would cost every access an instruction).
 struct BufferViews<'a> {
     refs: &'a [Option<Ref>],
-    /// The register each slot holds the view of (`usize::MAX`: none).
-    regs: [usize; VIEW_SLOTS],
+    /// The register operand each slot holds the view of (`u32::MAX`: none).
+    regs: [u32; VIEW_SLOTS],
     views: [BufferView<'a>; VIEW_SLOTS],
 }
 
@@ -42,7 +43,7 @@ impl<'a> BufferViews<'a> {
     fn new(refs: &'a [Option<Ref>]) -> Self {
         BufferViews {
             refs,
-            regs: [usize::MAX; VIEW_SLOTS],
+            regs: [u32::MAX; VIEW_SLOTS],
             views: [BufferView::default(); VIEW_SLOTS],
         }
     }
@@ -51,25 +52,24 @@ impl<'a> BufferViews<'a> {
     /// then stops, and the main loop reports the fault).
     #[inline(always)]
     fn get(&mut self, b: RefReg) -> &BufferView<'a> {
-        let reg = b.index();
-        let slot = reg % VIEW_SLOTS;
-        if self.regs[slot] != reg {
-            self.resolve(reg);
+        let slot = usize::from(b.0) % VIEW_SLOTS;
+        if self.regs[slot] != u32::from(b.0) {
+            self.resolve(b);
         }
         &self.views[slot]
     }
 
-    /// Resolves the view of register `reg` into its slot (out of line: once per buffer and
+    /// Resolves the view of the buffer in `b` into its slot (out of line: once per buffer and
     /// run, while the loop itself stays small).
     #[cold]
     #[inline(never)]
-    fn resolve(&mut self, reg: usize) {
-        let view = match self.refs.get(reg) {
+    fn resolve(&mut self, b: RefReg) {
+        let view = match self.refs.get(b.index()) {
             Some(Some(Ref::Buffer(buffer))) => buffer.view(),
             _ => BufferView::default(),
         };
-        let slot = reg % VIEW_SLOTS;
-        self.regs[slot] = reg;
+        let slot = usize::from(b.0) % VIEW_SLOTS;
+        self.regs[slot] = u32::from(b.0);
         self.views[slot] = view;
     }
 }
