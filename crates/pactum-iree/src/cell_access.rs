@@ -69,6 +69,36 @@ pub fn store<const N: usize>(cells: &[AtomicU8; N], bytes: [u8; N]) {
     }
 }
 
+/// Element `index` of `cells` read as an array of `N`-cell elements: the cells
+/// `index * N .. index * N + N`, or `None` when they are not all inside `cells`.
+///
+/// One comparison (`index < len / N`, which also rules out an overflowing `index * N`), where
+/// slicing `index * N..index * N + N` costs an overflow check and two bounds checks: the
+/// interpreter's buffer loads and stores run this once per element.
+#[inline(always)]
+pub fn cell_element<const N: usize>(cells: &[AtomicU8], index: usize) -> Option<&[AtomicU8; N]> {
+    if N == 0 || index >= cells.len() / N {
+        return None;
+    }
+    // `index < len / N`, so `index * N + N <= len`: the `N` cells from `index * N` are inside
+    // `cells` (and `index * N` does not overflow), and an array of `N` cells has the layout
+    // of `N` consecutive cells.
+    // SAFETY: an in-bounds, aligned (align 1) pointer to `N` live cells, borrowed as `cells` is.
+    Some(unsafe { &*cells.as_ptr().add(index * N).cast::<[AtomicU8; N]>() })
+}
+
+/// Element `index` of `bytes` read as an array of `N`-byte elements, as [`cell_element`]
+/// (a read-only buffer's bytes).
+#[inline(always)]
+pub fn byte_element<const N: usize>(bytes: &[u8], index: usize) -> Option<&[u8; N]> {
+    if N == 0 || index >= bytes.len() / N {
+        return None;
+    }
+    // SAFETY: as in `cell_element`: `index * N + N <= len`, so `N` in-bounds bytes (align 1),
+    // borrowed as `bytes` is.
+    Some(unsafe { &*bytes.as_ptr().add(index * N).cast::<[u8; N]>() })
+}
+
 /// `cells` as an array of `M` cells, where `M` is the same constant as `N` (the callers'
 /// `match N` makes sure; the conversion is then free and cannot fail).
 #[cfg(target_arch = "x86_64")]
@@ -209,6 +239,41 @@ mod tests {
         round_trip::<3>();
         round_trip::<4>();
         round_trip::<8>();
+    }
+
+    /// An element is found exactly when all its bytes are inside the slice, whatever the
+    /// slice's length (multiples of the width or not) and however large the index.
+    fn elements<const N: usize>() {
+        for len in 0..3 * N + 2 {
+            let memory = cells(len);
+            let bytes: Vec<u8> = (0..len).map(|i| i as u8 ^ 0x5a).collect();
+            for index in (0..len + 2).chain([
+                usize::MAX / N,
+                (usize::MAX / N).saturating_add(1),
+                usize::MAX,
+            ]) {
+                let inside = index
+                    .checked_mul(N)
+                    .and_then(|at| at.checked_add(N))
+                    .is_some_and(|end| end <= len);
+                let cell = cell_element::<N>(&memory, index);
+                let byte = byte_element::<N>(&bytes, index);
+                assert_eq!(cell.is_some(), inside, "len {len} index {index}");
+                assert_eq!(byte.is_some(), inside, "len {len} index {index}");
+                if let (Some(cell), Some(byte)) = (cell, byte) {
+                    assert!(std::ptr::eq(&cell[0], &memory[index * N]));
+                    assert_eq!(byte[..], bytes[index * N..index * N + N]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn elements_are_found_exactly_when_inside() {
+        elements::<1>();
+        elements::<2>();
+        elements::<4>();
+        elements::<8>();
     }
 
     #[test]

@@ -100,6 +100,42 @@ enum Storage {
     },
 }
 
+/// A buffer's bytes as [`VmBuffer::view`] resolves them: its mutable cells or its read-only
+/// bytes (the other one empty), or neither (a window outside its memory: every access fails).
+///
+/// Two slices rather than an enum, so that a load needs no dispatch on the kind: it tries the
+/// cells, then the bytes, and an empty slice holds no element.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BufferView<'a> {
+    /// Mutable (owned or shared) cells; empty when read-only.
+    cells: &'a [AtomicU8],
+    /// Read-only bytes; empty when mutable.
+    bytes: &'a [u8],
+}
+
+impl BufferView<'_> {
+    /// Element `index` of `N` bytes (bytes `index * N .. index * N + N`), or `None` when it is
+    /// not inside the buffer.
+    #[inline(always)]
+    pub fn load<const N: usize>(&self, index: u64) -> Option<[u8; N]> {
+        let index = usize::try_from(index).ok()?;
+        match cell_access::cell_element::<N>(self.cells, index) {
+            Some(cells) => Some(cell_access::load(cells)),
+            None => cell_access::byte_element::<N>(self.bytes, index).copied(),
+        }
+    }
+
+    /// Writes `bytes` as element `index` of `N` bytes and returns `Some(())`, or returns `None`
+    /// with nothing written when the element is not inside the buffer or the buffer is
+    /// read-only.
+    #[inline(always)]
+    pub fn store<const N: usize>(&self, index: u64, bytes: [u8; N]) -> Option<()> {
+        let index = usize::try_from(index).ok()?;
+        cell_access::store(cell_access::cell_element::<N>(self.cells, index)?, bytes);
+        Some(())
+    }
+}
+
 /// A VM byte buffer.
 pub struct VmBuffer {
     storage: Storage,
@@ -122,30 +158,6 @@ fn zeroed(len: usize) -> Result<Box<[AtomicU8]>, BufferError> {
         .map_err(|_| BufferError::AllocationFailed(len as u64))?;
     cells.resize_with(len, || AtomicU8::new(0));
     Ok(cells.into_boxed_slice())
-}
-
-/// `N` cells at `at` of `cells`, each read with a relaxed load.
-#[inline(always)]
-fn load_cells<const N: usize>(cells: &[AtomicU8], at: usize) -> Option<[u8; N]> {
-    let cells: &[AtomicU8; N] = cells.get(at..at.checked_add(N)?)?.try_into().ok()?;
-    Some(cell_access::load(cells))
-}
-
-/// Cells `at..at + n` of the window `start..start + len` of `cells`: `None` when the range is
-/// not inside the window (or the window not inside `cells`).
-#[inline(always)]
-fn window(
-    cells: &[AtomicU8],
-    start: usize,
-    len: usize,
-    at: usize,
-    n: usize,
-) -> Option<&[AtomicU8]> {
-    let end = at.checked_add(n)?;
-    if end > len {
-        return None;
-    }
-    cells.get(start.checked_add(at)?..start.checked_add(end)?)
 }
 
 impl VmBuffer {
@@ -307,38 +319,30 @@ impl VmBuffer {
         Ok(())
     }
 
-    /// `N` bytes at byte `offset`, or `None` where [`VmBuffer::load`] would fail (the
-    /// interpreter's fast path tries this and leaves any failure to `load`, which reports it).
-    #[inline(always)]
-    pub fn try_load<const N: usize>(&self, offset: u64) -> Option<[u8; N]> {
-        let at = usize::try_from(offset).ok()?;
+    /// The buffer's bytes, resolved once (the storage matched, a shared window sliced, a
+    /// read-only owner asked for its bytes), for the interpreter's fast path, which reads and
+    /// writes elements through it. Loads and stores through a view succeed exactly where
+    /// [`VmBuffer::load`] and [`VmBuffer::store`] would (the fast path leaves every failure
+    /// to them, which report it).
+    #[inline]
+    pub fn view(&self) -> BufferView<'_> {
         match &self.storage {
-            Storage::Mutable(cells) => Some(load_cells(cells, at)?),
-            Storage::Shared { cells, start, len } => {
-                Some(load_cells(window(cells.cells(), *start, *len, at, N)?, 0)?)
-            }
-            Storage::ReadOnly { owner, start, len } => {
-                let bytes = owner.bytes().get(*start..start.checked_add(*len)?)?;
-                let end = at.checked_add(N)?;
-                bytes.get(at..end)?.try_into().ok()
-            }
+            Storage::Mutable(cells) => BufferView { cells, bytes: &[] },
+            Storage::Shared { cells, start, len } => BufferView {
+                cells: start
+                    .checked_add(*len)
+                    .and_then(|end| cells.cells().get(*start..end))
+                    .unwrap_or_default(),
+                bytes: &[],
+            },
+            Storage::ReadOnly { owner, start, len } => BufferView {
+                cells: &[],
+                bytes: start
+                    .checked_add(*len)
+                    .and_then(|end| owner.bytes().get(*start..end))
+                    .unwrap_or_default(),
+            },
         }
-    }
-
-    /// Writes the `N` bytes of `bytes` at byte `offset` and returns `Some(())`, or returns
-    /// `None` with nothing written where [`VmBuffer::store`] would fail.
-    #[inline(always)]
-    pub fn try_store<const N: usize>(&self, offset: u64, bytes: [u8; N]) -> Option<()> {
-        let at = usize::try_from(offset).ok()?;
-        let cells: &[AtomicU8; N] = match &self.storage {
-            Storage::Mutable(cells) => cells.get(at..at.checked_add(N)?)?.try_into().ok()?,
-            Storage::Shared { cells, start, len } => window(cells.cells(), *start, *len, at, N)?
-                .try_into()
-                .ok()?,
-            Storage::ReadOnly { .. } => return None,
-        };
-        cell_access::store(cells, bytes);
-        Some(())
     }
 
     /// Writes `bytes` at byte `offset`.

@@ -1070,7 +1070,19 @@ pub enum Inst {
         ty: u32,
         d: RefReg,
     },
-    // Buffers. Offsets and lengths are i64 registers.
+    // Buffers. Offsets and lengths are i64 registers. The 4-byte loads and stores (`i32`,
+    // `f32`: every element a vmvx workgroup's loops touch) have their own variants, which do
+    // not dispatch on a width.
+    BufferLoad32 {
+        b: RefReg,
+        o: Reg64,
+        d: Reg,
+    },
+    BufferStore32 {
+        b: RefReg,
+        o: Reg64,
+        v: Reg,
+    },
     BufferLoad {
         width: Width,
         b: RefReg,

@@ -629,6 +629,12 @@ impl<'a> Machine<'a> {
                     Inst::CastAnyRef { s, ty, d } => tri!(refs::cast_any(r, instance, s, ty, d)),
 
                     // Buffers.
+                    Inst::BufferLoad32 { b, o, d } => {
+                        tri!(buffers::load(r, Width::B32, b, o, d))
+                    }
+                    Inst::BufferStore32 { b, o, v } => {
+                        tri!(buffers::store(r, Width::B32, b, o, v))
+                    }
                     Inst::BufferLoad { width, b, o, d } => tri!(buffers::load(r, width, b, o, d)),
                     Inst::BufferLoad64 { b, o, d } => tri!(buffers::load64(r, b, o, d)),
                     Inst::BufferStore { width, b, o, v } => {

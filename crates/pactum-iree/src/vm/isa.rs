@@ -324,7 +324,7 @@ macro_rules! for_each_instruction {
                 0x65 "buffer.load.i16.s" (b: RegRef, o: RegI64, d: RegI32)
                     => BufferLoad { width: Width::S16, b, o, d };
                 0x66 "buffer.load.i32" (b: RegRef, o: RegI64, d: RegI32)
-                    => BufferLoad { width: Width::B32, b, o, d };
+                    => BufferLoad32 { b, o, d };
                 0x67 "buffer.load.i64" (b: RegRef, o: RegI64, d: RegI64)
                     => BufferLoad64 { b, o, d };
                 0x68 "buffer.store.i8" (b: RegRef, o: RegI64, v: RegI32)
@@ -332,7 +332,7 @@ macro_rules! for_each_instruction {
                 0x69 "buffer.store.i16" (b: RegRef, o: RegI64, v: RegI32)
                     => BufferStore { width: Width::U16, b, o, v };
                 0x6A "buffer.store.i32" (b: RegRef, o: RegI64, v: RegI32)
-                    => BufferStore { width: Width::B32, b, o, v };
+                    => BufferStore32 { b, o, v };
                 0x6B "buffer.store.i64" (b: RegRef, o: RegI64, v: RegI64)
                     => BufferStore64 { b, o, v };
                 0x6C "buffer.alloc" (len: RegI64, align: RegI32, d: RegRefMove)
@@ -495,9 +495,9 @@ macro_rules! for_each_instruction {
                 0x32 "cmp.nan.f32" (a: RegI32, d: RegI32)
                     => Convert32 { op: Conv32::NanF32, a, d };
                 0x33 "buffer.load.f32" (b: RegRef, o: RegI64, d: RegI32)
-                    => BufferLoad { width: Width::B32, b, o, d };
+                    => BufferLoad32 { b, o, d };
                 0x34 "buffer.store.f32" (b: RegRef, o: RegI64, v: RegI32)
-                    => BufferStore { width: Width::B32, b, o, v };
+                    => BufferStore32 { b, o, v };
                 0x35 "buffer.fill.f32" (b: RegRef, o: RegI64, n: RegI64, v: RegI32)
                     => BufferFill { width: Width::B32, b, o, n, v };
                 0x36 "round.f32" (a: RegI32, d: RegI32) => UnF32 { op: FUn::Round, a, d };

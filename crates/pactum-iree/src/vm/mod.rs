@@ -52,7 +52,7 @@ mod value;
 mod verify;
 
 pub use crate::memory_budget::{Charge, MemoryBudget, OverBudget};
-pub use buffer::{BufferError, ByteSource, VmBuffer};
+pub use buffer::{BufferError, BufferView, ByteSource, VmBuffer};
 pub use context::{CallStack, Context, Function, ModuleSource};
 pub use error::{
     BudgetKind, FunctionName, LinkError, Location, StatusCode, TrapKind, VerifyRule, VmError,

@@ -95,47 +95,6 @@ pub(super) fn load64(r: &mut Registers, b: RefReg, o: Reg64, d: Reg64) -> Result
     Ok(())
 }
 
-/// The fast path's `buffer.load` of element `index` of `buffer`: the value [`load`] gives, or
-/// `None` where [`load`] would fail (it then runs and reports the fault).
-#[inline(always)]
-pub(super) fn try_load(buffer: &VmBuffer, width: Width, index: u64) -> Option<u32> {
-    let at = index.checked_mul(width.size())?;
-    Some(match width {
-        Width::U8 => u32::from(buffer.try_load::<1>(at)?[0]),
-        Width::S8 => buffer.try_load::<1>(at)?[0] as i8 as i32 as u32,
-        Width::U16 => u32::from(u16::from_le_bytes(buffer.try_load::<2>(at)?)),
-        Width::S16 => i16::from_le_bytes(buffer.try_load::<2>(at)?) as i32 as u32,
-        Width::B32 => u32::from_le_bytes(buffer.try_load::<4>(at)?),
-    })
-}
-
-/// The fast path's `buffer.load.i64`: like [`try_load`].
-#[inline(always)]
-pub(super) fn try_load64(buffer: &VmBuffer, index: u64) -> Option<u64> {
-    let at = index.checked_mul(8)?;
-    Some(u64::from_le_bytes(buffer.try_load::<8>(at)?))
-}
-
-/// The fast path's `buffer.store` of `value` as element `index`: `Some(())` once written, or
-/// `None`, with nothing written, where [`store`] would fail.
-#[inline(always)]
-pub(super) fn try_store(buffer: &VmBuffer, width: Width, index: u64, value: u32) -> Option<()> {
-    let at = index.checked_mul(width.size())?;
-    let bytes = value.to_le_bytes();
-    match width {
-        Width::U8 | Width::S8 => buffer.try_store(at, [bytes[0]]),
-        Width::U16 | Width::S16 => buffer.try_store(at, [bytes[0], bytes[1]]),
-        Width::B32 => buffer.try_store(at, bytes),
-    }
-}
-
-/// The fast path's `buffer.store.i64`: like [`try_store`].
-#[inline(always)]
-pub(super) fn try_store64(buffer: &VmBuffer, index: u64, value: u64) -> Option<()> {
-    let at = index.checked_mul(8)?;
-    buffer.try_store(at, value.to_le_bytes())
-}
-
 #[inline(always)]
 pub(super) fn store(r: &Registers, width: Width, b: RefReg, o: Reg64, v: Reg) -> Result<(), Fault> {
     let buffer = buffer_in(r.peek(b))?;

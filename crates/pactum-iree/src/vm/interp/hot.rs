@@ -17,12 +17,68 @@
 //! the CPU predicts from the handler it ends. LLVM copies this block only because the
 //! workspace's `.cargo/config.toml` raises `-tail-dup-succ-size` (see there); keep the block
 //! small (no work common to all arms before the `match`), or the copies stop.
+//!
+//! The loop writes no reference register (the instructions that do, and the edges that move
+//! references, are left to the main loop), so a buffer in a reference register stays the same
+//! for a whole run of it: each buffer's bytes are resolved once per run ([`BufferViews`]), and
+//! a load or store is then one range check and one access.
 
 use super::register_ops::match_register_ops;
 use super::registers::Registers;
-use super::{buffers, compare, constants, control, convert, float, integer, select};
-use crate::vm::code::{FunctionCode, IBin, Inst, Shift};
+use super::{compare, constants, control, convert, float, integer, select};
+use crate::vm::buffer::BufferView;
+use crate::vm::code::{FunctionCode, IBin, Inst, RefReg, Shift, Width};
 use crate::vm::value::Ref;
+
+/// Slots of [`BufferViews`]: a vmvx workgroup's inner loop reads two or three buffers and
+/// writes one.
+const VIEW_SLOTS: usize = 4;
+
+/// The views of the buffers in a frame's reference registers, resolved on first use during
+/// one run of the loop (which writes no reference register, so they cannot go stale): a
+/// direct-mapped cache keyed by the register operand as encoded (its MOVE bit included, which
+/// a buffer access never sets: masking it off would cost every access an instruction).
+struct BufferViews<'a> {
+    refs: &'a [Option<Ref>],
+    /// The register operand each slot holds the view of (`u32::MAX`: none).
+    regs: [u32; VIEW_SLOTS],
+    views: [BufferView<'a>; VIEW_SLOTS],
+}
+
+impl<'a> BufferViews<'a> {
+    fn new(refs: &'a [Option<Ref>]) -> Self {
+        BufferViews {
+            refs,
+            regs: [u32::MAX; VIEW_SLOTS],
+            views: [BufferView::default(); VIEW_SLOTS],
+        }
+    }
+
+    /// The view of the buffer in `b`; an empty one when `b` holds no buffer (every access
+    /// then stops, and the main loop reports the fault).
+    #[inline(always)]
+    fn get(&mut self, b: RefReg) -> &BufferView<'a> {
+        let slot = usize::from(b.0) % VIEW_SLOTS;
+        if self.regs[slot] != u32::from(b.0) {
+            self.resolve(b);
+        }
+        &self.views[slot]
+    }
+
+    /// Resolves the view of the buffer in `b` into its slot (out of line: once per buffer and
+    /// run, while the loop itself stays small).
+    #[cold]
+    #[inline(never)]
+    fn resolve(&mut self, b: RefReg) {
+        let view = match self.refs.get(b.index()) {
+            Some(Some(Ref::Buffer(buffer))) => buffer.view(),
+            _ => BufferView::default(),
+        };
+        let slot = usize::from(b.0) % VIEW_SLOTS;
+        self.regs[slot] = u32::from(b.0);
+        self.views[slot] = view;
+    }
+}
 
 /// Runs the instructions of `code` from `ip` while they are on the fast path; returns the
 /// index of the first one that is not (not yet run), with `fuel` charged for the edges taken.
@@ -48,7 +104,7 @@ pub(super) fn run(
 #[inline(never)]
 fn run_in<const FTZ: bool>(
     code: &FunctionCode,
-    mut r: Registers<'_>,
+    r: Registers<'_>,
     fuel: &mut u64,
     start: usize,
 ) -> usize {
@@ -58,18 +114,15 @@ fn run_in<const FTZ: bool>(
     // the loop.
     let mut at = code.insts.cursor(start);
     let mut left = *fuel;
-    let r = &mut r;
-    // The buffer in reference register `$b`, or a stop at the instruction (nothing done) when
-    // there is none: the main loop then reports the fault. (The macros name the cursor, not
-    // the loop's `ip`, which their bodies do not see.)
-    macro_rules! buffer {
-        ($b:expr) => {{
-            match r.refs.get($b.index()) {
-                Some(Some(Ref::Buffer(buffer))) => &**buffer,
-                _ => break at.ip(),
-            }
-        }};
-    }
+    // The reference registers are only read here (by the buffer accesses, through `views`);
+    // the handlers get the i32 bank and no reference register.
+    let Registers { i32s, refs } = r;
+    let mut views = BufferViews::new(refs);
+    let mut registers = Registers {
+        i32s,
+        refs: &mut [],
+    };
+    let r = &mut registers;
     // Charges an edge's `$cost` when it can be paid; otherwise leaves the branch at `$at`
     // (nothing of it done) to the main loop, which reports the exhaustion.
     macro_rules! pay {
@@ -126,14 +179,21 @@ fn run_in<const FTZ: bool>(
         // The register-only instructions are `register_ops.rs`'s rows (shared with the main
         // loop); the arms below are this loop's own.
         match_register_ops!(match *inst, registers r, ftz ftz {
+            // An edge that moves references is left to the main loop (see `BufferViews`).
             Inst::Br { edge } => {
                 let edge = code.edges[edge as usize];
+                if edge.ref_moves.len != 0 {
+                    break ip;
+                }
                 pay!(edge.cost, ip);
                 at.jump(control::take_edge(code, r, edge));
                 continue;
             }
             Inst::CondBr { c, t, f } => {
                 let edge = code.edges[if r.i32(c) != 0 { t } else { f } as usize];
+                if edge.ref_moves.len != 0 {
+                    break ip;
+                }
                 pay!(edge.cost, ip);
                 at.jump(control::take_edge(code, r, edge));
                 continue;
@@ -189,25 +249,53 @@ fn run_in<const FTZ: bool>(
             // Buffer accesses on their success path; any failure (no buffer, an offset out of
             // range, a read-only buffer) stops here with nothing done, and the main loop runs
             // the instruction again and reports the fault as it always has.
+            Inst::BufferLoad32 { b, o, d } => {
+                let Some(bytes) = views.get(b).load::<4>(r.i64(o)) else {
+                    break ip;
+                };
+                r.set_i32(d, u32::from_le_bytes(bytes));
+            }
+            Inst::BufferStore32 { b, o, v } => {
+                if views.get(b).store(r.i64(o), r.i32(v).to_le_bytes()).is_none() {
+                    break ip;
+                }
+            }
             Inst::BufferLoad { width, b, o, d } => {
-                let Some(v) = buffers::try_load(buffer!(b), width, r.i64(o)) else {
+                let view = views.get(b);
+                let index = r.i64(o);
+                let loaded = match width {
+                    Width::U8 => view.load::<1>(index).map(|[v]| u32::from(v)),
+                    Width::S8 => view.load::<1>(index).map(|[v]| v as i8 as i32 as u32),
+                    Width::U16 => view.load(index).map(|v| u32::from(u16::from_le_bytes(v))),
+                    Width::S16 => view.load(index).map(|v| i16::from_le_bytes(v) as i32 as u32),
+                    Width::B32 => view.load(index).map(u32::from_le_bytes),
+                };
+                let Some(v) = loaded else {
                     break ip;
                 };
                 r.set_i32(d, v);
             }
             Inst::BufferLoad64 { b, o, d } => {
-                let Some(v) = buffers::try_load64(buffer!(b), r.i64(o)) else {
+                let Some(bytes) = views.get(b).load::<8>(r.i64(o)) else {
                     break ip;
                 };
-                r.set_i64(d, v);
+                r.set_i64(d, u64::from_le_bytes(bytes));
             }
             Inst::BufferStore { width, b, o, v } => {
-                if buffers::try_store(buffer!(b), width, r.i64(o), r.i32(v)).is_none() {
+                let view = views.get(b);
+                let index = r.i64(o);
+                let bytes = r.i32(v).to_le_bytes();
+                let stored = match width {
+                    Width::U8 | Width::S8 => view.store(index, [bytes[0]]),
+                    Width::U16 | Width::S16 => view.store(index, [bytes[0], bytes[1]]),
+                    Width::B32 => view.store(index, bytes),
+                };
+                if stored.is_none() {
                     break ip;
                 }
             }
             Inst::BufferStore64 { b, o, v } => {
-                if buffers::try_store64(buffer!(b), r.i64(o), r.i64(v)).is_none() {
+                if views.get(b).store(r.i64(o), r.i64(v).to_le_bytes()).is_none() {
                     break ip;
                 }
             }
