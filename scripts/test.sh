@@ -96,6 +96,10 @@ cargo build -q -p pactum-cli
 .venv/bin/python -m pytest -q conformance/models
 .venv/bin/python conformance/models/run.py --jobs "$(nproc)"
 
+say "Vulkan (conformance/vulkan/): 28 cases (elementwise, reductions, matmul, convolution, attention, dynamic shapes, barriers, fills and copies, async fences, parameters, baked constants) compiled for vulkan; pactum run/call --device vulkan vs iree-run-module --device=vulkan on lavapipe"
+.venv/bin/python -m pytest -q conformance/vulkan
+.venv/bin/python conformance/vulkan/run.py --jobs "$(nproc)"
+
 say "ONNX conformance slice: onnx's node tests, compiled by iree-compile, run by iree-run-module and pactum"
 # A deterministic slice of the corpus (conformance/onnx/slice.txt; the whole corpus is
 # `conformance/onnx/corpus.py` without --slice, docs/CONFORMANCE.md). Compiled cases are cached
