@@ -69,7 +69,7 @@ fi
 say "cargo test"
 cargo test --workspace
 
-say "end-to-end conformance (conformance/e2e/run.py): generated StableHLO, TOSA and linalg test programs, compiled by the pinned iree-compile for llvm-cpu, vmvx and vmvx with microkernels; pactum test against IREE's runtime, function by function"
+say "end-to-end conformance (conformance/e2e/run.py): generated StableHLO, TOSA and linalg test programs, compiled by the pinned iree-compile for llvm-cpu, vmvx, vmvx with microkernels and vulkan (lavapipe); pactum test against IREE's runtime, function by function"
 cargo build -q -p pactum-cli
 .venv/bin/python conformance/e2e/run.py
 
