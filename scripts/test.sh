@@ -91,7 +91,7 @@ say "python package (python/): pip install ./python into .venv, then its pytest 
 say "C++ clients of libtvm_ffi.so: apache-tvm 0.27 (TE, TIR, Relax), tvm-ffi-orcjit 0.1.3 and jax-tvm-ffi 0.1.3, on the official library and on pactum's (scripts/tvm_clients.sh, peers pinned there, in .venv-tvm)"
 scripts/tvm_clients.sh "$PWD/.venv-tvm"
 
-say "models with parameter archives (conformance/models/): ONNX MLP, CNN, ResNet, transformer and GPT decode step, weights in .irpa/.safetensors/.gguf; pactum run vs iree-run-module and pactum.iree vs iree.runtime"
+say "models with parameter archives (conformance/models/): ONNX MLP, CNN, ResNet, transformer and GPT decode step, weights in .irpa/.safetensors/.gguf, on llvm-cpu, vmvx and vulkan (lavapipe); pactum run vs iree-run-module and pactum.iree vs iree.runtime"
 cargo build -q -p pactum-cli
 .venv/bin/python -m pytest -q conformance/models
 .venv/bin/python conformance/models/run.py --jobs "$(nproc)"

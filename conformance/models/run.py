@@ -18,13 +18,15 @@ From Python, `pactum.iree.load(vmfb, parameters={"model": FILE})` and `iree.runt
 `ParameterIndex` and `io_parameters` module) are called with the same inputs: the arrays must be
 identical.
 
-The Vulkan column (`--backends vulkan`, off by default): every model compiled with
-`--iree-hal-target-device=vulkan` and run with `--device=vulkan` by both tools, and through
-`iree.runtime.Config("vulkan")` and `pactum.iree.load(..., device="vulkan")`.
+The Vulkan column (on by default since issue 25; `--backends vulkan` for it alone): every
+model compiled with `--iree-hal-target-device=vulkan` and run with `--device=vulkan` by both
+tools, and through `iree.runtime.Config("vulkan")` and `pactum.iree.load(..., device="vulkan")`.
+Without a Vulkan driver the run stops and says so (`--backends llvm-cpu,vmvx` for the CPU
+columns alone).
 
 Usage: run.py [--pactum PATH] [--models REGEX] [--backends NAME,...] [--jobs N] [--cache DIR]
-  (no --backends: llvm-cpu for every model and vmvx for three; `--backends vulkan` for the
-  Vulkan column, `--backends llvm-cpu,vmvx,vulkan` for all)
+  (no --backends: llvm-cpu and vulkan for every model and vmvx for three; `--backends vulkan`
+  for the Vulkan column alone)
 Exit status 1 when any run differs; every run is listed.
 """
 
@@ -55,8 +57,9 @@ BACKENDS = {
 }
 # The device each backend's modules run on, where it is not the tools' default (local-task).
 DEVICES = {"vulkan": "vulkan"}
-# Run only when named with --backends (pactum's Vulkan device is new; the lead turns it on).
-OPT_IN_BACKENDS = {"vulkan"}
+# Backends compiled apart from build()'s records (compile_separately), for every model: run by
+# default, or when named with --backends.
+SEPARATE_BACKENDS = ("vulkan",)
 # vmvx runs the slower models for long; these three cover it (matmul, attention, embedding).
 VMVX_MODELS = {"mlp", "transformer", "gpt_decode"}
 FORMATS = ("irpa", "safetensors", "gguf")
@@ -134,10 +137,10 @@ def build(name: str, cache: pathlib.Path, key: str) -> dict:
     return record
 
 
-def compile_opt_in(record: dict, backend: str, cache: pathlib.Path, key: str) -> None:
-    """Compiles cache/NAME/BACKEND.vmfb for an opt-in backend unless the same key compiled
-    it before (build() compiles the default backends only, so that the default run is
-    unchanged)."""
+def compile_separately(record: dict, backend: str, cache: pathlib.Path, key: str) -> None:
+    """Compiles cache/NAME/BACKEND.vmfb for a backend of SEPARATE_BACKENDS unless the same
+    key compiled it before (build() compiles the CPU backends only, so that its records and
+    cache keys stay as they were)."""
     from iree.compiler.tools import binaries
 
     folder = cache / record["name"]
@@ -262,8 +265,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pactum", default=str(ROOT / "target/debug/pactum"))
     parser.add_argument("--models", default=".*", help="regex of model names")
-    parser.add_argument("--backends", help="comma-separated backends (default: llvm-cpu and "
-                        "vmvx; opt-in: vulkan)")
+    parser.add_argument("--backends", help="comma-separated backends (default: llvm-cpu, "
+                        "vmvx and vulkan)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--cache", default=str(ROOT / "target/conformance/models"))
     args = parser.parse_args()
@@ -271,7 +274,8 @@ def main() -> int:
     unknown = [b for b in chosen or [] if b not in BACKENDS]
     if unknown:
         die(f"unknown backend {unknown[0]!r} (backends: {', '.join(BACKENDS)})")
-    if "vulkan" in (chosen or []):
+    separate = [b for b in SEPARATE_BACKENDS if chosen is None or b in chosen]
+    if "vulkan" in separate:
         require_vulkan_driver()
     pactum = pathlib.Path(args.pactum)
     if not os.access(pactum, os.X_OK):
@@ -285,11 +289,10 @@ def main() -> int:
         die(f"no model matches {args.models!r} (models: {', '.join(models.MODELS)})")
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         records = list(pool.map(lambda n: build(n, cache, key), names))
-        opt_in = [b for b in chosen or [] if b in OPT_IN_BACKENDS]
-        list(pool.map(lambda rb: compile_opt_in(*rb, cache, key),
-                      [(r, b) for r in records for b in opt_in]))
+        list(pool.map(lambda rb: compile_separately(*rb, cache, key),
+                      [(r, b) for r in records for b in separate]))
         jobs = [(r, b, f) for r in records
-                for b in [b for b in r["backends"] if chosen is None or b in chosen] + opt_in
+                for b in [b for b in r["backends"] if chosen is None or b in chosen] + separate
                 for f in FORMATS]
         results = list(pool.map(
             lambda job: (job, compare(*job, cache, run_module_tool(), str(pactum))), jobs))
