@@ -109,9 +109,10 @@ fn run_in<const FTZ: bool>(
     start: usize,
 ) -> usize {
     let ftz = FTZ;
-    // The instruction fetch needs no bounds check: the cursor reads its index modulo the
-    // program's slot count (see `unchecked.rs`). The `End` after the last instruction stops
-    // the loop.
+    // The instruction fetch needs no bounds check: the cursor holds the byte offset of its
+    // slot, masked on every move (see `unchecked.rs`), so a fetch is one load and a step an
+    // `add` and an `and`. The `End` after the last instruction stops the loop. The index of
+    // an instruction (`at.ip()`) is computed only where the loop stops.
     let mut at = code.insts.cursor(start);
     let mut left = *fuel;
     // The reference registers are only read here (by the buffer accesses, through `views`);
@@ -174,7 +175,6 @@ fn run_in<const FTZ: bool>(
         }};
     }
     let stop = loop {
-        let ip = at.ip();
         let inst = at.inst();
         // The register-only instructions are `register_ops.rs`'s rows (shared with the main
         // loop); the arms below are this loop's own.
@@ -183,43 +183,43 @@ fn run_in<const FTZ: bool>(
             Inst::Br { edge } => {
                 let edge = code.edges[edge as usize];
                 if edge.ref_moves.len != 0 {
-                    break ip;
+                    break at.ip();
                 }
-                pay!(edge.cost, ip);
+                pay!(edge.cost, at.ip());
                 at.jump(control::take_edge(code, r, edge));
                 continue;
             }
             Inst::CondBr { c, t, f } => {
                 let edge = code.edges[if r.i32(c) != 0 { t } else { f } as usize];
                 if edge.ref_moves.len != 0 {
-                    break ip;
+                    break at.ip();
                 }
-                pay!(edge.cost, ip);
+                pay!(edge.cost, at.ip());
                 at.jump(control::take_edge(code, r, edge));
                 continue;
             }
             Inst::BrShort { to } => {
-                pay!(to.cost, ip);
+                pay!(to.cost, at.ip());
                 enter!(usize::from(to.target))
             }
             Inst::BrMove1 { to, src, dst } => {
-                pay!(to.cost, ip);
+                pay!(to.cost, at.ip());
                 r.set_i32(dst, r.i32(src));
                 enter!(usize::from(to.target))
             }
             Inst::BrMove2 { to, s0, d0, s1, d1 } => {
-                pay!(to.cost, ip);
+                pay!(to.cost, at.ip());
                 r.set_i32(d0, r.i32(s0));
                 r.set_i32(d1, r.i32(s1));
                 enter!(usize::from(to.target))
             }
             Inst::BrMove64 { to, s, d } => {
-                pay!(to.cost, ip);
+                pay!(to.cost, at.ip());
                 r.set_i64(d, r.i64(s));
                 enter!(usize::from(to.target))
             }
             Inst::BrMoves { to, moves } => {
-                pay!(to.cost, ip);
+                pay!(to.cost, at.ip());
                 control::copy(code, r, moves);
                 enter!(usize::from(to.target))
             }
@@ -251,13 +251,13 @@ fn run_in<const FTZ: bool>(
             // the instruction again and reports the fault as it always has.
             Inst::BufferLoad32 { b, o, d } => {
                 let Some(bytes) = views.get(b).load::<4>(r.i64(o)) else {
-                    break ip;
+                    break at.ip();
                 };
                 r.set_i32(d, u32::from_le_bytes(bytes));
             }
             Inst::BufferStore32 { b, o, v } => {
                 if views.get(b).store(r.i64(o), r.i32(v).to_le_bytes()).is_none() {
-                    break ip;
+                    break at.ip();
                 }
             }
             Inst::BufferLoad { width, b, o, d } => {
@@ -271,13 +271,13 @@ fn run_in<const FTZ: bool>(
                     Width::B32 => view.load(index).map(u32::from_le_bytes),
                 };
                 let Some(v) = loaded else {
-                    break ip;
+                    break at.ip();
                 };
                 r.set_i32(d, v);
             }
             Inst::BufferLoad64 { b, o, d } => {
                 let Some(bytes) = views.get(b).load::<8>(r.i64(o)) else {
-                    break ip;
+                    break at.ip();
                 };
                 r.set_i64(d, u64::from_le_bytes(bytes));
             }
@@ -291,12 +291,12 @@ fn run_in<const FTZ: bool>(
                     Width::B32 => view.store(index, bytes),
                 };
                 if stored.is_none() {
-                    break ip;
+                    break at.ip();
                 }
             }
             Inst::BufferStore64 { b, o, v } => {
                 if views.get(b).store(r.i64(o), r.i64(v).to_le_bytes()).is_none() {
-                    break ip;
+                    break at.ip();
                 }
             }
             // Left to the main loop: instructions that can fault, read the module instance,
@@ -362,7 +362,7 @@ fn run_in<const FTZ: bool>(
             | Inst::BufferCopy { .. }
             | Inst::BufferCompare { .. }
             | Inst::BufferHash { .. }
-            | Inst::End => break ip,
+            | Inst::End => break at.ip(),
         });
         at.step();
     };

@@ -2,18 +2,23 @@
 //!
 //! A function's instructions are kept as a [`Program`]: the pre-decoded instructions, then
 //! `Inst::End`s (which nothing decodes to) up to a power of two of slots, at least one. A
-//! [`Cursor`] reads the instruction at its index modulo the slot count (a mask), so every
-//! index reads a slot and the read needs no bounds check, whoever moves the cursor and
-//! wherever to. This is the whole proof, and it is this module's alone: the slot count and the
-//! mask are private and fixed when the program is built.
+//! [`Cursor`] holds the byte offset of its slot, kept masked: every move (a step, a jump)
+//! stores the new offset ANDed with `(slots - 1) * size`, a multiple of the slot size below
+//! the slots' byte length (both the slot count and the slot size are powers of two). So every
+//! offset the cursor can hold is the start of a slot, and the fetch reads there with no check
+//! at all, whoever moves the cursor and wherever to. This is the whole proof, and it is this
+//! module's alone: the slot count, the mask and the offset are private, and the mask is fixed
+//! when the program is built.
 //!
-//! The mask costs one `and` per instruction, where the bounds check it replaces cost a compare
-//! and a branch; a jump needs neither a check nor a clamp. The mask never changes an index the
-//! loop can reach: the verifier proves every branch target to be an instruction of the
-//! function (rule `BranchTarget`) and every block to end with a terminator (rule
-//! `Terminator`), so the fast loop only ever reaches an instruction or, at worst, the first
-//! `End`, where it stops (the main loop then reports running past the end, as it did before).
-//! The cursor's `debug_assert!` checks exactly that the mask changed nothing.
+//! The fetch is then one load at `base + offset` (the operands of the instruction are read at
+//! the same address plus their field's place), and a step is an `add` and an `and` on a value
+//! the loop keeps in a register: no scaling of an index per instruction, and no bounds check.
+//! The mask never changes an offset the loop can reach: the verifier proves every branch
+//! target to be an instruction of the function (rule `BranchTarget`) and every block to end
+//! with a terminator (rule `Terminator`), so a step only ever leaves an instruction for the
+//! next one or, at worst, for the first `End`, where the loop stops (the main loop then
+//! reports running past the end, as it did before). The cursor's `debug_assert!`s check
+//! exactly that the mask changed nothing.
 
 /// A slot type with a value that pads a [`Program`] (for instructions, the `End` that stops
 /// the fast loop).
@@ -34,8 +39,18 @@ pub struct Program<T> {
 }
 
 impl<T: Slot> Program<T> {
+    /// The size of a slot in bytes: a power of two, so that masking a byte offset with
+    /// `(slots - 1) * SLOT_SIZE` gives the start of a slot (checked when the program is made).
+    const SLOT_SIZE: usize = std::mem::size_of::<T>();
+
     /// The program of `insts`.
     pub fn new(mut insts: Vec<T>) -> Program<T> {
+        const {
+            assert!(
+                std::mem::size_of::<T>().is_power_of_two(),
+                "a slot's size must be a power of two"
+            )
+        };
         let len = insts.len();
         insts.resize((len + 1).next_power_of_two(), T::END);
         Program { slots: insts, len }
@@ -51,10 +66,13 @@ impl<T: Slot> Program<T> {
     /// instruction).
     #[inline(always)]
     pub(in crate::vm) fn cursor(&self, ip: usize) -> Cursor<'_, T> {
+        let mask = (self.slots.len() - 1) * Self::SLOT_SIZE;
         Cursor {
             slots: &self.slots,
-            mask: self.slots.len() - 1,
-            ip: ip.min(self.len),
+            mask,
+            // `ip.min(self.len) < slots.len()`, so the product is at most `mask` and the mask
+            // changes nothing; it is applied anyway, as on every move.
+            offset: (ip.min(self.len) * Self::SLOT_SIZE) & mask,
         }
     }
 }
@@ -73,48 +91,61 @@ impl<T> std::ops::Deref for Program<T> {
     }
 }
 
-/// A position in a [`Program`]. Any index is safe: the instruction read is the one at the
-/// index modulo the slot count, a power of two.
+/// A position in a [`Program`]: the byte offset of a slot, masked on every move. Any move is
+/// safe: it lands on the slot at the index modulo the slot count, a power of two.
 pub(in crate::vm) struct Cursor<'p, T> {
-    /// The program's slots: a power of two of them.
+    /// The program's slots: a power of two of them, each a power of two of bytes.
     slots: &'p [T],
-    /// `slots.len() - 1`.
+    /// `(slots.len() - 1) * size_of::<T>()`.
     mask: usize,
-    /// The instruction index (below `slots.len()` unless a jump left the program, which the
-    /// verifier rules out).
-    ip: usize,
+    /// The byte offset of the slot under the cursor: always `offset & mask`, so a multiple of
+    /// the slot size below the slots' byte length.
+    offset: usize,
 }
 
-impl<'p, T> Cursor<'p, T> {
+impl<'p, T: Slot> Cursor<'p, T> {
     /// The index of the instruction under the cursor.
     #[inline(always)]
     pub(in crate::vm) fn ip(&self) -> usize {
-        self.ip
+        self.offset / Program::<T>::SLOT_SIZE
     }
 
     /// The instruction under the cursor.
     #[inline(always)]
     pub(in crate::vm) fn inst(&self) -> &'p T {
         debug_assert!(
-            self.ip < self.slots.len(),
-            "instruction {} out of range",
-            self.ip
+            self.offset & !self.mask == 0
+                && self.offset < self.slots.len() * Program::<T>::SLOT_SIZE
         );
-        // SAFETY: `slots.len()` is a power of two (`Program::new`) and `mask` is
-        // `slots.len() - 1`, so `ip & mask < slots.len()`.
-        unsafe { self.slots.get_unchecked(self.ip & self.mask) }
+        // SAFETY: `offset` is always stored masked (`cursor`, `step`, `jump`): `mask` is
+        // `(slots.len() - 1) * size_of::<T>()` with both factors' sizes powers of two
+        // (`Program::new`), so `offset` is a multiple of `size_of::<T>()` and at most
+        // `(slots.len() - 1) * size_of::<T>()`: the start of a slot of `slots`, aligned for
+        // `T` (the slots are a `[T]`), initialised, and borrowed for `'p`.
+        unsafe { &*self.slots.as_ptr().byte_add(self.offset) }
     }
 
-    /// Moves to the next instruction.
+    /// Moves to the next instruction (from the last slot, to the first: the verifier's
+    /// terminator rule means the loop never steps from an `END`).
     #[inline(always)]
     pub(in crate::vm) fn step(&mut self) {
-        self.ip += 1;
+        debug_assert!(
+            self.offset < self.mask,
+            "stepped past the last slot from instruction {}",
+            self.ip()
+        );
+        self.offset = self.offset.wrapping_add(Program::<T>::SLOT_SIZE) & self.mask;
     }
 
-    /// Moves to instruction `target`.
+    /// Moves to instruction `target` (modulo the slot count: the verifier proves every branch
+    /// target an instruction of the function).
     #[inline(always)]
     pub(in crate::vm) fn jump(&mut self, target: usize) {
-        self.ip = target;
+        debug_assert!(
+            target <= self.mask / Program::<T>::SLOT_SIZE,
+            "jump to instruction {target} out of range"
+        );
+        self.offset = target.wrapping_mul(Program::<T>::SLOT_SIZE) & self.mask;
     }
 }
 
