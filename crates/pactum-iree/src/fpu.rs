@@ -57,6 +57,10 @@ mod registers {
 }
 
 impl FlushDenormals {
+    /// Whether this build can set the FPU's flush (elsewhere the guards change nothing, and
+    /// flushing is left to software).
+    pub const AVAILABLE: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+
     /// Turns flushing on for this thread.
     #[inline]
     pub fn on() -> FlushDenormals {
@@ -88,7 +92,9 @@ impl FlushDenormals {
     #[cfg(test)]
     pub fn is_on() -> bool {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-        return registers::read() & registers::FLUSH == registers::FLUSH;
+        {
+            registers::read() & registers::FLUSH == registers::FLUSH
+        }
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         false
     }

@@ -84,8 +84,8 @@ impl<'a> BufferViews<'a> {
 
 /// Runs the instructions of `code` from `ip` while they are on the fast path; returns the
 /// index of the first one that is not (not yet run), with `fuel` charged for the edges taken.
-/// `flush`: how the caller flushes subnormal floats to zero (this loop flushes with the FPU
-/// where the caller flushes at all).
+/// `flush`: how the caller flushes subnormal floats to zero (this loop flushes with the FPU,
+/// where it can, whenever the caller flushes at all).
 #[inline(always)]
 pub(super) fn run(
     code: &FunctionCode,
@@ -103,8 +103,9 @@ pub(super) fn run(
     }
 }
 
-/// [`run`], flushing subnormal floats to zero with the FPU when `FTZ` (set here for the run,
-/// and restored on every way out: the guard's drop).
+/// [`run`], flushing subnormal floats to zero when `FTZ`: with the FPU where this build can
+/// set its flush (set here for the run, and restored on every way out: the guard's drop), in
+/// software elsewhere.
 #[inline(never)]
 fn run_in<const FTZ: bool>(
     code: &FunctionCode,
@@ -112,8 +113,10 @@ fn run_in<const FTZ: bool>(
     fuel: &mut u64,
     start: usize,
 ) -> usize {
-    let (ftz, _fpu) = if FTZ {
+    let (ftz, _fpu) = if FTZ && FlushDenormals::AVAILABLE {
         (Flush::Hardware, Some(FlushDenormals::on()))
+    } else if FTZ {
+        (Flush::Software, None)
     } else {
         (Flush::Off, None)
     };
