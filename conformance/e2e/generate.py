@@ -873,6 +873,18 @@ def linalg_cases():
             f"%r = util.optimization_barrier %s#0 : {r}"),
         Value(np.cumsum(scan_in).astype(np.int32))))
     families["linalg_ext_ops"] = cases
+    # Products just below the smallest normal f32 (exact value within half a subnormal step of
+    # it). IREE's local devices run dispatches with the FPU's flush (x86 FTZ/DAZ), which flushes a
+    # result that is below the smallest normal before rounding to 24 bits, even when rounding to
+    # a subnormal would round it up to the smallest normal (the first two); flushing each rounded
+    # result in software keeps those. The third rounds to the smallest normal either way.
+    bits = lambda *words: np.array(words, dtype=np.uint32).view(np.float32)
+    lhs, rhs = bits(0x008005A9, 0x008005AA, 0x00800001, 0x00400000), bits(0x3F7FF4AE, 0x3F7FF4AC, 0x3F7FFFFE, 0x3F000000)
+    families["subnormals"] = [
+        Case("mulf_below_smallest_normal_f32", [Value(lhs), Value(rhs)],
+             lambda n, t, r: linalg_elementwise("arith.mulf {0}, {1} : f32", n, t, r, ["f32", "f32"]),
+             Value(bits(0, 0, 0x00800000, 0))),
+    ]
     return families
 
 

@@ -53,6 +53,8 @@ pub mod tensor_fit;
 #[cfg(feature = "vm")]
 pub mod cell_access;
 #[cfg(feature = "vm")]
+mod fpu;
+#[cfg(feature = "vm")]
 pub mod host_memory;
 #[cfg(feature = "vm")]
 pub mod memory_budget;

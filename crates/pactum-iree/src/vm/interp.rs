@@ -240,7 +240,9 @@ impl<'a> Machine<'a> {
     fn execute(&mut self, stack: &mut Stack) -> Result<Vec<Value>, VmError> {
         let instances = self.instances;
         let memory = self.memory;
-        let ftz = self.limits.flush_denormals;
+        // The fast path runs with the FPU's flush when the limits ask for one (see `hot.rs`);
+        // this loop flushes in software.
+        let ftz = float::Flush::software_if(self.limits.flush_denormals);
         'frames: loop {
             let Some(frame) = stack.frames.last() else {
                 return Ok(Vec::new());

@@ -24,8 +24,8 @@ use pactum_sys::iree_hal::{
 };
 
 use super::elf::{ElfImage, HOST_ARCH};
-use super::fpu::FlushDenormals;
 use super::mapping::CodeMapping;
+use crate::fpu::FlushDenormals;
 use crate::hal::buffer::{Binding, DispatchBinding};
 use crate::hal::workers::Workers;
 use crate::host_memory::HostMemory;

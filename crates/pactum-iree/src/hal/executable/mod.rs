@@ -17,13 +17,11 @@
 //! - The `vmvx` VM module ([`vmvx_module`]): the microkernels vmvx executables import when
 //!   compiled with `--iree-vmvx-enable-microkernels`, registered in each one's context.
 //!
-//! Layers: `elf` ← `mapping` ← `library` (with `fpu`); `vmvx_module` ← `vmvx`, and `in_vmfb`,
+//! Layers: `elf` ← `mapping` ← `library` (with the crate's `fpu`); `vmvx_module` ← `vmvx`, and `in_vmfb`,
 //! beside them; this module on top.
 
 #[cfg(feature = "llvm-cpu")]
 mod elf;
-#[cfg(feature = "llvm-cpu")]
-mod fpu;
 mod in_vmfb;
 #[cfg(feature = "llvm-cpu")]
 mod library;

@@ -33,6 +33,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use crate::fpu::FlushDenormals;
 use crate::status::{StatusCode, StatusError};
 use crate::vm::{
     BuiltNativeModule, NativeError, NativeModuleBuilder, NativeParam, Value, VmBuffer,
@@ -321,10 +322,19 @@ fn each_word(a: &[u8], b: &[u8], out: &mut [u8], f: impl Fn(u32, u32) -> u32) {
     }
 }
 
-/// `f` on flushed f32 operands, its result flushed.
+/// `f`, one FPU instruction, on f32 operands as IREE's kernels compute it under the FPU's
+/// flush: bare where the caller holds a [`FlushDenormals::on`] (the FPU's flush also flushes a
+/// result below the smallest normal that rounds up to it, which a software flush keeps), its
+/// operands and result flushed in software where this build cannot set the FPU's flush.
 #[inline(always)]
 fn float_words(f: impl Fn(f32, f32) -> f32) -> impl Fn(u32, u32) -> u32 {
-    move |a, b| flush(f(flush(f32::from_bits(a)), flush(f32::from_bits(b)))).to_bits()
+    move |a, b| {
+        if FlushDenormals::AVAILABLE {
+            f(f32::from_bits(a), f32::from_bits(b)).to_bits()
+        } else {
+            flush(f(flush(f32::from_bits(a)), flush(f32::from_bits(b)))).to_bits()
+        }
+    }
 }
 
 impl Binary {
@@ -332,10 +342,22 @@ impl Binary {
     /// an integer division that cannot be done stops it, naming the element.
     fn apply_row(self, a: &[u8], b: &[u8], out: &mut [u8]) -> Result<(), (usize, &'static str)> {
         match self {
-            Binary::AddF => each_word(a, b, out, float_words(|x, y| x + y)),
-            Binary::SubF => each_word(a, b, out, float_words(|x, y| x - y)),
-            Binary::MulF => each_word(a, b, out, float_words(|x, y| x * y)),
-            Binary::DivF => each_word(a, b, out, float_words(|x, y| x / y)),
+            Binary::AddF => {
+                let _fpu = FlushDenormals::on();
+                each_word(a, b, out, float_words(|x, y| x + y));
+            }
+            Binary::SubF => {
+                let _fpu = FlushDenormals::on();
+                each_word(a, b, out, float_words(|x, y| x - y));
+            }
+            Binary::MulF => {
+                let _fpu = FlushDenormals::on();
+                each_word(a, b, out, float_words(|x, y| x * y));
+            }
+            Binary::DivF => {
+                let _fpu = FlushDenormals::on();
+                each_word(a, b, out, float_words(|x, y| x / y));
+            }
             Binary::AddI => each_word(a, b, out, u32::wrapping_add),
             Binary::SubI => each_word(a, b, out, u32::wrapping_sub),
             Binary::MulI => each_word(a, b, out, u32::wrapping_mul),
@@ -362,8 +384,8 @@ impl Binary {
 
     fn apply(self, a: u32, b: u32) -> Result<u32, &'static str> {
         let float = |op: fn(f32, f32) -> f32| {
-            let v = op(flush(f32::from_bits(a)), flush(f32::from_bits(b)));
-            flush(v).to_bits()
+            let _fpu = FlushDenormals::on();
+            float_words(op)(a, b)
         };
         Ok(match self {
             Binary::AddF => float(|x, y| x + y),
@@ -659,7 +681,9 @@ fn mmt4d(
                 };
             }
             let rhs_j = &rhs_t[j * rhs_row..(j + 1) * rhs_row];
+            let fpu = FlushDenormals::on();
             mmt4d_tile_f32(&mut acc, &lhs_f32, rhs_j, [m0, n0, k0], k);
+            drop(fpu);
             for (cell, a) in tile.chunks_exact_mut(4).zip(&acc) {
                 cell.copy_from_slice(&a.to_le_bytes());
             }
@@ -688,7 +712,8 @@ fn read_out_row(
 
 /// One `m0 x n0` f32 tile, `acc[i0 * n0 + j0]`, of `lhs` (`[k][m0][k0]`) times `rhs_t` (`[k]
 /// [k0][n0]`, each step transposed): each cell sums in IREE's generic order (K steps, then
-/// K0, one unfused multiply and one add each, each flushed), the N0 cells of a row side by side.
+/// K0, one unfused multiply and one add each, each flushed: by the FPU, whose flush the caller
+/// holds, where this build can set it, as IREE's kernel runs), the N0 cells of a row side by side.
 fn mmt4d_tile_f32(acc: &mut [f32], lhs: &[f32], rhs_t: &[f32], [m0, n0, k0]: [usize; 3], k: usize) {
     if n0 == 0 {
         return;
@@ -701,7 +726,11 @@ fn mmt4d_tile_f32(acc: &mut [f32], lhs: &[f32], rhs_t: &[f32], [m0, n0, k0]: [us
             for (i0, a) in acc.chunks_exact_mut(n0).enumerate().take(m0) {
                 let x = l_step[i0 * k0 + c];
                 for (a, &y) in a.iter_mut().zip(r) {
-                    *a = flush(*a + flush(x * y));
+                    *a = if FlushDenormals::AVAILABLE {
+                        *a + x * y
+                    } else {
+                        flush(*a + flush(x * y))
+                    };
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! Conversions between integer and float kinds and widths, by the widths they read and write.
 
-use super::float::{fz32, fz64};
+use super::float::{Flush, fz32, fz64};
 use super::registers::Registers;
 use crate::vm::code::{Conv32, Conv32To64, Conv64, Conv64To32, Reg, Reg64};
 use crate::vm::ops;
@@ -37,12 +37,12 @@ pub(super) fn convert32(r: &mut Registers, op: Conv32, a: Reg, d: Reg) {
 }
 
 #[inline(always)]
-pub(super) fn convert32_to_64(r: &mut Registers, ftz: bool, op: Conv32To64, a: Reg, d: Reg64) {
+pub(super) fn convert32_to_64(r: &mut Registers, flush: Flush, op: Conv32To64, a: Reg, d: Reg64) {
     let x = r.i32(a);
     let v = match op {
         Conv32To64::F32Si64 => ops::llround_f32(f32::from_bits(x)) as u64,
         Conv32To64::F32Ui64 => ops::cast_f32_ui64(f32::from_bits(x)),
-        Conv32To64::F32F64 => f64::from(fz32(ftz, f32::from_bits(x))).to_bits(),
+        Conv32To64::F32F64 => f64::from(fz32(flush, f32::from_bits(x))).to_bits(),
         Conv32To64::Si32F64 => f64::from(x as i32).to_bits(),
         Conv32To64::Ui32F64 => f64::from(x).to_bits(),
     };
@@ -50,13 +50,13 @@ pub(super) fn convert32_to_64(r: &mut Registers, ftz: bool, op: Conv32To64, a: R
 }
 
 #[inline(always)]
-pub(super) fn convert64_to_32(r: &mut Registers, ftz: bool, op: Conv64To32, a: Reg64, d: Reg) {
+pub(super) fn convert64_to_32(r: &mut Registers, flush: Flush, op: Conv64To32, a: Reg64, d: Reg) {
     let x = r.i64(a);
     let v = match op {
         Conv64To32::NzI64 => u32::from(x != 0),
         Conv64To32::Si64F32 => (x as i64 as f32).to_bits(),
         Conv64To32::Ui64F32 => (x as f32).to_bits(),
-        Conv64To32::F64F32 => fz32(ftz, fz64(ftz, f64::from_bits(x)) as f32).to_bits(),
+        Conv64To32::F64F32 => fz32(flush, fz64(flush, f64::from_bits(x)) as f32).to_bits(),
         Conv64To32::F64I32 => ops::cast_f64_i32(f64::from_bits(x)) as u32,
         Conv64To32::NanF64 => u32::from(f64::from_bits(x).is_nan()),
     };

@@ -23,9 +23,11 @@
 //! for a whole run of it: each buffer's bytes are resolved once per run ([`BufferViews`]), and
 //! a load or store is then one range check and one access.
 
+use super::float::Flush;
 use super::register_ops::match_register_ops;
 use super::registers::Registers;
 use super::{compare, constants, control, convert, float, integer, select};
+use crate::fpu::FlushDenormals;
 use crate::vm::buffer::BufferView;
 use crate::vm::code::{FunctionCode, IBin, Inst, RefReg, Shift, Width};
 use crate::vm::value::Ref;
@@ -82,25 +84,28 @@ impl<'a> BufferViews<'a> {
 
 /// Runs the instructions of `code` from `ip` while they are on the fast path; returns the
 /// index of the first one that is not (not yet run), with `fuel` charged for the edges taken.
-/// `ftz`: whether float operands and results are flushed to zero when subnormal.
+/// `flush`: how the caller flushes subnormal floats to zero (this loop flushes with the FPU,
+/// where it can, whenever the caller flushes at all).
 #[inline(always)]
 pub(super) fn run(
     code: &FunctionCode,
     r: Registers<'_>,
     fuel: &mut u64,
-    ftz: bool,
+    flush: Flush,
     ip: usize,
 ) -> usize {
     // A loop per mode: the mode is a constant of each, not a value tested at every float
     // instruction.
-    if ftz {
+    if flush != Flush::Off {
         run_in::<true>(code, r, fuel, ip)
     } else {
         run_in::<false>(code, r, fuel, ip)
     }
 }
 
-/// [`run`] with the flush-to-zero mode `FTZ`.
+/// [`run`], flushing subnormal floats to zero when `FTZ`: with the FPU where this build can
+/// set its flush (set here for the run, and restored on every way out: the guard's drop), in
+/// software elsewhere.
 #[inline(never)]
 fn run_in<const FTZ: bool>(
     code: &FunctionCode,
@@ -108,7 +113,13 @@ fn run_in<const FTZ: bool>(
     fuel: &mut u64,
     start: usize,
 ) -> usize {
-    let ftz = FTZ;
+    let (ftz, _fpu) = if FTZ && FlushDenormals::AVAILABLE {
+        (Flush::Hardware, Some(FlushDenormals::on()))
+    } else if FTZ {
+        (Flush::Software, None)
+    } else {
+        (Flush::Off, None)
+    };
     // The instruction fetch needs no bounds check: the cursor holds the byte offset of its
     // slot, masked on every move (see `unchecked.rs`), so a fetch is one load and a step an
     // `add` and an `and`. The `End` after the last instruction stops the loop. The index of

@@ -8,8 +8,8 @@
 //! loop adds its own arms for everything else.
 
 /// `match $inst` over the rows below and the caller's own `arms`. `$r` is the caller's
-/// `&mut Registers` and `$ftz` its flush-to-zero mode (the handlers name them; identifiers of
-/// a macro's body do not see the caller's locals).
+/// `&mut Registers` and `$ftz` its flush-to-zero mode, a `float::Flush` (the handlers name
+/// them; identifiers of a macro's body do not see the caller's locals).
 macro_rules! match_register_ops {
     (match $inst:expr, registers $r:ident, ftz $ftz:ident { $($arms:tt)* }) => {
         match $inst {

@@ -1,9 +1,11 @@
-//! The FPU state compiled dispatch code runs with: subnormal floats flushed to zero, as IREE's
-//! local devices run dispatches.
+//! The FPU state dispatches run with: subnormal floats flushed to zero, as IREE's local devices
+//! run dispatches. Compiled (ELF) dispatches run under it, and so does the interpreter's fast
+//! path for vmvx code (`vm/interp/hot.rs`), whose float arithmetic then needs no software
+//! flush. Every access to the FPU's control register is here.
 
-/// Flushes subnormal floats to zero on this thread while alive, as IREE's local devices run
-/// dispatches (`iree_fpu_state_push(IREE_FPU_STATE_FLAG_FLUSH_DENORMALS_TO_ZERO)`); restores
-/// the previous state when dropped.
+/// Sets whether subnormal floats are flushed to zero on this thread while alive (on: as IREE's
+/// local devices run dispatches, `iree_fpu_state_push(IREE_FPU_STATE_FLAG_FLUSH_DENORMALS_TO_ZERO)`);
+/// restores the previous state when dropped, also when a panic unwinds through its owner.
 pub(crate) struct FlushDenormals {
     #[cfg_attr(
         not(any(target_arch = "x86_64", target_arch = "aarch64")),
@@ -55,7 +57,12 @@ mod registers {
 }
 
 impl FlushDenormals {
+    /// Whether this build can set the FPU's flush (elsewhere the guards change nothing, and
+    /// flushing is left to software).
+    pub const AVAILABLE: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+
     /// Turns flushing on for this thread.
+    #[inline]
     pub fn on() -> FlushDenormals {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         {
@@ -66,9 +73,35 @@ impl FlushDenormals {
         #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
         FlushDenormals { saved: 0 }
     }
+
+    /// Turns flushing off for this thread (for code that must see subnormals, such as the C
+    /// maths library's functions, which the software flush emulates flushing around).
+    #[inline]
+    pub fn off() -> FlushDenormals {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        {
+            let saved = registers::read();
+            registers::write(saved & !registers::FLUSH);
+            FlushDenormals { saved }
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        FlushDenormals { saved: 0 }
+    }
+
+    /// Whether flushing is on for this thread (false where this build cannot set it).
+    #[cfg(test)]
+    pub fn is_on() -> bool {
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        {
+            registers::read() & registers::FLUSH == registers::FLUSH
+        }
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        false
+    }
 }
 
 impl Drop for FlushDenormals {
+    #[inline]
     fn drop(&mut self) {
         #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
         registers::write(self.saved);
@@ -90,5 +123,22 @@ mod tests {
             assert_eq!(std::hint::black_box(tiny) * std::hint::black_box(half), 0.0);
         }
         assert!(tiny * half > 0.0, "the previous state is restored");
+    }
+
+    #[test]
+    fn off_turns_flushing_off_inside_on() {
+        let tiny = std::hint::black_box(f32::MIN_POSITIVE);
+        let half = std::hint::black_box(0.5f32);
+        let _guard = FlushDenormals::on();
+        {
+            let _exact = FlushDenormals::off();
+            assert!(!FlushDenormals::is_on());
+            assert!(std::hint::black_box(tiny) * std::hint::black_box(half) > 0.0);
+        }
+        #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+        assert!(
+            FlushDenormals::is_on(),
+            "flushing is back on after `off`'s guard"
+        );
     }
 }
