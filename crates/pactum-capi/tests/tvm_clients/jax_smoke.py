@@ -10,28 +10,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import traceback
 
 import numpy as np
 
-results = []
-
-
-def program(name):
-    def run(fn):
-        try:
-            fn()
-            results.append((name, None))
-            print(f"OK   {name}", flush=True)
-        except Exception as error:  # every failure is reported, then counted
-            last = (str(error).strip().splitlines() or [""])[-1]
-            results.append((name, error))
-            print(f"FAIL {name}: {type(error).__name__}: {last[:400]}", flush=True)
-            if os.environ.get("TVM_SMOKE_TRACEBACK"):
-                traceback.print_exc()
-        return fn
-
-    return run
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from client_harness import finish, program, require_expected_library  # noqa: E402
 
 
 @program("import jax_tvm_ffi (loads its extension with tvm_ffi.load_module)")
@@ -39,16 +22,7 @@ def import_jax_tvm_ffi():
     import jax_tvm_ffi  # noqa: F401
 
 
-def mapped_library():
-    with open("/proc/self/maps") as maps:
-        paths = {line.split()[-1] for line in maps if line.rstrip().endswith("libtvm_ffi.so")}
-    return sorted(paths)
-
-
-expected = os.environ.get("PACTUM_EXPECT_LIB")
-if expected and mapped_library() != [os.path.realpath(expected)]:
-    print(f"wrong library mapped: {mapped_library()}, expected {expected}")
-    sys.exit(2)
+require_expected_library()
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -108,6 +82,4 @@ def python_function():
     assert jax_tvm_ffi.registered_count() == 2, jax_tvm_ffi.registered_count()
 
 
-failed = [name for name, error in results if error is not None]
-print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-sys.exit(1 if failed else 0)
+finish()

@@ -9,28 +9,11 @@ any program fails, 2 when the library mapped is not the one in PACTUM_EXPECT_LIB
 import os
 import sys
 import tempfile
-import traceback
 
 import numpy as np
 
-results = []
-
-
-def program(name):
-    def run(fn):
-        try:
-            fn()
-            results.append((name, None))
-            print(f"OK   {name}", flush=True)
-        except Exception as error:  # every failure is reported, then counted
-            last = (str(error).strip().splitlines() or [""])[-1]
-            results.append((name, error))
-            print(f"FAIL {name}: {type(error).__name__}: {last[:400]}", flush=True)
-            if os.environ.get("TVM_SMOKE_TRACEBACK"):
-                traceback.print_exc()
-        return fn
-
-    return run
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from client_harness import finish, program, require_expected_library  # noqa: E402
 
 
 @program("import tvm")
@@ -38,16 +21,7 @@ def import_tvm():
     import tvm  # noqa: F401
 
 
-def mapped_library():
-    with open("/proc/self/maps") as maps:
-        paths = {line.split()[-1] for line in maps if line.rstrip().endswith("libtvm_ffi.so")}
-    return sorted(paths)
-
-
-expected = os.environ.get("PACTUM_EXPECT_LIB")
-if expected and mapped_library() != [os.path.realpath(expected)]:
-    print(f"wrong library mapped: {mapped_library()}, expected {expected}")
-    sys.exit(2)
+require_expected_library()
 
 import tvm  # noqa: E402
 from tvm import te  # noqa: E402
@@ -251,6 +225,4 @@ def orcjit_cxx_object():
             raise AssertionError("the C++ ValueError thrown in JIT code was lost")
 
 
-failed = [name for name, error in results if error is not None]
-print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-sys.exit(1 if failed else 0)
+finish()
