@@ -570,10 +570,11 @@ impl Queue {
                     .collect();
                 let constant_bytes: Vec<u8> =
                     constants.iter().flat_map(|c| c.to_le_bytes()).collect();
-                // SAFETY: every handle is this device's and alive until the submission
-                // completes (buffers held by `operands` and the mirrors, the executable by
-                // the command list); `writes` and `infos` live across the calls; the push
-                // constants fit the layout's range (checked against the export above).
+                // Every handle is this device's and alive until the submission completes
+                // (buffers held by `operands` and the mirrors, the executable by the command
+                // list); `writes` and `infos` live across the calls; the push constants fit
+                // the layout's range (checked against the export above).
+                // SAFETY: valid, live handles and arguments, as said above.
                 unsafe {
                     device.update_descriptor_sets(&writes, &[]);
                     device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, export.pipeline);

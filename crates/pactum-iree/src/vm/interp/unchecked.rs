@@ -117,11 +117,12 @@ impl<'p, T: Slot> Cursor<'p, T> {
             self.offset & !self.mask == 0
                 && self.offset < self.slots.len() * Program::<T>::SLOT_SIZE
         );
-        // SAFETY: `offset` is always stored masked (`cursor`, `step`, `jump`): `mask` is
+        // `offset` is always stored masked (`cursor`, `step`, `jump`): `mask` is
         // `(slots.len() - 1) * size_of::<T>()` with both factors' sizes powers of two
         // (`Program::new`), so `offset` is a multiple of `size_of::<T>()` and at most
         // `(slots.len() - 1) * size_of::<T>()`: the start of a slot of `slots`, aligned for
         // `T` (the slots are a `[T]`), initialised, and borrowed for `'p`.
+        // SAFETY: the masked offset is the start of an initialised slot, as shown above.
         unsafe { &*self.slots.as_ptr().byte_add(self.offset) }
     }
 
