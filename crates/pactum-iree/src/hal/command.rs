@@ -110,6 +110,43 @@ pub struct HalCommandBuffer {
     state: Mutex<State>,
 }
 
+impl Command {
+    /// Runs a fill, copy or update on the host, through the buffers' bytes, with slots
+    /// resolved from `table`; dispatches are the device's, and are left alone here.
+    pub(crate) fn run_transfer_on_host(&self, table: &[Binding]) -> Result<(), StatusError> {
+        match self {
+            Command::Fill {
+                target,
+                offset,
+                length,
+                pattern,
+                pattern_length,
+            } => target
+                .resolve(table)?
+                .fill(*offset, *length, *pattern, *pattern_length),
+            Command::Copy {
+                source,
+                source_offset,
+                target,
+                target_offset,
+                length,
+            } => HalBuffer::copy(
+                &source.resolve(table)?,
+                *source_offset,
+                &target.resolve(table)?,
+                *target_offset,
+                *length,
+            ),
+            Command::Update {
+                data,
+                target,
+                offset,
+            } => target.resolve(table)?.write(*offset, data),
+            Command::Dispatch { .. } | Command::DispatchIndirect { .. } => Ok(()),
+        }
+    }
+}
+
 impl HalCommandBuffer {
     /// An empty command buffer whose commands may refer to `binding_capacity` table slots.
     pub fn new(binding_capacity: u32) -> HalCommandBuffer {

@@ -108,33 +108,6 @@ impl LocalDevice {
         let mut resolved = Vec::new();
         for command in commands.iter() {
             match command {
-                Command::Fill {
-                    target,
-                    offset,
-                    length,
-                    pattern,
-                    pattern_length,
-                } => target
-                    .resolve(table)?
-                    .fill(*offset, *length, *pattern, *pattern_length)?,
-                Command::Copy {
-                    source,
-                    source_offset,
-                    target,
-                    target_offset,
-                    length,
-                } => HalBuffer::copy(
-                    &source.resolve(table)?,
-                    *source_offset,
-                    &target.resolve(table)?,
-                    *target_offset,
-                    *length,
-                )?,
-                Command::Update {
-                    data,
-                    target,
-                    offset,
-                } => target.resolve(table)?.write(*offset, data)?,
                 Command::Dispatch {
                     executable,
                     ordinal,
@@ -173,6 +146,7 @@ impl LocalDevice {
                         &mut resolved,
                     )?
                 }
+                transfer => transfer.run_transfer_on_host(table)?,
             }
         }
         Ok(())

@@ -153,7 +153,7 @@ impl Queue {
             } else {
                 self.submit_dispatches(&batch, table)?;
                 batch.clear();
-                run_on_host(command, table)?;
+                command.run_transfer_on_host(table)?;
             }
         }
         self.submit_dispatches(&batch, table)
@@ -747,39 +747,5 @@ fn recorded_on_device(command: &Command, table: &[Binding]) -> bool {
             }
             _ => false,
         },
-    }
-}
-
-/// Runs a fill, copy or update on the host, through the buffers' mappings.
-fn run_on_host(command: &Command, table: &[Binding]) -> Result<(), StatusError> {
-    match command {
-        Command::Fill {
-            target,
-            offset,
-            length,
-            pattern,
-            pattern_length,
-        } => target
-            .resolve(table)?
-            .fill(*offset, *length, *pattern, *pattern_length),
-        Command::Copy {
-            source,
-            source_offset,
-            target,
-            target_offset,
-            length,
-        } => HalBuffer::copy(
-            &source.resolve(table)?,
-            *source_offset,
-            &target.resolve(table)?,
-            *target_offset,
-            *length,
-        ),
-        Command::Update {
-            data,
-            target,
-            offset,
-        } => target.resolve(table)?.write(*offset, data),
-        Command::Dispatch { .. } | Command::DispatchIndirect { .. } => Ok(()),
     }
 }
