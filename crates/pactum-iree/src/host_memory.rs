@@ -212,16 +212,7 @@ impl HostMemory {
         len: usize,
         owner: Box<dyn Send + Sync>,
     ) -> Option<HostMemory> {
-        if len == 0 || ptr as usize % HOST_MEMORY_ALIGNMENT != 0 {
-            return None;
-        }
-        let ptr = NonNull::new(ptr.cast::<AtomicU8>())?;
-        Some(HostMemory {
-            ptr,
-            len,
-            owner: Owner::Borrowed(owner),
-            cache: None,
-        })
+        HostMemory::over_memory_of(ptr, len, Owner::Borrowed(owner))
     }
 
     /// A block over `len` bytes of a device's memory mapped at `ptr`, which `allocation` (the
@@ -241,6 +232,13 @@ impl HostMemory {
         len: usize,
         allocation: Arc<dyn Any + Send + Sync>,
     ) -> Option<HostMemory> {
+        HostMemory::over_memory_of(ptr, len, Owner::Device(allocation))
+    }
+
+    /// A block over `len` bytes at `ptr` that `owner` keeps alive (the two public
+    /// constructors above, whose safety contracts the caller has met); `None` when `ptr` is
+    /// not aligned to [`HOST_MEMORY_ALIGNMENT`] or `len` is zero.
+    fn over_memory_of(ptr: *mut u8, len: usize, owner: Owner) -> Option<HostMemory> {
         if len == 0 || ptr as usize % HOST_MEMORY_ALIGNMENT != 0 {
             return None;
         }
@@ -248,7 +246,7 @@ impl HostMemory {
         Some(HostMemory {
             ptr,
             len,
-            owner: Owner::Device(allocation),
+            owner,
             cache: None,
         })
     }
