@@ -1,4 +1,9 @@
-# Sourced by the client scripts (tvm_clients.sh, xgrammar_client.sh): runs a Python program
+# Sourced by the client scripts (tvm_clients.sh, xgrammar_client.sh), after they set `root`.
+#
+#   prepare_client_venv VENV PACKAGE...  -> makes VENV when missing, installs the packages with the
+#                                           pinned apache-tvm-ffi and NumPy, builds pactum's library
+#
+# and runs a Python program
 # with a venv's interpreter on the official libtvm_ffi.so (the venv's tvm_ffi package) and on
 # pactum's (a copy of that package, put first on PYTHONPATH, with pactum's library swapped in,
 # as scripts/official_suite.sh does), so the venv itself stays official.
@@ -23,4 +28,17 @@ on_both_libraries() {
   PACTUM_EXPECT_LIB="$scratch/tvm_ffi/lib/libtvm_ffi.so" PYTHONPATH="$scratch" \
     PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" "$program" || status=1
   rm -rf "$scratch"
+}
+
+prepare_client_venv() {
+  local venv="$1"
+  shift
+  if [ ! -x "$venv/bin/python" ]; then
+    "${PYTHON:-python3}" -m venv "$venv"
+  fi
+  "$venv/bin/pip" install -q "$@" \
+    "$(grep '^apache-tvm-ffi==' "$root/scripts/requirements-peer.txt")" \
+    "$(grep '^numpy==' "$root/scripts/requirements-peer.txt")"
+  export PACTUM_TVM_FFI_CONFIG="${PACTUM_TVM_FFI_CONFIG:-$venv/bin/tvm-ffi-config}"
+  cargo build -q -p pactum-capi --manifest-path "$root/Cargo.toml"
 }

@@ -17,18 +17,10 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${1:-/tmp/pactum-tvm-venv}"
-python_bin="${PYTHON:-python3}"
-if [ ! -x "$venv/bin/python" ]; then
-  "$python_bin" -m venv "$venv"
-fi
-"$venv/bin/pip" install -q apache-tvm==0.27.0.post1 apache-tvm-ffi-orcjit==0.1.3 \
-  jax-tvm-ffi==0.1.3 jax==0.10.2 jaxlib==0.10.2 \
-  "$(grep '^apache-tvm-ffi==' "$root/scripts/requirements-peer.txt")" \
-  "$(grep '^numpy==' "$root/scripts/requirements-peer.txt")"
-export PACTUM_TVM_FFI_CONFIG="${PACTUM_TVM_FFI_CONFIG:-$venv/bin/tvm-ffi-config}"
-cargo build -q -p pactum-capi --manifest-path "$root/Cargo.toml"
 # shellcheck source=scripts/both_libraries.sh
 . "$root/scripts/both_libraries.sh"
+prepare_client_venv "$venv" apache-tvm==0.27.0.post1 apache-tvm-ffi-orcjit==0.1.3 \
+  jax-tvm-ffi==0.1.3 jax==0.10.2 jaxlib==0.10.2
 
 status=0
 clients="$root/crates/pactum-capi/tests/tvm_clients"

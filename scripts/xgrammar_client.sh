@@ -13,17 +13,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 venv="${1:-/tmp/pactum-xgrammar-venv}"
-python_bin="${PYTHON:-python3}"
-if [ ! -x "$venv/bin/python" ]; then
-  "$python_bin" -m venv "$venv"
-fi
-"$venv/bin/pip" install -q xgrammar==0.2.8 \
-  "$(grep '^apache-tvm-ffi==' "$root/scripts/requirements-peer.txt")" \
-  "$(grep '^numpy==' "$root/scripts/requirements-peer.txt")"
-export PACTUM_TVM_FFI_CONFIG="${PACTUM_TVM_FFI_CONFIG:-$venv/bin/tvm-ffi-config}"
-cargo build -q -p pactum-capi --manifest-path "$root/Cargo.toml"
 # shellcheck source=scripts/both_libraries.sh
 . "$root/scripts/both_libraries.sh"
+prepare_client_venv "$venv" xgrammar==0.2.8
 
 status=0
 on_both_libraries "$venv" "$root/crates/pactum-capi/tests/tvm_clients/xgrammar_smoke.py"
