@@ -27,12 +27,35 @@ fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A fresh scratch folder for one test.
-fn scratch(test: &str) -> PathBuf {
+/// A fresh scratch folder for one test, removed when the test ends (pass or fail), so that
+/// repeated runs do not fill the temporary folder.
+fn scratch(test: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("pactum-params-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
+}
+
+/// A scratch folder that removes itself on drop.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The workspace's `.venv` python when it has `iree.runtime`; `None` when it does not and
@@ -1103,7 +1126,6 @@ fn a_large_archive_is_mapped_not_read() {
     assert_eq!(&data[..64], &[9u8; 64][..]);
     assert_eq!(data[data.len() - 1], 0, "the sparse tail reads as zeros");
     drop(index);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Globals whose values `iree-compile --iree-parameter-export` moves into an archive.
