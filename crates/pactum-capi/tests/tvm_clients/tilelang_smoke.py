@@ -123,4 +123,17 @@ def run_out_idx():
     np.testing.assert_array_equal(c.numpy(), a + b)
 
 
+@program("tilelang's C++ enum (tl.SwizzleMode, registered by its library) looked up by name")
+def enum_by_name():
+    from tilelang.layout import SwizzleMode
+
+    found = SwizzleMode.get("SWIZZLE_64B")
+    assert found.same_as(SwizzleMode.SWIZZLE_64B), found
+    assert repr(found) == "tl.SwizzleMode.SWIZZLE_64B", repr(found)
+    # Reading a variant's fields (`_value`, `_name`), iterating or counting the variants works
+    # only on 0.1.12's library: 0.1.15 renamed ffi.Enum's fields (`_int_index`, `_str_index`),
+    # and pactum's library, like the official 0.1.15.post2 one, has the new names
+    # (docs/CONFORMANCE.md).
+
+
 finish()
