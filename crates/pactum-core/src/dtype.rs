@@ -78,6 +78,7 @@ impl DataType {
     /// Parses the runtime's string form (`float32`, `int8x4`, `bfloat16`, `float8_e4m3fn`,
     /// aliases such as `f32`/`i8`/`bf16`, scalable `int32xvscalex4`), with the official
     /// runtime's rules and error messages.
+    ///
     /// A custom type (`custom[name]`) fails as on a runtime where no application registered
     /// custom types; [`DataType::parse_with`] asks a registry.
     pub fn parse(text: &str) -> Result<DataType> {
@@ -496,5 +497,69 @@ impl From<Device> for DLDevice {
             device_type: device.device_type,
             device_id: device.device_id,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One custom type, `half` with code 150.
+    struct OneCustomType;
+
+    impl CustomTypeRegistry for OneCustomType {
+        fn code_of(&self, name: &str) -> Result<u8> {
+            match name {
+                "half" => Ok(150),
+                other => Err(Error::new(
+                    ErrorKind::VALUE_ERROR,
+                    format!("no custom type {other}"),
+                )),
+            }
+        }
+        fn name_of(&self, code: u8) -> Result<std::string::String> {
+            assert_eq!(code, 150);
+            Ok("half".to_owned())
+        }
+    }
+
+    #[test]
+    fn custom_types_take_their_code_from_the_registry_and_print_without_bits() {
+        let half = DataType::parse_with("custom[half]16x4", &OneCustomType).unwrap();
+        assert_eq!((half.code.0, half.bits, half.lanes), (150, 16, 4));
+        assert_eq!(
+            half.to_runtime_string_with(&OneCustomType).unwrap(),
+            "custom[half]x4"
+        );
+        let default_bits = DataType::parse_with("custom[half]", &OneCustomType).unwrap();
+        assert_eq!((default_bits.bits, default_bits.lanes), (32, 1));
+        let unknown = DataType::parse_with("custom[quarter]8", &OneCustomType).unwrap_err();
+        assert!(
+            unknown.message().contains("no custom type quarter"),
+            "{unknown}"
+        );
+    }
+
+    #[test]
+    fn custom_types_without_a_registry_fail_as_the_official_runtime_does() {
+        let error = DataType::parse("custom[half]16").unwrap_err();
+        assert!(
+            error
+                .message()
+                .contains("dtype.get_custom_type_code not found"),
+            "{error}"
+        );
+        let unclosed = DataType::parse_with("custom[half", &OneCustomType).unwrap_err();
+        assert!(
+            unclosed.message().contains("expected closing brace"),
+            "{unclosed}"
+        );
+        let printed = DataType::scalar(DLDataTypeCode(150), 16).to_runtime_string();
+        assert!(
+            printed
+                .unwrap_err()
+                .message()
+                .contains("dtype.get_custom_type_name not found")
+        );
     }
 }
