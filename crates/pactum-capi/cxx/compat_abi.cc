@@ -8,8 +8,6 @@
 
 #include <tvm/ffi/extra/json.h>
 
-#include "cxx_abi_hooks.h"
-
 // In a named namespace: a type of an anonymous namespace would make the function below local.
 namespace pactum_compat {
 
