@@ -1,7 +1,13 @@
-# Sourced by the client scripts (tvm_clients.sh, xgrammar_client.sh), after they set `root`.
+# Sourced by the client scripts (tvm_clients.sh, xgrammar_client.sh, tilelang_client.sh), after
+# they set `root`.
 #
 #   prepare_client_venv VENV PACKAGE...  -> makes VENV when missing, installs the packages with the
 #                                           pinned apache-tvm-ffi and NumPy, builds pactum's library
+#   prepare_older_client_venv VENV PACKAGE...
+#                                        -> the same, but pip resolves the packages' own
+#                                           apache-tvm-ffi pin (an older release: a client of the
+#                                           older ABI); pactum's library is still built from the
+#                                           pinned release's headers (the repository's .venv)
 #
 # and runs a Python program
 # with a venv's interpreter on the official libtvm_ffi.so (the venv's tvm_ffi package) and on
@@ -40,5 +46,17 @@ prepare_client_venv() {
     "$(grep '^apache-tvm-ffi==' "$root/scripts/requirements-peer.txt")" \
     "$(grep '^numpy==' "$root/scripts/requirements-peer.txt")"
   export PACTUM_TVM_FFI_CONFIG="${PACTUM_TVM_FFI_CONFIG:-$venv/bin/tvm-ffi-config}"
+  cargo build -q -p pactum-capi --manifest-path "$root/Cargo.toml"
+}
+
+prepare_older_client_venv() {
+  local venv="$1"
+  shift
+  if [ ! -x "$venv/bin/python" ]; then
+    "${PYTHON:-python3}" -m venv "$venv"
+  fi
+  "$venv/bin/pip" install -q "$@"
+  # Not the venv's tvm-ffi-config: its headers are the older release's.
+  export PACTUM_TVM_FFI_CONFIG="${PACTUM_TVM_FFI_CONFIG:-$root/.venv/bin/tvm-ffi-config}"
   cargo build -q -p pactum-capi --manifest-path "$root/Cargo.toml"
 }

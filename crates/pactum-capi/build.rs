@@ -10,7 +10,8 @@
 //!
 //! rustc links a cdylib with a version script that exports its own `#[no_mangle]` items and
 //! hides everything else, C++ included; a second version script (`cxx_abi_symbols.txt`, the
-//! official library's C++ names) exports exactly those. libstdc++ is linked dynamically, as
+//! official library's C++ names, and `compat_symbols.txt`, the few names of older releases that
+//! clients built against them still import: `compat_abi.cc`) exports exactly those. libstdc++ is linked dynamically, as
 //! the official library links it: one C++ runtime in the process, so exceptions and typeinfo
 //! match across libraries.
 
@@ -19,17 +20,19 @@ use std::path::PathBuf;
 #[path = "../../build-support/tvm_ffi_config.rs"]
 mod tvm_ffi_config;
 
-/// Writes the version script exporting the names listed in `symbols` (one per line, `#`
-/// comments) and returns its path.
-fn version_script(symbols: &str) -> PathBuf {
-    let list = std::fs::read_to_string(symbols).expect("read the C++ symbol list");
+/// Writes the version script exporting the names listed in the files `symbol_lists` (one per
+/// line, `#` comments) and returns its path.
+fn version_script(symbol_lists: &[&str]) -> PathBuf {
     let mut script = String::from("{\n  global:\n");
-    for name in list
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-    {
-        script.push_str(&format!("    {name};\n"));
+    for symbols in symbol_lists {
+        let list = std::fs::read_to_string(symbols).expect("read a C++ symbol list");
+        for name in list
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
+            script.push_str(&format!("    {name};\n"));
+        }
     }
     script.push_str("};\n");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
@@ -44,9 +47,18 @@ fn main() {
     }
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libtvm_ffi.so");
 
-    let sources = ["cxx/cxx_abi.cc", "cxx/std_artefacts.cc"];
-    let symbols = "cxx/cxx_abi_symbols.txt";
-    for path in sources.iter().chain([&symbols, &"cxx/cxx_abi_hooks.h"]) {
+    let sources = [
+        "cxx/cxx_abi.cc",
+        "cxx/std_artefacts.cc",
+        "cxx/compat_abi.cc",
+    ];
+    // The official library's C++ names, and the few of older releases clients still import.
+    let symbol_lists = ["cxx/cxx_abi_symbols.txt", "cxx/compat_symbols.txt"];
+    for path in sources
+        .iter()
+        .chain(&symbol_lists)
+        .chain([&"cxx/cxx_abi_hooks.h"])
+    {
         println!("cargo:rerun-if-changed={path}");
     }
     let include = tvm_ffi_config::find(
@@ -72,7 +84,7 @@ fn main() {
         .cpp_link_stdlib(None)
         .compile("pactum_cxx_abi");
     println!("cargo:rustc-link-lib=dylib=stdc++");
-    let map = version_script(symbols);
+    let map = version_script(&symbol_lists);
     println!(
         "cargo:rustc-cdylib-link-arg=-Wl,--version-script={}",
         map.display()

@@ -78,13 +78,31 @@ impl DataType {
     /// Parses the runtime's string form (`float32`, `int8x4`, `bfloat16`, `float8_e4m3fn`,
     /// aliases such as `f32`/`i8`/`bf16`, scalable `int32xvscalex4`), with the official
     /// runtime's rules and error messages.
+    ///
+    /// A custom type (`custom[name]`) fails as on a runtime where no application registered
+    /// custom types; [`DataType::parse_with`] asks a registry.
     pub fn parse(text: &str) -> Result<DataType> {
-        parse_dtype(text)
+        parse_dtype(text, &NoCustomTypes)
+    }
+
+    /// [`DataType::parse`], with the codes of custom types (`custom[name]8`) from `custom`.
+    pub fn parse_with(text: &str, custom: &dyn CustomTypeRegistry) -> Result<DataType> {
+        parse_dtype(text, custom)
     }
 
     /// The official string form (`TVMFFIDataTypeToString`); fails for codes the runtime has no
-    /// name for (complex, unknown codes, custom codes without a registered name).
+    /// name for (complex, unknown codes, custom codes: [`DataType::to_runtime_string_with`]
+    /// names those).
     pub fn to_runtime_string(&self) -> Result<std::string::String> {
+        self.to_runtime_string_with(&NoCustomTypes)
+    }
+
+    /// [`DataType::to_runtime_string`], with the names of custom codes (129 and up) from
+    /// `custom`: `custom[name]`, then the lanes (no bits, as the official form).
+    pub fn to_runtime_string_with(
+        &self,
+        custom: &dyn CustomTypeRegistry,
+    ) -> Result<std::string::String> {
         let code = self.code.0;
         if code == DLDataTypeCode::BOOL.0 && self.bits == 8 && self.lanes == 1 {
             return Ok("bool".to_owned());
@@ -96,6 +114,7 @@ impl DataType {
                 "handle".to_owned()
             });
         }
+        let custom_name: std::string::String;
         let name = match self.code {
             DLDataTypeCode::INT => "int",
             DLDataTypeCode::UINT => "uint",
@@ -103,12 +122,10 @@ impl DataType {
             DLDataTypeCode::BFLOAT => "bfloat",
             DLDataTypeCode::BOOL => "bool",
             c => match NAMED_FLOAT_FORMATS.iter().find(|(fc, _, _)| *fc == c) {
-                Some((_, _, name)) => name,
-                None if code >= 129 => {
-                    return Err(Error::new(
-                        ErrorKind::VALUE_ERROR,
-                        "Function dtype.get_custom_type_name not found",
-                    ));
+                Some((_, _, name)) => *name,
+                None if code >= FIRST_CUSTOM_CODE => {
+                    custom_name = format!("custom[{}]", custom.name_of(code)?);
+                    custom_name.as_str()
                 }
                 None => {
                     return Err(Error::new(
@@ -129,6 +146,37 @@ impl DataType {
             out.push_str(&format!("xvscalex{}", -i32::from(lanes)));
         }
         Ok(out)
+    }
+}
+
+/// The first code of custom data types (DLPack's `kDLExtCustomBegin`).
+pub const FIRST_CUSTOM_CODE: u8 = 129;
+
+/// The custom data types a program registered (`custom[name]`, codes from
+/// [`FIRST_CUSTOM_CODE`]): the official runtime asks the globals `dtype.get_custom_type_code`
+/// and `dtype.get_custom_type_name`, which TVM registers; pactum's runtime does too.
+pub trait CustomTypeRegistry {
+    /// The code of the custom type `name` (the text between `custom[` and `]`).
+    fn code_of(&self, name: &str) -> Result<u8>;
+    /// The name of the custom type with `code`.
+    fn name_of(&self, code: u8) -> Result<std::string::String>;
+}
+
+/// No custom types: the errors of the official runtime when the globals are not registered.
+pub struct NoCustomTypes;
+
+impl CustomTypeRegistry for NoCustomTypes {
+    fn code_of(&self, _name: &str) -> Result<u8> {
+        Err(Error::new(
+            ErrorKind::VALUE_ERROR,
+            "Function dtype.get_custom_type_code not found",
+        ))
+    }
+    fn name_of(&self, _code: u8) -> Result<std::string::String> {
+        Err(Error::new(
+            ErrorKind::VALUE_ERROR,
+            "Function dtype.get_custom_type_name not found",
+        ))
     }
 }
 
@@ -258,7 +306,7 @@ fn parse_small_float(text: &str, family: &str, rest: &str) -> Result<DataType> {
     ))
 }
 
-fn parse_dtype(original: &str) -> Result<DataType> {
+fn parse_dtype(original: &str, custom: &dyn CustomTypeRegistry) -> Result<DataType> {
     if original.is_empty() || original == "void" {
         return Ok(DataType {
             code: DLDataTypeCode::OPAQUE_HANDLE,
@@ -274,17 +322,19 @@ fn parse_dtype(original: &str) -> Result<DataType> {
         }
     }
     if let Some(rest) = text.strip_prefix("custom") {
-        return Err(if rest.starts_with('[') {
+        // The official messages have no space before the text.
+        let brace_error = |which: &str| {
             Error::new(
                 ErrorKind::VALUE_ERROR,
-                "Function dtype.get_custom_type_code not found",
+                format!("expected {which} brace after 'custom' type in{text}"),
             )
-        } else {
-            Error::new(
-                ErrorKind::VALUE_ERROR,
-                format!("expected opening brace after 'custom' type in{text}"),
-            )
-        });
+        };
+        let inner = rest
+            .strip_prefix('[')
+            .ok_or_else(|| brace_error("opening"))?;
+        let close = inner.find(']').ok_or_else(|| brace_error("closing"))?;
+        let code = DLDataTypeCode(custom.code_of(&inner[..close])?);
+        return parse_bits_and_lanes(text, &inner[close + 1..], code, 32);
     }
     let prefixes: [(&str, DLDataTypeCode, u8); 6] = [
         ("uint", DLDataTypeCode::UINT, 32),
@@ -299,7 +349,16 @@ fn parse_dtype(original: &str) -> Result<DataType> {
     else {
         return Err(unknown_dtype(text));
     };
-    let rest = &text[prefix.len()..];
+    parse_bits_and_lanes(text, &text[prefix.len()..], code, default_bits)
+}
+
+/// Parses the bits (`default_bits` when absent or 0) and lanes that end `text` at `rest`.
+fn parse_bits_and_lanes(
+    text: &str,
+    rest: &str,
+    code: DLDataTypeCode,
+    default_bits: u8,
+) -> Result<DataType> {
     let (bits, digits) = leading_number(rest)?;
     let bits = match bits {
         Some(0) | None => default_bits,
@@ -438,5 +497,69 @@ impl From<Device> for DLDevice {
             device_type: device.device_type,
             device_id: device.device_id,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One custom type, `half` with code 150.
+    struct OneCustomType;
+
+    impl CustomTypeRegistry for OneCustomType {
+        fn code_of(&self, name: &str) -> Result<u8> {
+            match name {
+                "half" => Ok(150),
+                other => Err(Error::new(
+                    ErrorKind::VALUE_ERROR,
+                    format!("no custom type {other}"),
+                )),
+            }
+        }
+        fn name_of(&self, code: u8) -> Result<std::string::String> {
+            assert_eq!(code, 150);
+            Ok("half".to_owned())
+        }
+    }
+
+    #[test]
+    fn custom_types_take_their_code_from_the_registry_and_print_without_bits() {
+        let half = DataType::parse_with("custom[half]16x4", &OneCustomType).unwrap();
+        assert_eq!((half.code.0, half.bits, half.lanes), (150, 16, 4));
+        assert_eq!(
+            half.to_runtime_string_with(&OneCustomType).unwrap(),
+            "custom[half]x4"
+        );
+        let default_bits = DataType::parse_with("custom[half]", &OneCustomType).unwrap();
+        assert_eq!((default_bits.bits, default_bits.lanes), (32, 1));
+        let unknown = DataType::parse_with("custom[quarter]8", &OneCustomType).unwrap_err();
+        assert!(
+            unknown.message().contains("no custom type quarter"),
+            "{unknown}"
+        );
+    }
+
+    #[test]
+    fn custom_types_without_a_registry_fail_as_the_official_runtime_does() {
+        let error = DataType::parse("custom[half]16").unwrap_err();
+        assert!(
+            error
+                .message()
+                .contains("dtype.get_custom_type_code not found"),
+            "{error}"
+        );
+        let unclosed = DataType::parse_with("custom[half", &OneCustomType).unwrap_err();
+        assert!(
+            unclosed.message().contains("expected closing brace"),
+            "{unclosed}"
+        );
+        let printed = DataType::scalar(DLDataTypeCode(150), 16).to_runtime_string();
+        assert!(
+            printed
+                .unwrap_err()
+                .message()
+                .contains("dtype.get_custom_type_name not found")
+        );
     }
 }

@@ -42,6 +42,7 @@ mod access_path;
 mod args;
 mod builtin;
 mod conversions;
+mod custom_dtypes;
 mod dataclass;
 mod env;
 mod errors;

@@ -26,6 +26,7 @@
 use pactum_sys::tvm_ffi::{TVMFFIFieldInfo, TVMFFITypeIndex, field_flags};
 
 use super::builtin::{ANY, STR, typed};
+use super::custom_dtypes::RegisteredCustomTypes;
 use super::json_globals::{self, MAX_DEPTH};
 use super::reflection;
 use super::registry::BuiltinGlobal;
@@ -296,7 +297,9 @@ fn enum_instance(type_index: i32, index: Any) -> Result<Any> {
 /// A data type's name, as the official runtime stores it (a heap String).
 fn dtype_text(dtype: DataType) -> Result<Any> {
     Ok(pactum_core::internal::heap_byte_string(
-        dtype.to_runtime_string()?.as_bytes(),
+        dtype
+            .to_runtime_string_with(&RegisteredCustomTypes)?
+            .as_bytes(),
         pactum_core::internal::ByteString::Str,
     ))
 }
@@ -596,7 +599,10 @@ fn cast_int_array(value: &Any) -> Result<Vec<i64>> {
 
 fn parse_dtype(data: &Any) -> Result<DataType> {
     let name = cast_str(data)?;
-    DataType::parse(&std::string::String::from_utf8_lossy(&name))
+    DataType::parse_with(
+        &std::string::String::from_utf8_lossy(&name),
+        &RegisteredCustomTypes,
+    )
 }
 
 const BASE64_ALPHABET: &[u8; 64] =

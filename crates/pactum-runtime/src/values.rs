@@ -10,6 +10,7 @@ use pactum_sys::tvm_ffi::{
 };
 
 use super::args::{arg_bytes, arg_ref, out_ptr};
+use super::custom_dtypes::RegisteredCustomTypes;
 use pactum_core::dtype::DataType;
 use pactum_core::error::{Error, ErrorKind};
 use pactum_core::internal::boundary::{self, EntryKind::CApi};
@@ -258,7 +259,7 @@ pub unsafe extern "C" fn TVMFFIDataTypeFromString(
                 format!("unknown dtype `{}`", String::from_utf8_lossy(bytes)),
             )
         })?;
-        let dtype = DataType::parse(text)?;
+        let dtype = DataType::parse_with(text, &RegisteredCustomTypes)?;
         // SAFETY: checked out pointer.
         unsafe { *out = dtype.into() };
         Ok(())
@@ -279,7 +280,7 @@ pub unsafe extern "C" fn TVMFFIDataTypeToString(
         // SAFETY: checked non-null; the caller passes a valid data type.
         let dtype = DataType::from(unsafe { *arg_ref(dtype, "dtype")? });
         let out = out_ptr(out, "out")?;
-        let text = dtype.to_runtime_string()?;
+        let text = dtype.to_runtime_string_with(&RegisteredCustomTypes)?;
         // SAFETY: checked out pointer; the caller receives the owned value.
         unsafe { *out = heap_byte_string(text.as_bytes(), ByteString::Str).into_raw() };
         Ok(())

@@ -12,8 +12,11 @@
 //! structural equality and hashing, repr, deep copy and the recursive comparisons: the same
 //! output on both libraries.
 //!
+//! `legacy_stringify`: `json::Stringify` called as clients built against apache-tvm-ffi 0.1.12
+//! call it (its `Optional<int>` by value, in that release's layout), on pactum's library.
+//!
 //! And the exported dynamic symbols: the same names, of the same kinds, as the official
-//! library's.
+//! library's, plus the named compatibility symbols for older clients.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -131,6 +134,22 @@ fn exported_symbols(library: &Path) -> std::collections::BTreeSet<(String, Strin
         .collect()
 }
 
+/// The symbols pactum's library exports beyond the official 0.1.15.post2 library's: C++
+/// functions of older apache-tvm-ffi releases that clients built against those releases still
+/// import (`cxx/compat_abi.cc`), each a function (`T`). A client loading with `RTLD_NOW` fails
+/// on a missing one, and one called lazily aborts the process, so the list is part of the ABI
+/// pactum offers; anything else extra, or anything missing, is a difference from the official
+/// library.
+const COMPATIBILITY_SYMBOLS: &[(&str, &str)] = &[
+    // json::Stringify(const Any&, Optional<int> indent) of 0.1.11 and 0.1.12 (the indent by
+    // value; 0.1.15 takes it by const reference): tilelang 0.1.15's libtvm_runtime.so and
+    // libtvm_compiler.so import it.
+    (
+        "_ZN3tvm3ffi4json9StringifyERKNS0_3AnyENS0_8OptionalIivEE",
+        "T",
+    ),
+];
+
 #[test]
 fn pactum_exports_exactly_the_official_dynamic_symbols_with_their_kinds() {
     let Some(config) = support::tvm_ffi_config() else {
@@ -147,13 +166,22 @@ fn pactum_exports_exactly_the_official_dynamic_symbols_with_their_kinds() {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let missing: std::collections::BTreeSet<_> = official.difference(&pactum).collect();
-    let extra: std::collections::BTreeSet<_> = pactum.difference(&official).collect();
+    let compatibility: std::collections::BTreeSet<(String, String)> = COMPATIBILITY_SYMBOLS
+        .iter()
+        .map(|&(name, kind)| (name.to_owned(), kind.to_owned()))
+        .collect();
+    assert!(
+        official.is_disjoint(&compatibility),
+        "the official library now exports a compatibility symbol itself: drop it from the list"
+    );
+    let expected: std::collections::BTreeSet<_> = official.union(&compatibility).cloned().collect();
+    let missing: std::collections::BTreeSet<_> = expected.difference(&pactum).collect();
+    let extra: std::collections::BTreeSet<_> = pactum.difference(&expected).collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
         "pactum's libtvm_ffi.so ({} symbols) does not export what the official one ({} symbols) \
-         does.\nOnly in the official library (or of another kind in pactum's):\n{}\nOnly in \
-         pactum's (or of another kind in the official one):\n{}",
+         does plus the compatibility symbols.\nExpected but not in pactum's (or of another \
+         kind there):\n{}\nOnly in pactum's (or of another kind in the expected set):\n{}",
         pactum.len(),
         official.len(),
         describe(&missing),
@@ -161,6 +189,26 @@ fn pactum_exports_exactly_the_official_dynamic_symbols_with_their_kinds() {
     );
     // The pinned release's count: 50 C functions and 50 C++ symbols.
     assert_eq!(official.len(), 100, "the pinned official library changed");
+}
+
+#[test]
+fn the_stringify_of_0_1_12_clients_gives_the_current_text() {
+    let Some(config) = support::tvm_ffi_config() else {
+        return;
+    };
+    let include = support::config_value(&config, "--includedir");
+    let build = scratch("legacy-stringify");
+    // pactum's library only: the official 0.1.15.post2 one no longer exports the function.
+    let exe = compile(
+        "legacy_stringify",
+        &include,
+        &support::pactum_libdir(),
+        &build,
+        &[],
+    );
+    let stdout = run(&exe, "pactum's library", &[]);
+    assert_eq!(stdout, "legacy Stringify matches\n");
+    let _ = std::fs::remove_dir_all(&build);
 }
 
 /// Compiles `tests/c/modules/sample_module.c`, the module library `module_cxx` loads.
