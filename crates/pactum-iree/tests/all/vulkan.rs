@@ -530,3 +530,48 @@ fn fills_updates_and_copies_give_what_the_local_device_gives() {
     assert_eq!(results[0].0[16..20], [0xef, 0xbe, 0xef, 0xbe]);
     assert_eq!(results[0].1[32..40], [8, 7, 6, 5, 4, 3, 2, 1]);
 }
+
+/// Thousands of buffers share a few blocks of device memory (a driver's bound on allocations,
+/// 4096 on many GPUs, does not bound the buffers), each keeping its own bytes; freed ranges
+/// are reused; a large buffer gets memory of its own. In every memory mode.
+#[test]
+fn small_buffers_are_sub_allocated_from_shared_blocks() {
+    for (mode, name) in VulkanMemoryMode::ALL {
+        let device = device_in(mode);
+        let allocator = device.allocator();
+        let params = BufferParams {
+            memory_type: 48,
+            usage: 3075,
+        };
+        let before = device.memory_block_count();
+        let buffers: Vec<HalBuffer> = (0..5000u32)
+            .map(|k| {
+                let buffer = allocator.allocate(params, 1000).unwrap();
+                buffer.write(0, &k.to_le_bytes()).unwrap();
+                buffer.write(996, &(!k).to_le_bytes()).unwrap();
+                buffer
+            })
+            .collect();
+        // 5000 x 1 KiB in 32 MiB blocks (a staging block too where staged).
+        let blocks = device.memory_block_count();
+        assert!(blocks - before <= 2, "{name}: {blocks} blocks");
+        for (k, buffer) in buffers.iter().enumerate() {
+            let mut word = [0u8; 4];
+            buffer.read(0, &mut word).unwrap();
+            assert_eq!(u32::from_le_bytes(word), k as u32, "{name}");
+            buffer.read(996, &mut word).unwrap();
+            assert_eq!(u32::from_le_bytes(word), !(k as u32), "{name}");
+        }
+        drop(buffers);
+        // Freed ranges serve the next buffers: no new block.
+        let again: Vec<HalBuffer> = (0..5000)
+            .map(|_| allocator.allocate(params, 1000).unwrap())
+            .collect();
+        assert!(device.memory_block_count() <= blocks, "{name}");
+        // 16 MiB: memory of its own, not a block.
+        let large = allocator.allocate(params, 16 << 20).unwrap();
+        large.write((16 << 20) - 4, &[1, 2, 3, 4]).unwrap();
+        assert!(device.memory_block_count() <= blocks, "{name}");
+        drop((again, large));
+    }
+}

@@ -7,7 +7,8 @@ use std::fmt;
 
 use ash::vk;
 
-use super::memory::VulkanMemoryMode;
+use super::blocks::MemoryBlocks;
+use super::options::VulkanMemoryMode;
 use crate::status::{StatusCode, StatusError};
 
 /// The Vulkan version pactum asks for: 1.1 at least (`vkGetPhysicalDeviceFeatures2`), up to
@@ -44,6 +45,8 @@ pub(crate) struct VulkanContext {
     pub(super) memory: vk::PhysicalDeviceMemoryProperties,
     /// How buffers use those types: as reported, or a forced mode (`memory`).
     pub(super) memory_mode: VulkanMemoryMode,
+    /// The blocks buffers are sub-allocated from (freed before the device is destroyed).
+    pub(super) blocks: MemoryBlocks,
     pub(super) limits: vk::PhysicalDeviceLimits,
     /// The driver's name for the device (`llvmpipe (LLVM 19.1.7, 256 bits)`).
     pub(super) name: String,
@@ -126,6 +129,7 @@ impl VulkanContext {
                 queue_family: parts.queue_family,
                 memory: parts.memory,
                 memory_mode,
+                blocks: MemoryBlocks::default(),
                 limits: parts.limits,
                 name: parts.name,
                 index,
@@ -266,9 +270,11 @@ impl Drop for VulkanContext {
     fn drop(&mut self) {
         // SAFETY: the context is dropped when its last owner goes, and every object made on
         // the device (buffers, memory, pipelines, pools) holds an owner and is destroyed
-        // first; waiting for idle finishes any work still queued.
+        // first, so no buffer is bound to a block any more; waiting for idle finishes any work
+        // still queued.
         unsafe {
             let _ = self.device.device_wait_idle();
+            self.blocks.destroy_all(&self.device);
             self.device.destroy_device(None);
             self.instance.destroy_instance(None);
         }

@@ -1,7 +1,7 @@
 //! Device memory: memory types chosen for each buffer as IREE's Vulkan driver chooses them,
 //! and the host's access to buffers whose memory it cannot map.
 //!
-//! Every buffer is a `VkBuffer` bound to a dedicated allocation of the memory type that the
+//! Every buffer is a `VkBuffer` bound to memory (a range of a block, `blocks`) of the type that the
 //! buffer's HAL memory type and usage ask for ([`device_memory_type`], IREE's rule: a
 //! device-local request takes device-local memory, a host-visible one host-visible memory,
 //! preferring device-local). The host reads and writes a buffer's bytes in place through a
@@ -25,8 +25,8 @@
 //! and the flush paths: `device-local-only` treats device-local memory as not host-visible,
 //! `non-coherent` treats every type as not host-coherent.
 //!
-//! Each buffer is one allocation (drivers bound their number, `maxMemoryAllocationCount`);
-//! sub-allocation from blocks is not done yet.
+//! Buffers are sub-allocated from blocks of device memory (`blocks`), so drivers' bound on
+//! allocations (`maxMemoryAllocationCount`) does not bound the number of buffers.
 
 use std::any::Any;
 use std::fmt;
@@ -34,87 +34,14 @@ use std::sync::Arc;
 
 use ash::vk;
 
+use super::blocks::Placement;
 use super::context::{VulkanContext, vk_error};
+use super::options::VulkanMemoryMode;
 use crate::hal::allocator::{BufferParams, HalAllocator};
 use crate::hal::buffer::HalBuffer;
 use crate::host_memory::HostMemory;
 use crate::memory_budget::MemoryBudget;
 use crate::status::{StatusCode, StatusError};
-
-/// How a device uses its memory types: as the driver reports them, or with a property taken
-/// away so that tests exercise the paths a device without it needs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum VulkanMemoryMode {
-    /// The memory types as the driver reports them (`default`).
-    #[default]
-    AsReported,
-    /// Device-local memory treated as not host-visible (`device-local-only`), as on a
-    /// discrete GPU: buffers in it are reached by the host through staging buffers.
-    DeviceLocalOnly,
-    /// Every memory type treated as not host-coherent (`non-coherent`): mapped memory is
-    /// flushed and invalidated around each submission.
-    NonCoherent,
-}
-
-impl VulkanMemoryMode {
-    /// The environment variable [`VulkanOptions::from_env`] reads the mode from.
-    pub const ENV: &'static str = "PACTUM_VULKAN_MEMORY";
-
-    /// Every mode, with its name.
-    pub const ALL: [(VulkanMemoryMode, &'static str); 3] = [
-        (VulkanMemoryMode::AsReported, "default"),
-        (VulkanMemoryMode::DeviceLocalOnly, "device-local-only"),
-        (VulkanMemoryMode::NonCoherent, "non-coherent"),
-    ];
-
-    /// The mode's name (`default`, `device-local-only`, `non-coherent`).
-    pub fn name(self) -> &'static str {
-        VulkanMemoryMode::ALL
-            .iter()
-            .find(|(mode, _)| *mode == self)
-            .map_or("default", |(_, name)| name)
-    }
-
-    /// The mode a name stands for; `INVALID_ARGUMENT` listing the names otherwise.
-    pub fn parse(name: &str) -> Result<VulkanMemoryMode, StatusError> {
-        VulkanMemoryMode::ALL
-            .iter()
-            .find(|(_, n)| *n == name)
-            .map(|(mode, _)| *mode)
-            .ok_or_else(|| {
-                StatusError::invalid_argument(format!(
-                    "vulkan memory mode '{name}': expected one of {}",
-                    VulkanMemoryMode::ALL
-                        .iter()
-                        .map(|(_, n)| *n)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))
-            })
-    }
-}
-
-/// What a [`VulkanDevice`](super::VulkanDevice) is opened with.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct VulkanOptions {
-    /// How buffers use the device's memory types.
-    pub memory: VulkanMemoryMode,
-}
-
-impl VulkanOptions {
-    /// The options the environment gives: the memory mode named by
-    /// `PACTUM_VULKAN_MEMORY` ([`VulkanMemoryMode::ENV`]; unset or empty: `default`).
-    /// `INVALID_ARGUMENT` for a name that is not a mode's.
-    pub fn from_env() -> Result<VulkanOptions, StatusError> {
-        let memory = match std::env::var(VulkanMemoryMode::ENV) {
-            Ok(name) if !name.is_empty() => VulkanMemoryMode::parse(&name).map_err(|e| {
-                StatusError::invalid_argument(format!("{}: {}", VulkanMemoryMode::ENV, e.message))
-            })?,
-            _ => VulkanMemoryMode::AsReported,
-        };
-        Ok(VulkanOptions { memory })
-    }
-}
 
 // IREE's HAL memory type and usage bits (`iree_hal_memory_type_t`, `iree_hal_buffer_usage_t`),
 // as compiled programs pass them.
@@ -333,14 +260,13 @@ enum Purpose {
     Staging,
 }
 
-/// A `VkBuffer`, its dedicated memory, and the memory's mapping when the host may map it.
-/// Destroyed by its owner ([`DeviceAllocation`]'s `drop`).
+/// A `VkBuffer`, the memory it is bound to, and that memory's mapping when the host may map
+/// it. Destroyed by its owner ([`DeviceAllocation`]'s `drop`).
 struct BoundBuffer {
     buffer: vk::Buffer,
-    memory: vk::DeviceMemory,
-    /// The allocation's size (the buffer is bound at its start).
-    memory_size: u64,
-    /// Where the whole allocation is mapped; null when the memory is not mapped.
+    /// Where its memory is (a block's range, or an allocation of its own).
+    placement: Placement,
+    /// The buffer's first byte in the host's mapping; null when the memory is not mapped.
     mapped: *mut u8,
     /// Whether the host's and the device's accesses need no flush or invalidation.
     coherent: bool,
@@ -397,53 +323,56 @@ impl BoundBuffer {
                 ),
             )));
         };
-        let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
-        let allocate = vk::MemoryAllocateInfo::default()
-            .allocation_size(requirements.size)
-            .memory_type_index(memory_type)
-            .push_next(&mut dedicated);
-        // SAFETY: a valid allocate info whose chain lives across the call.
-        let memory = unsafe { device.allocate_memory(&allocate, None) }.map_err(|e| {
-            destroy_buffer(vk_error(&format!("vkAllocateMemory of {size} bytes"), e))
-        })?;
-        let free_all = |error: StatusError| {
-            // SAFETY: made above, not used by anything else.
-            unsafe { device.free_memory(memory, None) };
-            destroy_buffer(error)
-        };
-        // SAFETY: the memory is new, of the buffer's requirements, bound at offset 0.
-        unsafe { device.bind_buffer_memory(buffer, memory, 0) }
-            .map_err(|e| free_all(vk_error("vkBindBufferMemory", e)))?;
-        let mapped = if flags.contains(Flags::HOST_VISIBLE) {
-            // SAFETY: host-visible memory (as reported: a forced mode only takes properties
-            // away), not mapped yet, mapped whole.
-            unsafe { device.map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty()) }
-                .map_err(|e| free_all(vk_error("vkMapMemory", e)))?
-                .cast::<u8>()
-        } else {
-            std::ptr::null_mut()
-        };
+        let map = flags.contains(Flags::HOST_VISIBLE);
+        let coherent = flags.contains(Flags::HOST_COHERENT);
+        // 64 bytes at least, so the mapped address is as aligned as `HostMemory` needs (a
+        // mapping starts at `minMemoryMapAlignment`, 64 or more); whole atoms for memory that
+        // is flushed, so flushing one buffer's range never touches another's bytes.
+        let mut alignment = requirements.alignment.max(64);
+        if map && !coherent {
+            alignment = alignment.max(context.limits.non_coherent_atom_size);
+        }
+        // A forced mode only takes properties away: memory mapped here is host-visible as
+        // reported.
+        let placement = context
+            .blocks
+            .allocate(
+                device,
+                buffer,
+                memory_type,
+                requirements.size,
+                alignment,
+                map,
+            )
+            .map_err(|(what, e)| {
+                destroy_buffer(vk_error(&format!("{what} for a buffer of {size} bytes"), e))
+            })?;
+        // SAFETY: a range of memory of a type the buffer allows, at a multiple of its
+        // alignment, holding its size; bound once.
+        if let Err(e) =
+            unsafe { device.bind_buffer_memory(buffer, placement.memory, placement.offset) }
+        {
+            // SAFETY: the placement was made above for this buffer, which is unused.
+            unsafe { context.blocks.free(device, &placement) };
+            return Err(destroy_buffer(vk_error("vkBindBufferMemory", e)));
+        }
         Ok(BoundBuffer {
             buffer,
-            memory,
-            memory_size: requirements.size,
-            mapped,
-            coherent: flags.contains(Flags::HOST_COHERENT),
+            mapped: placement.mapped,
+            placement,
+            coherent,
         })
     }
-
-    /// Destroys the buffer and frees (unmapping) its memory.
+    /// Destroys the buffer and gives its memory back.
     ///
     /// # Safety
-    /// Made on `device`, called once, with no submitted work using the buffer.
-    unsafe fn destroy(&self, device: &ash::Device) {
-        // SAFETY: the caller's contract: objects of `device`, destroyed once, unused.
+    /// Made on `context`'s device, called once, with no submitted work using the buffer.
+    unsafe fn destroy(&self, context: &VulkanContext) {
+        // SAFETY: the caller's contract: objects of the device, destroyed once, unused; the
+        // buffer goes first, then its memory.
         unsafe {
-            if !self.mapped.is_null() {
-                device.unmap_memory(self.memory);
-            }
-            device.destroy_buffer(self.buffer, None);
-            device.free_memory(self.memory, None);
+            context.device.destroy_buffer(self.buffer, None);
+            context.blocks.free(&context.device, &self.placement);
         }
     }
 
@@ -455,16 +384,19 @@ impl BoundBuffer {
         start: u64,
         end: u64,
     ) -> vk::MappedMemoryRange<'static> {
+        // In the memory's bytes: the buffer starts at its placement's offset, a whole number
+        // of atoms (its alignment), and its reserved range ends on an atom too.
+        let (start, end) = (start + self.placement.offset, end + self.placement.offset);
         let atom = context.limits.non_coherent_atom_size.max(1);
         let offset = start - start % atom;
         let end = end.div_ceil(atom).saturating_mul(atom);
-        let size = if end >= self.memory_size {
+        let size = if end >= self.placement.memory_size {
             vk::WHOLE_SIZE
         } else {
             end - offset
         };
         vk::MappedMemoryRange::default()
-            .memory(self.memory)
+            .memory(self.placement.memory)
             .offset(offset)
             .size(size)
     }
@@ -507,14 +439,13 @@ unsafe impl Sync for DeviceAllocation {}
 
 impl Drop for DeviceAllocation {
     fn drop(&mut self) {
-        let device = &self.context.device;
         // SAFETY: both buffers were made on `context.device`, are destroyed once, here, and no
         // submitted work uses them (every submission is waited for before its queue
         // operation returns, and its buffers are held until then).
         unsafe {
-            self.device_side.destroy(device);
+            self.device_side.destroy(&self.context);
             if let Some(staging) = &self.staging {
-                staging.destroy(device);
+                staging.destroy(&self.context);
             }
         }
     }
@@ -552,7 +483,7 @@ impl DeviceAllocation {
                 Ok(staging) => Some(staging),
                 Err(e) => {
                     // SAFETY: made above, never used, destroyed once.
-                    unsafe { device_side.destroy(&context.device) };
+                    unsafe { device_side.destroy(context) };
                     return Err(e);
                 }
             }
@@ -865,20 +796,5 @@ mod tests {
         assert_eq!(choose_staging_type(&discrete(), ALL), Some(2));
         assert_eq!(choose_staging_type(&[DL, DL | HV | HC], ALL), Some(1));
         assert_eq!(choose_staging_type(&[DL], ALL), None);
-    }
-
-    #[test]
-    fn memory_modes_parse_by_name_and_refuse_others() {
-        for (mode, name) in VulkanMemoryMode::ALL {
-            assert_eq!(VulkanMemoryMode::parse(name).unwrap(), mode);
-            assert_eq!(mode.name(), name);
-        }
-        let error = VulkanMemoryMode::parse("device-local").unwrap_err();
-        assert!(
-            error
-                .message
-                .contains("expected one of default, device-local-only, non-coherent"),
-            "{error}"
-        );
     }
 }

@@ -9,14 +9,17 @@
 //! - `context`: the loader, instance, physical device (`vulkan` is the loader's first,
 //!   `vulkan://N` its `N`-th), a logical device with every core feature the driver has
 //!   enabled, one compute queue, memory types.
-//! - `memory`: each buffer a `VkBuffer` with a dedicated allocation of the memory type IREE's
-//!   driver would place it in (by the HAL memory type and usage the program asks); the host,
+//! - `blocks`: device memory taken in 32 MiB blocks per memory type, buffers of up to 8 MiB
+//!   sub-allocated from them (first fit, freed ranges merged and reused), larger ones given an
+//!   allocation each.
+//! - `memory`: each buffer a `VkBuffer` in memory of the type IREE's driver would place it in (by the HAL memory type and usage the program asks); the host,
 //!   the VM and the HAL read and write its bytes in place
 //!   ([`HostMemory::device_mapped`](crate::host_memory::HostMemory)) through its own mapping
 //!   when the memory is host-visible, otherwise through a staging buffer that each submission
 //!   copies to and from the device; non-coherent memory is flushed and invalidated around
 //!   submissions. [`VulkanMemoryMode`] (`PACTUM_VULKAN_MEMORY=device-local-only` or
 //!   `non-coherent`) forces those paths on a device that does not need them (lavapipe).
+//! - `options`: what a device is opened with ([`VulkanOptions`]: the memory mode).
 //! - `spirv_fb`: the executable format's reader (safe code, every offset checked).
 //! - `executable`: shader modules, descriptor set layouts, pipeline layouts and one compute
 //!   pipeline per export, made once when the executable is created.
@@ -26,8 +29,7 @@
 //!   recorded (unaligned fills and updates, 8-byte patterns, overlapping copies) run on the host
 //!   through the mappings (or staging buffers); buffers the device did not make are mirrored.
 //!
-//! Not done yet (IREE's driver does them): sub-allocation (each buffer is one allocation, and
-//! drivers bound the number; IREE sub-allocates slabs per memory type); staging only on
+//! Not done yet (IREE's driver does them): staging only on
 //! demand (a buffer the host cannot map keeps a staging buffer of its size for its life, and a
 //! submission copies every range it binds both ways, where IREE copies only what the program
 //! transfers); Vulkan timeline semaphores
@@ -45,16 +47,18 @@
 //! checked against the device's limits yet. On lavapipe a shader runs
 //! as machine code on the CPU, in this process. The VM around it stays verified and budgeted.
 
+mod blocks;
 mod context;
 mod executable;
 mod memory;
+mod options;
 mod queue;
 mod spirv_fb;
 
 use std::sync::Arc;
 
 pub use executable::{VULKAN_SPIRV_FORMAT, VulkanExecutable};
-pub use memory::{VulkanMemoryMode, VulkanOptions};
+pub use options::{VulkanMemoryMode, VulkanOptions};
 pub use spirv_fb::{
     ExecutableDef, LayoutBinding, PipelineDef, PipelineLayoutDef, PushConstantRange,
 };
@@ -145,6 +149,12 @@ impl VulkanDevice {
     /// How the device's buffers use its memory types (the options it was opened with).
     pub fn memory_mode(&self) -> VulkanMemoryMode {
         self.context.memory_mode
+    }
+
+    /// How many blocks of device memory the device's buffers are sub-allocated from (buffers
+    /// past 8 MiB have an allocation each, not counted).
+    pub fn memory_block_count(&self) -> usize {
+        self.context.blocks.block_count()
     }
 
     /// Whether the host reaches `buffer`'s bytes through a staging buffer (its memory is not
