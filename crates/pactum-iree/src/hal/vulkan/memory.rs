@@ -349,9 +349,9 @@ impl BoundBuffer {
             })?;
         // SAFETY: a range of memory of a type the buffer allows, at a multiple of its
         // alignment, holding its size; bound once.
-        if let Err(e) =
-            unsafe { device.bind_buffer_memory(buffer, placement.memory, placement.offset) }
-        {
+        let bound =
+            unsafe { device.bind_buffer_memory(buffer, placement.memory, placement.offset) };
+        if let Err(e) = bound {
             // SAFETY: the placement was made above for this buffer, which is unused.
             unsafe { context.blocks.free(device, &placement) };
             return Err(destroy_buffer(vk_error("vkBindBufferMemory", e)));
