@@ -1,11 +1,12 @@
 //! Device memory: memory types chosen for each buffer as IREE's Vulkan driver chooses them,
 //! and the host's access to buffers whose memory it cannot map.
 //!
-//! Every buffer is a `VkBuffer` bound to memory (a range of a block, `blocks`) of the type that the
-//! buffer's HAL memory type and usage ask for ([`device_memory_type`], IREE's rule: a
-//! device-local request takes device-local memory, a host-visible one host-visible memory,
-//! preferring device-local). The host reads and writes a buffer's bytes in place through a
-//! [`HostMemory::device_mapped`] block, over:
+//! Every buffer is a `VkBuffer` bound to memory (a range of a block, `blocks`) of the type that
+//! IREE's driver places a buffer of its HAL memory type and usage in ([`device_memory_type`]:
+//! among the types with every HAL bit asked and allowing the usage, the best score, device-local
+//! memory counting most for dispatch use and host-visible memory for mapped use). The host
+//! reads and writes a buffer's bytes in place through a [`HostMemory::device_mapped`] block,
+//! over:
 //!
 //! - the buffer's own memory, mapped for the buffer's life, when that memory is host-visible
 //!   (lavapipe, integrated GPUs, a discrete GPU's host-visible types);
