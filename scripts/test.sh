@@ -99,6 +99,10 @@ cargo build -q -p pactum-cli
 say "Vulkan (conformance/vulkan/): 28 cases (elementwise, reductions, matmul, convolution, attention, dynamic shapes, barriers, fills and copies, async fences, parameters, baked constants) compiled for vulkan; pactum run/call --device vulkan vs iree-run-module --device=vulkan on lavapipe"
 .venv/bin/python -m pytest -q conformance/vulkan
 .venv/bin/python conformance/vulkan/run.py --jobs "$(nproc)"
+# Again with pactum's device forced through the paths a discrete GPU needs (lavapipe's one
+# memory type is device-local, host-visible and coherent): staging buffers, then flushes.
+.venv/bin/python conformance/vulkan/run.py --jobs "$(nproc)" --memory device-local-only
+.venv/bin/python conformance/vulkan/run.py --jobs "$(nproc)" --memory non-coherent
 
 say "ONNX conformance slice: onnx's node tests, compiled by iree-compile, run by iree-run-module and pactum"
 # A deterministic slice of the corpus (conformance/onnx/slice.txt; the whole corpus is

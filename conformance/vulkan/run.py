@@ -22,11 +22,15 @@ loudly: the run fails, it does not skip. On Debian, `apt-get install mesa-vulkan
 libvulkan1` gives lavapipe.
 
 Usage: run.py [--pactum PATH] [--cases REGEX] [--iree-only] [--jobs N] [--cache DIR]
-              [--validation-layers DIR]
+              [--validation-layers DIR] [--memory MODE]
   --iree-only: run and check IREE's side only (the corpus itself; no pactum needed).
   --validation-layers DIR: run both tools' Vulkan calls under Khronos' validation layer
     (DIR holds VkLayer_khronos_validation.json; Debian: vulkan-validationlayers); a message
     on pactum's run fails its case, one on IREE's is listed.
+  --memory MODE: run pactum's device in memory mode MODE (`PACTUM_VULKAN_MEMORY`: default,
+    device-local-only: device-local memory treated as not host-visible, every buffer reached
+    through staging copies; non-coherent: mapped memory flushed and invalidated), so lavapipe
+    takes the paths a discrete GPU needs. IREE's runs are the same in every mode.
 Prints one line per case and the counts (cases, IREE runs, equal, differ, pactum errors);
 exit status 1 unless every case runs under IREE and pactum gives IREE's results.
 """
@@ -320,7 +324,12 @@ def main() -> int:
                         "layer (VkLayer_khronos_validation.json): run both tools' first "
                         "--device=vulkan run of each case under it; a message on pactum's run "
                         "fails the case, one on IREE's is listed")
+    parser.add_argument("--memory", default="default",
+                        choices=["default", "device-local-only", "non-coherent"],
+                        help="pactum's Vulkan memory mode (PACTUM_VULKAN_MEMORY)")
     args = parser.parse_args()
+    # Only pactum reads it; every tool the corpus runs inherits it.
+    os.environ["PACTUM_VULKAN_MEMORY"] = args.memory
     if args.validation_layers:
         manifest = pathlib.Path(args.validation_layers) / "VkLayer_khronos_validation.json"
         if not manifest.is_file():
@@ -379,15 +388,16 @@ def main() -> int:
         counts.update(equal=sum(1 for r in ran if r["pactum"] is None),
                       differ=sum(1 for r in ran if r["pactum"] == "differs"),
                       pactum_errors=sum(1 for r in ran if r["pactum"] == "error"))
-        print(f"vulkan corpus: {counts['cases']} cases, {iree_ok} run under IREE, "
-              f"{counts['equal']} equal, {counts['differ']} differ, "
+        print(f"vulkan corpus ({args.memory} memory): {counts['cases']} cases, {iree_ok} run "
+              f"under IREE, {counts['equal']} equal, {counts['differ']} differ, "
               f"{counts['pactum_errors']} pactum errors")
         failed = iree_ok != len(records) or counts["equal"] != iree_ok
     else:
         print(f"vulkan corpus: {counts['cases']} cases, {iree_ok} run under IREE and match "
               f"IREE's llvm-cpu results (pactum not run: --iree-only)")
         failed = iree_ok != len(records)
-    (cache / "counts.json").write_text(json.dumps(counts, indent=1))
+    name = "counts.json" if args.memory == "default" else f"counts-{args.memory}.json"
+    (cache / name).write_text(json.dumps(counts, indent=1))
     return 1 if failed else 0
 
 

@@ -68,7 +68,9 @@ enum Command {
         mlir: Option<String>,
         /// For a .vmfb: the device running its compiled dispatches, as iree-run-module's
         /// --device: local-task (a pool of worker threads, the default), local-sync (the
-        /// calling thread only), vulkan or vulkan://N (the Vulkan loader's N-th device).
+        /// calling thread only), vulkan or vulkan://N (the Vulkan loader's N-th device;
+        /// PACTUM_VULKAN_MEMORY=device-local-only or non-coherent forces its staging or flush
+        /// paths, for testing what a discrete GPU needs on any driver).
         #[arg(long, value_parser = call::Device::parse)]
         device: Option<call::Device>,
         /// For a .vmfb: an argument by its `iree.abi` name (repeatable, anywhere), VALUE in any

@@ -16,7 +16,8 @@
 //! holds the owner until it is dropped, never frees the memory and never caches it.
 //!
 //! A block can also be a device's memory mapped into the process
-//! ([`HostMemory::device_mapped`]: the Vulkan device's host-visible buffers), holding the
+//! ([`HostMemory::device_mapped`]: the Vulkan device's host-visible buffers, or the staging
+//! buffers of those the host cannot map), holding the
 //! device's allocation, which the device finds again with [`HostMemory::device_allocation`] to
 //! bind the buffer in its work. Never cached.
 //!
@@ -223,8 +224,9 @@ impl HostMemory {
     ///
     /// # Safety
     /// While `allocation` lives, the `len` bytes at `ptr` must stay mapped, readable and
-    /// writable and coherent with the device (writes on either side visible to the other
-    /// once the device's work is ordered with the host's, as the device's queue does), and
+    /// writable and kept coherent with the device by the device's queue (writes on either side
+    /// visible to the other once the device's work is ordered with the host's: the queue
+    /// flushes, invalidates or copies staged bytes around each submission as needed), and
     /// not be accessed other than through this block or by the device's work that the HAL
     /// submits.
     pub unsafe fn device_mapped(

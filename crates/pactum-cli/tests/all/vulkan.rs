@@ -249,3 +249,24 @@ fn without_a_vulkan_driver_the_device_says_what_to_install() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn an_unknown_vulkan_memory_mode_is_refused_naming_the_variable_and_the_modes() {
+    let dir = scratch("vulkan-memory-mode");
+    let output = Command::new(env!("CARGO_BIN_EXE_pactum"))
+        .args(["call", "--device", "vulkan", &any_module(), "f"])
+        .env("PACTUM_VULKAN_MEMORY", "device-local")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let text = stderr(&output);
+    assert!(
+        text.contains(
+            "PACTUM_VULKAN_MEMORY: vulkan memory mode 'device-local': expected one of \
+                       default, device-local-only, non-coherent"
+        ),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -3,8 +3,8 @@
 //!
 //! Every buffer's bytes are a [`HostMemory`] block the host addresses: the local CPU device's
 //! memory, or a device's memory mapped for the buffer's life ([`HostMemory::device_mapped`], the
-//! Vulkan device's). A device whose memory the host cannot address would add its kind of
-//! storage to [`Allocation`], the one place that holds a buffer's bytes.
+//! Vulkan device's: the buffer's own memory, or, where the host cannot map that, a staging
+//! buffer the device keeps in step with it around each submission).
 
 use std::fmt;
 use std::ops::Range;

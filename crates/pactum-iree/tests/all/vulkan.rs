@@ -10,7 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pactum_iree::hal::vulkan::{ExecutableDef, VULKAN_SPIRV_FORMAT, parse_device_name};
+use pactum_iree::hal::vulkan::{
+    ExecutableDef, VULKAN_SPIRV_FORMAT, VulkanMemoryMode, VulkanOptions, parse_device_name,
+};
 use pactum_iree::hal::{
     Binding, BufferParams, HalBuffer, HalDevice, HalFence, HalModule, Submission, Timeout,
     VulkanDevice, executables_in_vmfb,
@@ -21,9 +23,22 @@ use pactum_testing::iree::{ManifestRun, compile_for_vulkan, tool_or_skip};
 
 use crate::manifest_harness;
 
-/// The loader's first Vulkan device, or a failure saying what to install.
+/// The loader's first Vulkan device, in the memory mode `PACTUM_VULKAN_MEMORY` names (so the
+/// whole file runs in a forced mode with it set), or a failure saying what to install.
 fn device() -> VulkanDevice {
-    VulkanDevice::open(0).unwrap_or_else(|e| {
+    opened(VulkanDevice::open(0))
+}
+
+/// The loader's first Vulkan device with its memory used as `mode` says.
+fn device_in(mode: VulkanMemoryMode) -> VulkanDevice {
+    opened(VulkanDevice::open_with_options(
+        0,
+        VulkanOptions { memory: mode },
+    ))
+}
+
+fn opened(device: Result<VulkanDevice, pactum_iree::status::StatusError>) -> VulkanDevice {
+    device.unwrap_or_else(|e| {
         panic!(
             "no Vulkan device: {e}\nThe Vulkan tests need a Vulkan driver: install libvulkan1 \
              and mesa-vulkan-drivers (lavapipe), as scripts/test.sh does."
@@ -204,10 +219,12 @@ fn manifest_run(path: &Path, function: &str, inputs: &[&str]) -> ManifestRun {
     }
 }
 
+/// Every program of [`runs`] run by pactum on a device in each memory mode (the forced modes
+/// take lavapipe through the staging and the flush paths) and by iree-run-module, compared.
 #[test]
 fn programs_compiled_for_vulkan_print_what_iree_run_module_prints() {
     let test = "programs_compiled_for_vulkan_print_what_iree_run_module_prints";
-    let device = device();
+    let devices = VulkanMemoryMode::ALL.map(|(mode, name)| (device_in(mode), name));
     let Some((dir, runs)) = compile_all(test) else {
         return;
     };
@@ -215,28 +232,36 @@ fn programs_compiled_for_vulkan_print_what_iree_run_module_prints() {
     for (path, function, inputs) in &runs {
         let run = manifest_run(path, function, inputs);
         let iree = run.run().unwrap_or_else(|e| panic!("{run}: {e}"));
-        match (
-            manifest_harness::run_in_pactum(&run, context(&device)),
-            &iree.results,
-        ) {
-            (Ok(ours), Ok(_)) => assert_eq!(
-                ours, iree.stdout,
-                "{run}: pactum (left) vs iree-run-module --device=vulkan (right)"
-            ),
-            // IREE's driver refuses some programs (an empty binding): so does pactum's.
-            (Err((status, message)), Err(failure)) => {
-                assert_eq!(status, failure.status, "{run}: {message}");
-                failed += 1;
+        for (device, mode) in &devices {
+            match (
+                manifest_harness::run_in_pactum(&run, context(device)),
+                &iree.results,
+            ) {
+                (Ok(ours), Ok(_)) => assert_eq!(
+                    ours, iree.stdout,
+                    "{run} ({mode} memory): pactum (left) vs iree-run-module --device=vulkan \
+                     (right)"
+                ),
+                // IREE's driver refuses some programs (an empty binding): so does pactum's.
+                (Err((status, message)), Err(failure)) => {
+                    assert_eq!(status, failure.status, "{run} ({mode} memory): {message}");
+                    failed += 1;
+                }
+                (ours, _) => {
+                    panic!("{run} ({mode} memory): pactum gave {ours:?}, iree-run-module {iree:?}")
+                }
             }
-            (ours, _) => panic!("{run}: pactum gave {ours:?}, iree-run-module {iree:?}"),
+            compared += 1;
         }
-        compared += 1;
     }
-    assert_eq!(compared, runs.len());
-    // Only the empty tensor fails (in both).
-    assert_eq!(failed, 1);
+    assert_eq!(compared, runs.len() * devices.len());
+    // Only the empty tensor fails (in both), in each mode.
+    assert_eq!(failed, devices.len());
     eprintln!(
-        "{compared} Vulkan runs equal to iree-run-module --device=vulkan ({failed} failing alike)"
+        "{compared} Vulkan runs ({} programs x {} memory modes) equal to iree-run-module \
+         --device=vulkan ({failed} failing alike)",
+        runs.len(),
+        devices.len()
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -244,7 +269,7 @@ fn programs_compiled_for_vulkan_print_what_iree_run_module_prints() {
 #[test]
 fn a_dispatch_runs_on_the_device_api_without_a_vm() {
     let test = "a_dispatch_runs_on_the_device_api_without_a_vm";
-    let device = device();
+    let devices = VulkanMemoryMode::ALL.map(|(mode, _)| device_in(mode));
     let Some(iree_compile) = tool_or_skip("iree-compile", test) else {
         return;
     };
@@ -252,7 +277,15 @@ fn a_dispatch_runs_on_the_device_api_without_a_vm() {
     let vmfb = compile_for_vulkan(&iree_compile, &dir, "add", ADD);
     let found = executables_in_vmfb(&VmfbFile::open(&vmfb).unwrap()).unwrap();
     assert_eq!(found.len(), 1);
-    let data = found[0].data.clone();
+    for device in devices {
+        dispatch_on_device_api(device, found[0].data.clone());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The `add` executable (`data`) run on `device` through the HAL's API.
+fn dispatch_on_device_api(device: VulkanDevice, data: Vec<u8>) {
+    let mode = device.memory_mode();
     // The executable's FlatBuffer: one export, three storage buffers in set 0.
     let def = ExecutableDef::parse(&data).unwrap();
     assert_eq!(def.pipelines.len(), 1);
@@ -267,6 +300,7 @@ fn a_dispatch_runs_on_the_device_api_without_a_vm() {
     );
     assert_eq!(device.query_i64("hal.device", "concurrency"), Some(1));
     assert_eq!(device.query_i64("vulkan.device", "api_version"), None);
+    let vulkan = device.clone();
     let device: Arc<dyn HalDevice> = Arc::new(device);
     let executable = device
         .create_executable(VULKAN_SPIRV_FORMAT, data, &[])
@@ -283,6 +317,12 @@ fn a_dispatch_runs_on_the_device_api_without_a_vm() {
     // A buffer the device did not make (host memory): mirrored for the dispatch.
     let b = pactum_iree::hal::HalBuffer::from_bytes(&f32s([10.0, 20.0, 30.0, 40.0]), None).unwrap();
     let sum = allocator.allocate(BufferParams::default(), 16).unwrap();
+    // lavapipe's one memory type is device-local and host-visible: the host maps it, except
+    // where the mode says device-local memory is not host-visible (a discrete GPU's case).
+    let staged = mode == VulkanMemoryMode::DeviceLocalOnly;
+    assert_eq!(vulkan.buffer_is_staged(&a), Some(staged), "{mode:?}");
+    assert_eq!(vulkan.buffer_is_staged(&sum), Some(staged), "{mode:?}");
+    assert_eq!(vulkan.buffer_is_staged(&b), None);
     // The output also in host memory, to see the mirror's bytes come back.
     let host_sum = pactum_iree::hal::HalBuffer::allocate(16, None).unwrap();
     for out in [&sum, &host_sum] {
@@ -301,7 +341,7 @@ fn a_dispatch_runs_on_the_device_api_without_a_vm() {
             )
             .unwrap();
         done.wait(Timeout::Infinite).unwrap();
-        assert_eq!(out.to_vec(), f32s([11.0, 22.0, 33.0, 44.0]));
+        assert_eq!(out.to_vec(), f32s([11.0, 22.0, 33.0, 44.0]), "{mode:?}");
     }
 
     // A dispatch with the wrong number of bindings fails, naming the counts, and fails the
@@ -327,7 +367,6 @@ fn a_dispatch_runs_on_the_device_api_without_a_vm() {
         "{error}"
     );
     assert!(done.wait(Timeout::Infinite).is_err());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -490,4 +529,49 @@ fn fills_updates_and_copies_give_what_the_local_device_gives() {
     // The patterns landed where they were put.
     assert_eq!(results[0].0[16..20], [0xef, 0xbe, 0xef, 0xbe]);
     assert_eq!(results[0].1[32..40], [8, 7, 6, 5, 4, 3, 2, 1]);
+}
+
+/// Thousands of buffers share a few blocks of device memory (a driver's bound on allocations,
+/// 4096 on many GPUs, does not bound the buffers), each keeping its own bytes; freed ranges
+/// are reused; a large buffer gets memory of its own. In every memory mode.
+#[test]
+fn small_buffers_are_sub_allocated_from_shared_blocks() {
+    for (mode, name) in VulkanMemoryMode::ALL {
+        let device = device_in(mode);
+        let allocator = device.allocator();
+        let params = BufferParams {
+            memory_type: 48,
+            usage: 3075,
+        };
+        let before = device.memory_block_count();
+        let buffers: Vec<HalBuffer> = (0..5000u32)
+            .map(|k| {
+                let buffer = allocator.allocate(params, 1000).unwrap();
+                buffer.write(0, &k.to_le_bytes()).unwrap();
+                buffer.write(996, &(!k).to_le_bytes()).unwrap();
+                buffer
+            })
+            .collect();
+        // 5000 x 1 KiB in 32 MiB blocks (a staging block too where staged).
+        let blocks = device.memory_block_count();
+        assert!(blocks - before <= 2, "{name}: {blocks} blocks");
+        for (k, buffer) in buffers.iter().enumerate() {
+            let mut word = [0u8; 4];
+            buffer.read(0, &mut word).unwrap();
+            assert_eq!(u32::from_le_bytes(word), k as u32, "{name}");
+            buffer.read(996, &mut word).unwrap();
+            assert_eq!(u32::from_le_bytes(word), !(k as u32), "{name}");
+        }
+        drop(buffers);
+        // Freed ranges serve the next buffers: no new block.
+        let again: Vec<HalBuffer> = (0..5000)
+            .map(|_| allocator.allocate(params, 1000).unwrap())
+            .collect();
+        assert!(device.memory_block_count() <= blocks, "{name}");
+        // 16 MiB: memory of its own, not a block.
+        let large = allocator.allocate(params, 16 << 20).unwrap();
+        large.write((16 << 20) - 4, &[1, 2, 3, 4]).unwrap();
+        assert!(device.memory_block_count() <= blocks, "{name}");
+        drop((again, large));
+    }
 }

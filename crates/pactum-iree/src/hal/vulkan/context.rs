@@ -7,6 +7,8 @@ use std::fmt;
 
 use ash::vk;
 
+use super::blocks::MemoryBlocks;
+use super::options::VulkanMemoryMode;
 use crate::status::{StatusCode, StatusError};
 
 /// The Vulkan version pactum asks for: 1.1 at least (`vkGetPhysicalDeviceFeatures2`), up to
@@ -39,7 +41,12 @@ pub(crate) struct VulkanContext {
     pub(super) device: ash::Device,
     pub(super) queue: vk::Queue,
     pub(super) queue_family: u32,
-    memory: vk::PhysicalDeviceMemoryProperties,
+    /// The device's memory types and heaps, as the driver reports them.
+    pub(super) memory: vk::PhysicalDeviceMemoryProperties,
+    /// How buffers use those types: as reported, or a forced mode (`memory`).
+    pub(super) memory_mode: VulkanMemoryMode,
+    /// The blocks buffers are sub-allocated from (freed before the device is destroyed).
+    pub(super) blocks: MemoryBlocks,
     pub(super) limits: vk::PhysicalDeviceLimits,
     /// The driver's name for the device (`llvmpipe (LLVM 19.1.7, 256 bits)`).
     pub(super) name: String,
@@ -70,8 +77,12 @@ fn device_name(properties: &vk::PhysicalDeviceProperties) -> String {
 }
 
 impl VulkanContext {
-    /// Opens the loader and makes a device on its `index`-th physical device.
-    pub(super) fn open(index: usize) -> Result<VulkanContext, StatusError> {
+    /// Opens the loader and makes a device on its `index`-th physical device, whose buffers
+    /// use memory as `memory_mode` says.
+    pub(super) fn open(
+        index: usize,
+        memory_mode: VulkanMemoryMode,
+    ) -> Result<VulkanContext, StatusError> {
         // SAFETY: loading libvulkan runs its initialisers; the Vulkan loader is a library
         // made to be loaded at run time and has no initialiser with preconditions on us.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| {
@@ -117,6 +128,8 @@ impl VulkanContext {
                 queue: parts.queue,
                 queue_family: parts.queue_family,
                 memory: parts.memory,
+                memory_mode,
+                blocks: MemoryBlocks::default(),
                 limits: parts.limits,
                 name: parts.name,
                 index,
@@ -241,21 +254,6 @@ impl VulkanContext {
             subgroup_size_control,
         })
     }
-
-    /// The memory type for buffers: host-visible and host-coherent (the host reads and
-    /// writes buffers through a persistent mapping), device-local too where there is such a
-    /// type (integrated GPUs, lavapipe), among the types `allowed` by a buffer's requirements.
-    pub(super) fn host_visible_memory_type(&self, allowed: u32) -> Option<u32> {
-        let wanted = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
-        let types = self.memory.memory_types_as_slice();
-        let usable = |i: usize, flags: vk::MemoryPropertyFlags| {
-            allowed & (1 << i) != 0 && types[i].property_flags.contains(flags)
-        };
-        (0..types.len())
-            .find(|&i| usable(i, wanted | vk::MemoryPropertyFlags::DEVICE_LOCAL))
-            .or_else(|| (0..types.len()).find(|&i| usable(i, wanted)))
-            .map(|i| i as u32)
-    }
 }
 
 struct DeviceParts {
@@ -272,9 +270,11 @@ impl Drop for VulkanContext {
     fn drop(&mut self) {
         // SAFETY: the context is dropped when its last owner goes, and every object made on
         // the device (buffers, memory, pipelines, pools) holds an owner and is destroyed
-        // first; waiting for idle finishes any work still queued.
+        // first, so no buffer is bound to a block any more; waiting for idle finishes any work
+        // still queued.
         unsafe {
             let _ = self.device.device_wait_idle();
+            self.blocks.destroy_all(&self.device);
             self.device.destroy_device(None);
             self.instance.destroy_instance(None);
         }

@@ -9,9 +9,17 @@
 //! - `context`: the loader, instance, physical device (`vulkan` is the loader's first,
 //!   `vulkan://N` its `N`-th), a logical device with every core feature the driver has
 //!   enabled, one compute queue, memory types.
-//! - `memory`: each buffer a `VkBuffer` with a dedicated allocation of host-visible,
-//!   host-coherent memory, persistently mapped: the host, the VM and the HAL read and write
-//!   its bytes in place ([`HostMemory::device_mapped`](crate::host_memory::HostMemory)).
+//! - `blocks`: device memory taken in 32 MiB blocks per memory type, buffers of up to 8 MiB
+//!   sub-allocated from them (first fit, freed ranges merged and reused), larger ones given an
+//!   allocation each.
+//! - `memory`: each buffer a `VkBuffer` in memory of the type IREE's driver would place it in (by the HAL memory type and usage the program asks); the host,
+//!   the VM and the HAL read and write its bytes in place
+//!   ([`HostMemory::device_mapped`](crate::host_memory::HostMemory)) through its own mapping
+//!   when the memory is host-visible, otherwise through a staging buffer that each submission
+//!   copies to and from the device; non-coherent memory is flushed and invalidated around
+//!   submissions. [`VulkanMemoryMode`] (`PACTUM_VULKAN_MEMORY=device-local-only` or
+//!   `non-coherent`) forces those paths on a device that does not need them (lavapipe).
+//! - `options`: what a device is opened with ([`VulkanOptions`]: the memory mode).
 //! - `spirv_fb`: the executable format's reader (safe code, every offset checked).
 //! - `executable`: shader modules, descriptor set layouts, pipeline layouts and one compute
 //!   pipeline per export, made once when the executable is created.
@@ -19,11 +27,12 @@
 //!   waited for (queue operations complete before they return, as the local device's do;
 //!   semaphores and fences are the HAL's host-side ones); transfers Vulkan cannot do as
 //!   recorded (unaligned fills and updates, 8-byte patterns, overlapping copies) run on the host
-//!   through the mappings; buffers the device did not make are mirrored.
+//!   through the mappings (or staging buffers); buffers the device did not make are mirrored.
 //!
-//! Not done yet (IREE's driver does them): device-local memory the host cannot map, with
-//! staging copies (discrete GPUs then run from their host-visible memory); sub-allocation
-//! (each buffer is one allocation, and drivers bound the number); Vulkan timeline semaphores
+//! Not done yet (IREE's driver does them): staging only on
+//! demand (a buffer the host cannot map keeps a staging buffer of its size for its life, and a
+//! submission copies every range it binds both ways, where IREE copies only what the program
+//! transfers); Vulkan timeline semaphores
 //! behind the HAL's, and queue operations that return before the device finishes; unaligned
 //! transfers on the device (IREE uses built-in shaders for their edges); finer barriers than a
 //! full one after each step; executable-level constants; collectives.
@@ -38,15 +47,18 @@
 //! checked against the device's limits yet. On lavapipe a shader runs
 //! as machine code on the CPU, in this process. The VM around it stays verified and budgeted.
 
+mod blocks;
 mod context;
 mod executable;
 mod memory;
+mod options;
 mod queue;
 mod spirv_fb;
 
 use std::sync::Arc;
 
 pub use executable::{VULKAN_SPIRV_FORMAT, VulkanExecutable};
+pub use options::{VulkanMemoryMode, VulkanOptions};
 pub use spirv_fb::{
     ExecutableDef, LayoutBinding, PipelineDef, PipelineLayoutDef, PushConstantRange,
 };
@@ -79,10 +91,21 @@ pub struct VulkanDevice {
 
 impl VulkanDevice {
     /// A device on the Vulkan loader's `index`-th physical device (0: `vulkan`, `N`:
-    /// `vulkan://N`). `UNAVAILABLE` when there is no loader or no driver, `NOT_FOUND` (listing
-    /// the devices) when there are fewer.
+    /// `vulkan://N`), with the options the environment gives ([`VulkanOptions::from_env`]:
+    /// `PACTUM_VULKAN_MEMORY`). `UNAVAILABLE` when there is no loader or no driver,
+    /// `NOT_FOUND` (listing the devices) when there are fewer, `INVALID_ARGUMENT` for an
+    /// unknown memory mode.
     pub fn open(index: usize) -> Result<VulkanDevice, StatusError> {
-        let context = Arc::new(VulkanContext::open(index)?);
+        VulkanDevice::open_with_options(index, VulkanOptions::from_env()?)
+    }
+
+    /// A device on the Vulkan loader's `index`-th physical device with `options` (the
+    /// environment is not read).
+    pub fn open_with_options(
+        index: usize,
+        options: VulkanOptions,
+    ) -> Result<VulkanDevice, StatusError> {
+        let context = Arc::new(VulkanContext::open(index, options.memory)?);
         let queue = Arc::new(Queue::new(&context)?);
         Ok(VulkanDevice {
             allocator: Arc::new(VulkanAllocator {
@@ -121,6 +144,25 @@ impl VulkanDevice {
     /// Which of the loader's physical devices this is.
     pub fn index(&self) -> usize {
         self.context.index
+    }
+
+    /// How the device's buffers use its memory types (the options it was opened with).
+    pub fn memory_mode(&self) -> VulkanMemoryMode {
+        self.context.memory_mode
+    }
+
+    /// How many blocks of device memory the device's buffers are sub-allocated from (buffers
+    /// past 8 MiB have an allocation each, not counted).
+    pub fn memory_block_count(&self) -> usize {
+        self.context.blocks.block_count()
+    }
+
+    /// Whether the host reaches `buffer`'s bytes through a staging buffer (its memory is not
+    /// host-visible, as the memory mode presents it); `None` for a buffer this device did not
+    /// make.
+    pub fn buffer_is_staged(&self, buffer: &HalBuffer) -> Option<bool> {
+        let (memory, _) = buffer.memory_range(0, 0).ok()?;
+        memory::allocation_of(memory, &self.context).map(|a| a.is_staged())
     }
 }
 

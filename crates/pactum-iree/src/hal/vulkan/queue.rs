@@ -27,7 +27,7 @@ use ash::vk;
 
 use super::context::{VulkanContext, vk_error};
 use super::executable::{Export, VulkanExecutable};
-use super::memory::{DeviceAllocation, allocation_of};
+use super::memory::{DeviceAllocation, HostSync, allocation_of};
 use crate::hal::buffer::{Binding, HalBuffer};
 use crate::hal::command::{BufferRef, Command};
 use crate::host_memory::HostMemory;
@@ -354,7 +354,7 @@ impl Queue {
         for mirror in &mut mirrors {
             mirror.base -= mirror.base % align;
             let len = (mirror.end - mirror.base) as u64;
-            let allocation = DeviceAllocation::new(&self.context, len)?;
+            let allocation = DeviceAllocation::host_visible(&self.context, len)?;
             let cells = allocation.host_memory(len)?;
             let source = &mirror.memory.cells()[mirror.base..mirror.end];
             for (to, from) in cells.cells().iter().zip(source) {
@@ -391,6 +391,22 @@ impl Queue {
             }
         };
 
+        // The ranges of staged and non-coherent memory the submission reaches, kept in step
+        // with the host around it (`memory::HostSync`).
+        let mut host_sync = HostSync::default();
+        for (i, op) in operands.iter().enumerate() {
+            if mirror_of[i].is_none()
+                && let Some(allocation) = allocation_of(&op.memory, &self.context)
+            {
+                host_sync.add(allocation, op.start as u64, op.len as u64);
+            }
+        }
+        for mirror in &mirrors {
+            if let Some(allocation) = &mirror.allocation {
+                host_sync.add(allocation, 0, (mirror.end - mirror.base) as u64);
+            }
+        }
+
         // Descriptor sets for every dispatch, from one pool for this submission.
         let dispatched = || {
             planned.iter().filter_map(|step| match step {
@@ -424,6 +440,7 @@ impl Queue {
             // SAFETY: a reset command buffer of our pool.
             unsafe { device.begin_command_buffer(cb, &begin) }
                 .map_err(|e| vk_error("vkBeginCommandBuffer", e))?;
+            host_sync.record_uploads(device, cb);
             let between = [vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(
@@ -608,6 +625,7 @@ impl Queue {
                 }
                 barrier();
             }
+            host_sync.record_downloads(device, cb);
             let to_host = [vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(vk::AccessFlags::HOST_READ | vk::AccessFlags::HOST_WRITE)];
@@ -625,6 +643,7 @@ impl Queue {
                 device.end_command_buffer(cb)
             }
             .map_err(|e| vk_error("vkEndCommandBuffer", e))?;
+            host_sync.flush_host_writes(device)?;
             let buffers = [cb];
             let submit = [vk::SubmitInfo::default().command_buffers(&buffers)];
             // SAFETY: the queue and fence are used under the lock only; the command buffer is
@@ -653,6 +672,7 @@ impl Queue {
         // SAFETY: the submission (if any) has completed: the pool's sets are in use by nothing.
         unsafe { device.destroy_descriptor_pool(pool, None) };
         recorded?;
+        host_sync.invalidate_for_host(device)?;
 
         // The bytes the dispatches changed go back to the memory the mirrors stand for.
         for mirror in &mirrors {
