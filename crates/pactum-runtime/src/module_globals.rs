@@ -11,8 +11,9 @@ use super::builtin::{
     typed,
 };
 use super::modules::{
-    clear_imports, cxx_module_operations, ensure_ours, get_function, get_function_text,
-    import_module, load_shared_library, load_system_lib, module_kind, served_module,
+    clear_imports, cxx_module_kind, cxx_module_operations, cxx_module_property_mask, ensure_ours,
+    get_function, get_function_text, import_module, load_shared_library, load_system_lib,
+    module_kind, served_module,
 };
 use super::registry::BuiltinGlobal;
 use pactum_core::any::Any;
@@ -124,6 +125,9 @@ pub(crate) fn module_globals() -> Vec<BuiltinGlobal> {
         ),
         typed("ffi.ModuleGetPropertyMask", &[MODULE], INT, |a| {
             let module = a.get::<Module>(0)?;
+            if let Some(mask) = cxx_module_property_mask(&module)? {
+                return Ok(Any::from(mask));
+            }
             if let Some(operations) = cxx_module_operations(&module) {
                 return operations.call_typed::<_, Any>(("GetPropertyMask", module));
             }
@@ -141,8 +145,12 @@ pub(crate) fn module_globals() -> Vec<BuiltinGlobal> {
         }),
         typed("ffi.ModuleGetKind", &[MODULE], STR, |a| {
             let module = a.get::<Module>(0)?;
-            // The C++ answer as it comes (a String): no copy into a Rust string and back. Python
-            // asks it on every call of a compiled function (`tvm.runtime.Executable`).
+            // The C++ answer as it comes (a String): no copy into a Rust string and back, and
+            // no packed call. Python asks it on every call of a compiled function
+            // (`tvm.runtime.Executable`).
+            if let Some(kind) = cxx_module_kind(&module)? {
+                return Ok(kind);
+            }
             if let Some(operations) = cxx_module_operations(&module) {
                 return operations.call_typed::<_, Any>(("GetKind", module));
             }

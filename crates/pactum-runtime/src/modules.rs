@@ -196,6 +196,66 @@ pub(crate) fn set_cxx_module_operations(operations: Function) {
     let _ = CXX_MODULE_OPERATIONS.set(operations);
 }
 
+/// Direct answers of the C++ part for the two module questions Python asks on every call of a
+/// compiled function (`tvm.runtime.Executable` walks the module's import tree each time): its
+/// kind and its property mask. Each takes a module handle and writes the answer into `out`
+/// (0); returns 1, with `out` untouched, for a module this runtime made (which the runtime
+/// answers for), and -1 with the error raised when the module's C++ code threw. Unlike the
+/// packed operations, they need neither an operation name nor the runtime's lock and table of
+/// live modules (the C++ part knows its own module class).
+#[derive(Clone, Copy)]
+pub struct CxxModuleQueries {
+    /// `ModuleObj::kind()` as a String value.
+    pub kind: unsafe extern "C" fn(*const TVMFFIObject, *mut TVMFFIAny) -> c_int,
+    /// `ModuleObj::GetPropertyMask()`.
+    pub property_mask: unsafe extern "C" fn(*const TVMFFIObject, *mut i64) -> c_int,
+}
+
+static CXX_MODULE_QUERIES: OnceLock<CxxModuleQueries> = OnceLock::new();
+
+pub(crate) fn set_cxx_module_queries(queries: CxxModuleQueries) {
+    let _ = CXX_MODULE_QUERIES.set(queries);
+}
+
+/// The C++ part's queries, when every module object is a C++ `ModuleObj` (the module
+/// allocator is installed too, so even this runtime's modules have a vtable).
+fn cxx_module_queries() -> Option<&'static CxxModuleQueries> {
+    CXX_MODULE_QUERIES.get().filter(|_| has_cxx_vtable())
+}
+
+/// `ModuleObj::kind()` of a module C++ code made, through the C++ part's direct query; `None`
+/// for this runtime's own modules, and when there is no C++ part.
+pub(crate) fn cxx_module_kind(module: &Module) -> Result<Option<Any>> {
+    let Some(queries) = cxx_module_queries() else {
+        return Ok(None);
+    };
+    let mut out = TVMFFIAny::NONE;
+    // SAFETY: a live module handle (kept alive by `module`) and a writable slot holding None;
+    // the query's contract (set_cxx_module_queries) does the rest.
+    match unsafe { (queries.kind)(module.as_object_ref().as_raw(), &mut out) } {
+        // SAFETY: on 0 the query wrote an owned String value the caller now owns.
+        0 => Ok(Some(unsafe { Any::from_raw(out) })),
+        1 => Ok(None),
+        _ => Err(Error::take_raised_after_failure("ModuleObj::kind")),
+    }
+}
+
+/// `ModuleObj::GetPropertyMask()` of a module C++ code made, as [`cxx_module_kind`].
+pub(crate) fn cxx_module_property_mask(module: &Module) -> Result<Option<i64>> {
+    let Some(queries) = cxx_module_queries() else {
+        return Ok(None);
+    };
+    let mut mask = 0i64;
+    // SAFETY: a live module handle (kept alive by `module`) and a writable integer.
+    match unsafe { (queries.property_mask)(module.as_object_ref().as_raw(), &mut mask) } {
+        0 => Ok(Some(mask)),
+        1 => Ok(None),
+        _ => Err(Error::take_raised_after_failure(
+            "ModuleObj::GetPropertyMask",
+        )),
+    }
+}
+
 /// The C++ operations to run on `module` when C++ code made it: every module object this
 /// runtime did not make is a C++ `ModuleObj` (the module type is final, so nothing else has
 /// its type index). `None` for our own modules, and when there is no C++ part (then `cell_of`
