@@ -223,36 +223,37 @@ fn cxx_module_queries() -> Option<&'static CxxModuleQueries> {
     CXX_MODULE_QUERIES.get().filter(|_| has_cxx_vtable())
 }
 
-/// `ModuleObj::kind()` of a module C++ code made, through the C++ part's direct query; `None`
-/// for this runtime's own modules, and when there is no C++ part.
-pub(crate) fn cxx_module_kind(module: &Module) -> Result<Option<Any>> {
-    let Some(queries) = cxx_module_queries() else {
-        return Ok(None);
-    };
-    let mut out = TVMFFIAny::NONE;
-    // SAFETY: a live module handle (kept alive by `module`) and a writable slot holding None;
-    // the query's contract (set_cxx_module_queries) does the rest.
-    match unsafe { (queries.kind)(module.as_object_ref().as_raw(), &mut out) } {
-        // SAFETY: on 0 the query wrote an owned String value the caller now owns.
-        0 => Ok(Some(unsafe { Any::from_raw(out) })),
-        1 => Ok(None),
-        _ => Err(Error::take_raised_after_failure("ModuleObj::kind")),
+/// Writes `ModuleObj::kind()` of the module `module` (a handle) into `out` as a String value
+/// through the C++ part's direct query: 0, or -1 with the error raised; 1 (the queries'
+/// "answer it yourself"), with `out` untouched, for this runtime's own modules and when there
+/// is no C++ part.
+///
+/// # Safety
+/// `module` is a live module object's handle and `out` a writable value slot holding None.
+pub(crate) unsafe fn cxx_module_kind_into(
+    module: *const TVMFFIObject,
+    out: *mut TVMFFIAny,
+) -> c_int {
+    match cxx_module_queries() {
+        // SAFETY: forwarded from this function's contract, which is the query's.
+        Some(queries) => unsafe { (queries.kind)(module, out) },
+        None => 1,
     }
 }
 
-/// `ModuleObj::GetPropertyMask()` of a module C++ code made, as [`cxx_module_kind`].
-pub(crate) fn cxx_module_property_mask(module: &Module) -> Result<Option<i64>> {
-    let Some(queries) = cxx_module_queries() else {
-        return Ok(None);
-    };
-    let mut mask = 0i64;
-    // SAFETY: a live module handle (kept alive by `module`) and a writable integer.
-    match unsafe { (queries.property_mask)(module.as_object_ref().as_raw(), &mut mask) } {
-        0 => Ok(Some(mask)),
-        1 => Ok(None),
-        _ => Err(Error::take_raised_after_failure(
-            "ModuleObj::GetPropertyMask",
-        )),
+/// Writes `ModuleObj::GetPropertyMask()` of the module `module` into `out`, as
+/// [`cxx_module_kind_into`] does its kind.
+///
+/// # Safety
+/// `module` is a live module object's handle.
+pub(crate) unsafe fn cxx_module_property_mask_into(
+    module: *const TVMFFIObject,
+    out: &mut i64,
+) -> c_int {
+    match cxx_module_queries() {
+        // SAFETY: forwarded from this function's contract; `out` is a writable integer.
+        Some(queries) => unsafe { (queries.property_mask)(module, out) },
+        None => 1,
     }
 }
 
