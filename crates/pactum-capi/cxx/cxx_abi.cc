@@ -22,6 +22,7 @@
 #include <tvm/ffi/function.h>
 #include <tvm/ffi/reflection/access_path.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <exception>
@@ -324,11 +325,52 @@ static_assert(sizeof(tvm::ffi::ModuleObj) == 48 && alignof(tvm::ffi::ModuleObj) 
 
 }  // namespace
 
+// The deleter make_object installs in every RuntimeModuleObj (one function for the class),
+// recorded when the first one is made: a module is the runtime's own exactly when its header
+// holds it. The header is the C ABI's, so this holds for any module, whoever compiled it (a
+// typeid check would not: TVM's libraries are built without RTTI, their vtables carry none).
+static std::atomic<decltype(TVMFFIObject::deleter)> g_runtime_module_deleter{nullptr};
+
+// The module object behind a module handle (every module object here is a ModuleObj).
+static const tvm::ffi::ModuleObj* ModuleOfHandle(const TVMFFIObject* handle) {
+  return static_cast<const tvm::ffi::ModuleObj*>(reinterpret_cast<const tvm::ffi::Object*>(handle));
+}
+
+// Whether the runtime made the module (its own answer the runtime's questions about it). Before
+// the runtime made any, the recorded deleter is NULL and matches no live object's, except one
+// without a deleter, which then goes the slower, always correct way through the runtime.
+static bool IsRuntimeModule(const TVMFFIObject* module) {
+  return module->deleter == g_runtime_module_deleter.load(std::memory_order_relaxed);
+}
+
+// Direct C entry points for the two questions Python asks of a module on every call of a
+// compiled function (tvm.runtime.Executable checks the import tree each time): no packed call,
+// no operation name, no copy of the module reference.
+extern "C" int pactum_cxx_module_kind(const TVMFFIObject* module, TVMFFIAny* out) {
+  if (IsRuntimeModule(module)) return 1;
+  const tvm::ffi::ModuleObj* object = ModuleOfHandle(module);
+  TVM_FFI_SAFE_CALL_BEGIN();
+  *out = tvm::ffi::details::AnyUnsafe::MoveAnyToTVMFFIAny(
+      tvm::ffi::Any(tvm::ffi::String(object->kind())));
+  TVM_FFI_SAFE_CALL_END();
+}
+
+extern "C" int pactum_cxx_module_property_mask(const TVMFFIObject* module, int64_t* out) {
+  if (IsRuntimeModule(module)) return 1;
+  const tvm::ffi::ModuleObj* object = ModuleOfHandle(module);
+  TVM_FFI_SAFE_CALL_BEGIN();
+  *out = object->GetPropertyMask();
+  TVM_FFI_SAFE_CALL_END();
+}
+
 extern "C" TVMFFIObject* pactum_cxx_new_runtime_module(const char* kind, size_t kind_size,
                                                        void* state) {
   try {
     auto module = tvm::ffi::make_object<RuntimeModuleObj>(std::string(kind, kind_size), state);
-    return tvm::ffi::details::ObjectUnsafe::MoveObjectPtrToTVMFFIObjectPtr(std::move(module));
+    TVMFFIObject* handle =
+        tvm::ffi::details::ObjectUnsafe::MoveObjectPtrToTVMFFIObjectPtr(std::move(module));
+    g_runtime_module_deleter.store(handle->deleter, std::memory_order_relaxed);
+    return handle;
   } catch (...) {
     // Only memory can run out here; the runtime keeps its state and reports the failure.
     return nullptr;

@@ -42,6 +42,13 @@ PACTUM_HIDDEN TVMFFIObject* pactum_cxx_module_operations(void);
 PACTUM_HIDDEN TVMFFIObject* pactum_cxx_new_runtime_module(const char* kind, size_t kind_size,
                                                           void* state);
 
+// ModuleObj::kind() of the module `module` (its handle) as a String written into `*out`, or
+// ModuleObj::GetPropertyMask() into `*out`: 0. 1, with `*out` untouched, when the module is one
+// of the runtime's own (the runtime answers for those); -1 with the error raised when the
+// module's code threw.
+PACTUM_HIDDEN int pactum_cxx_module_kind(const TVMFFIObject* module, TVMFFIAny* out);
+PACTUM_HIDDEN int pactum_cxx_module_property_mask(const TVMFFIObject* module, int64_t* out);
+
 PACTUM_HIDDEN int pactum_cxx_module_lookup_from_imports(void* ctx, const char* name, void** out);
 
 #ifdef __cplusplus

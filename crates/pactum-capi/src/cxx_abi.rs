@@ -5,7 +5,7 @@
 use core::ffi::{c_char, c_int, c_void};
 
 use pactum_core::internal::boundary;
-use pactum_sys::tvm_ffi::{TVMFFIObject, TVMFFITypeIndex};
+use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIObject, TVMFFITypeIndex};
 
 /// A context-symbol visitor of the C++ part: `(visitor, name, name_size, symbol)`.
 type VisitContextSymbol = unsafe extern "C" fn(*mut c_void, *const c_char, usize, *mut c_void);
@@ -32,6 +32,11 @@ unsafe extern "C" {
     /// A new reference to the C++ function that runs `ModuleObj`'s member functions on modules
     /// made by C++ code (`cxx/cxx_abi_hooks.h`).
     fn pactum_cxx_module_operations() -> *mut TVMFFIObject;
+    /// `ModuleObj::kind()` of a module (its handle) as a String in `*out`: 0; 1 for the
+    /// runtime's own modules; -1 with the error raised.
+    fn pactum_cxx_module_kind(module: *const TVMFFIObject, out: *mut TVMFFIAny) -> c_int;
+    /// `ModuleObj::GetPropertyMask()` of a module (its handle) in `*out`, as above.
+    fn pactum_cxx_module_property_mask(module: *const TVMFFIObject, out: *mut i64) -> c_int;
     /// `TVMFFIEnvModLookupFromImports` for a C++ module's `ModuleObj*`: 0 and a borrowed
     /// function in `*out`, or -1 with the error raised.
     fn pactum_cxx_module_lookup_from_imports(
@@ -208,6 +213,18 @@ extern "C" fn install_hooks_at_load() {
         // SAFETY: new_runtime_module makes C++ ModuleObjs of the official layout (type index
         // ffi.Module) holding the state at handle+40 and releasing it when they die.
         unsafe { pactum_runtime::cxx_support::set_cxx_module_allocator(new_runtime_module) };
+        // SAFETY: the two queries (cxx/cxx_abi.cc) answer 1 for the RuntimeModuleObjs
+        // new_runtime_module makes (known by the deleter in their C header), and otherwise
+        // call the ModuleObj's virtual function inside a C++ try block that raises what it
+        // throws.
+        unsafe {
+            pactum_runtime::cxx_support::set_cxx_module_queries(
+                pactum_runtime::cxx_support::CxxModuleQueries {
+                    kind: pactum_cxx_module_kind,
+                    property_mask: pactum_cxx_module_property_mask,
+                },
+            )
+        };
     });
 }
 

@@ -2,12 +2,15 @@
 //! types with their names and `type_schema` JSON, typed globals that check their arguments
 //! with the official messages, and packed ones.
 
-use pactum_sys::tvm_ffi::TVMFFITypeIndex;
+use core::ffi::{c_int, c_void};
+
+use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIFunctionCell, TVMFFITypeIndex};
 
 use super::registry::BuiltinGlobal;
 use pactum_core::any::{Any, AnyView, FromAnyView};
 use pactum_core::error::{Error, ErrorKind, Result};
 use pactum_core::function::Function;
+use pactum_core::internal::boundary;
 use pactum_core::internal::is_instance;
 use pactum_core::object::{ObjectRef, type_key_of};
 
@@ -246,6 +249,71 @@ pub(crate) fn typed(
         function,
         metadata: typed_metadata(params, ret),
     }
+}
+
+/// What a fast entry returns for a call it leaves to the typed global behind it (see
+/// [`with_fast_entry`]).
+pub(crate) const FALL_THROUGH: c_int = 1;
+
+/// The fast entry of a global: the safe-call convention without the handle. It answers the
+/// calls it can (0, or -1 with the error raised) and returns [`FALL_THROUGH`] for the others,
+/// leaving `result` untouched.
+pub(crate) type FastEntry = unsafe extern "C" fn(*const TVMFFIAny, i32, *mut TVMFFIAny) -> c_int;
+
+struct FastEntryPayload {
+    fast: FastEntry,
+    typed: Function,
+}
+
+/// `global` with `fast` in front: the calls Python makes in a loop are answered without the
+/// typed global's closure, argument conversions and reference counting, and every other call
+/// (wrong arguments included, so the messages stay the typed global's) goes on to `global`.
+pub(crate) fn with_fast_entry(global: BuiltinGlobal, fast: FastEntry) -> BuiltinGlobal {
+    let payload = Box::into_raw(Box::new(FastEntryPayload {
+        fast,
+        typed: global.function,
+    }));
+    // SAFETY: fast_entry_safe_call follows the safe-call convention for this payload, which
+    // stays alive until release_fast_entry drops it, once, when the function dies; the payload
+    // is immutable and its parts are thread-safe.
+    let function = unsafe {
+        Function::from_safe_call(
+            payload.cast(),
+            fast_entry_safe_call,
+            Some(release_fast_entry),
+        )
+    };
+    BuiltinGlobal { function, ..global }
+}
+
+unsafe extern "C" fn fast_entry_safe_call(
+    handle: *mut c_void,
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    // SAFETY: the handle is the payload with_fast_entry made, alive as long as the function
+    // being called.
+    let payload = unsafe { &*handle.cast::<FastEntryPayload>() };
+    // SAFETY: the caller's arguments and result slot, as the convention passes them.
+    let answered = unsafe { (payload.fast)(args, num_args, result) };
+    if answered != FALL_THROUGH {
+        return answered;
+    }
+    let typed = payload.typed.as_object_ref().as_raw();
+    // SAFETY: a live Function object (the payload holds a reference to it), whose cell follows
+    // the header and has a safe_call (every Function object has one); the same arguments.
+    unsafe {
+        let cell = &*typed.add(1).cast::<TVMFFIFunctionCell>();
+        (cell.safe_call.unwrap_unchecked())(typed.cast(), args, num_args, result)
+    }
+}
+
+unsafe extern "C" fn release_fast_entry(payload: *mut c_void) {
+    boundary::deleter(|| {
+        // SAFETY: the payload with_fast_entry boxed; the function runs its deleter once.
+        drop(unsafe { Box::from_raw(payload.cast::<FastEntryPayload>()) })
+    })
 }
 
 /// A packed global taking any arguments.

@@ -133,6 +133,23 @@ pub mod cxx_support {
         super::modules::set_cxx_module_operations(operations)
     }
 
+    pub use super::modules::CxxModuleQueries;
+
+    /// Gives `ffi.ModuleGetKind` and `ffi.ModuleGetPropertyMask` the C++ part's direct
+    /// queries for modules made by C++ code (see [`CxxModuleQueries`]); without them, those
+    /// globals go through the packed operations of [`set_cxx_module_operations`]. Used only
+    /// once the module allocator is installed ([`set_cxx_module_allocator`]). The first call
+    /// wins.
+    ///
+    /// # Safety
+    /// Each query must accept the handle of any live module object that has a C++ vtable
+    /// (every module once the allocator is installed), answer 1 for the ones the allocator
+    /// made, and otherwise write an owned value of the named kind into `out` and return 0, or
+    /// raise an error and return -1.
+    pub unsafe fn set_cxx_module_queries(queries: CxxModuleQueries) {
+        super::modules::set_cxx_module_queries(queries)
+    }
+
     pub use super::modules::CxxLookupFromImports;
 
     /// Gives `TVMFFIEnvModLookupFromImports` the lookup for contexts that are not this

@@ -3,16 +3,18 @@
 //! module pins of `ffi.ModuleGlobalsAdd`, and `pactum.Module.from_functions` (modules served by
 //! Rust code, behind `Module::from_impl`).
 
+use core::ffi::c_int;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use super::builtin::{
-    ARRAY_OF_STR, BOOL, FUNCTION, INT, MODULE, NONE, OPTIONAL_FUNCTION, OPTIONAL_STR, STR, packed,
-    typed,
+    ARRAY_OF_STR, BOOL, FALL_THROUGH, FUNCTION, INT, MODULE, NONE, OPTIONAL_FUNCTION, OPTIONAL_STR,
+    STR, packed, typed, with_fast_entry,
 };
 use super::modules::{
-    clear_imports, cxx_module_operations, ensure_ours, get_function, get_function_text,
-    import_module, load_shared_library, load_system_lib, module_kind, served_module,
+    clear_imports, cxx_module_kind_into, cxx_module_operations, cxx_module_property_mask_into,
+    ensure_ours, get_function, get_function_text, import_module, load_shared_library,
+    load_system_lib, module_kind, served_module,
 };
 use super::registry::BuiltinGlobal;
 use pactum_core::any::Any;
@@ -20,6 +22,7 @@ use pactum_core::containers::Array;
 use pactum_core::error::{Error, ErrorKind};
 use pactum_core::function::Function;
 use pactum_core::module::{MODULE_FROM_FUNCTIONS, Module};
+use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIObject, TVMFFITypeIndex};
 
 fn module_globals_pins() -> MutexGuard<'static, HashMap<usize, Module>> {
     static PINS: OnceLock<Mutex<HashMap<usize, Module>>> = OnceLock::new();
@@ -33,6 +36,58 @@ fn system_libs() -> MutexGuard<'static, HashMap<std::string::String, Module>> {
     LIBS.get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|p| p.into_inner())
+}
+
+/// The module handle of a call with exactly one argument, a module; `None` otherwise.
+///
+/// # Safety
+/// `args` holds `num_args` valid values (the safe-call convention).
+unsafe fn only_module_argument(
+    args: *const TVMFFIAny,
+    num_args: i32,
+) -> Option<*const TVMFFIObject> {
+    if num_args != 1 {
+        return None;
+    }
+    // SAFETY: one valid value, per this function's contract.
+    let arg = unsafe { &*args };
+    // SAFETY: a value of type index ffi.Module holds an object pointer.
+    (arg.type_index == TVMFFITypeIndex::MODULE.0).then(|| unsafe { arg.value.v_obj }.cast_const())
+}
+
+/// `ffi.ModuleGetKind` of a module C++ code made, answered by the C++ part (Python asks it on
+/// every call of a compiled function: `tvm.runtime.Executable` walks the import tree).
+unsafe extern "C" fn module_kind_fast(
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    // SAFETY: the safe-call convention's arguments.
+    match unsafe { only_module_argument(args, num_args) } {
+        // SAFETY: a module the caller keeps alive for the call; the result slot holds None.
+        Some(module) => unsafe { cxx_module_kind_into(module, result) },
+        None => FALL_THROUGH,
+    }
+}
+
+/// `ffi.ModuleGetPropertyMask` of a module C++ code made, as `module_kind_fast`.
+unsafe extern "C" fn module_property_mask_fast(
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    // SAFETY: the safe-call convention's arguments.
+    let Some(module) = (unsafe { only_module_argument(args, num_args) }) else {
+        return FALL_THROUGH;
+    };
+    let mut mask = 0i64;
+    // SAFETY: a module the caller keeps alive for the call.
+    let answered = unsafe { cxx_module_property_mask_into(module, &mut mask) };
+    if answered == 0 {
+        // SAFETY: the convention's result slot, holding None (an integer owns nothing).
+        unsafe { result.write(Any::from(mask).into_raw()) };
+    }
+    answered
 }
 
 /// The `ffi.Module*` globals, `ffi.SystemLib` and the loader of shared libraries.
@@ -122,14 +177,17 @@ pub(crate) fn module_globals() -> Vec<BuiltinGlobal> {
                 .into())
             },
         ),
-        typed("ffi.ModuleGetPropertyMask", &[MODULE], INT, |a| {
-            let module = a.get::<Module>(0)?;
-            if let Some(operations) = cxx_module_operations(&module) {
-                return operations.call_typed::<_, Any>(("GetPropertyMask", module));
-            }
-            ensure_ours(&module)?;
-            Ok(Any::from(3i64))
-        }),
+        with_fast_entry(
+            typed("ffi.ModuleGetPropertyMask", &[MODULE], INT, |a| {
+                let module = a.get::<Module>(0)?;
+                if let Some(operations) = cxx_module_operations(&module) {
+                    return operations.call_typed::<_, Any>(("GetPropertyMask", module));
+                }
+                ensure_ours(&module)?;
+                Ok(Any::from(3i64))
+            }),
+            module_property_mask_fast,
+        ),
         typed("ffi.ModuleInspectSource", &[MODULE, STR], STR, |a| {
             let module = a.get::<Module>(0)?;
             if let Some(operations) = cxx_module_operations(&module) {
@@ -139,15 +197,17 @@ pub(crate) fn module_globals() -> Vec<BuiltinGlobal> {
             ensure_ours(&module)?;
             Ok(Any::from(""))
         }),
-        typed("ffi.ModuleGetKind", &[MODULE], STR, |a| {
-            let module = a.get::<Module>(0)?;
-            // The C++ answer as it comes (a String): no copy into a Rust string and back. Python
-            // asks it on every call of a compiled function (`tvm.runtime.Executable`).
-            if let Some(operations) = cxx_module_operations(&module) {
-                return operations.call_typed::<_, Any>(("GetKind", module));
-            }
-            Ok(Any::from(module_kind(&module)?.as_str()))
-        }),
+        with_fast_entry(
+            typed("ffi.ModuleGetKind", &[MODULE], STR, |a| {
+                let module = a.get::<Module>(0)?;
+                // The C++ answer as it comes (a String): no copy into a Rust string and back.
+                if let Some(operations) = cxx_module_operations(&module) {
+                    return operations.call_typed::<_, Any>(("GetKind", module));
+                }
+                Ok(Any::from(module_kind(&module)?.as_str()))
+            }),
+            module_kind_fast,
+        ),
         typed("ffi.ModuleGetWriteFormats", &[MODULE], ARRAY_OF_STR, |a| {
             let module = a.get::<Module>(0)?;
             if let Some(operations) = cxx_module_operations(&module) {

@@ -196,6 +196,67 @@ pub(crate) fn set_cxx_module_operations(operations: Function) {
     let _ = CXX_MODULE_OPERATIONS.set(operations);
 }
 
+/// Direct answers of the C++ part for the two module questions Python asks on every call of a
+/// compiled function (`tvm.runtime.Executable` walks the module's import tree each time): its
+/// kind and its property mask. Each takes a module handle and writes the answer into `out`
+/// (0); returns 1, with `out` untouched, for a module this runtime made (which the runtime
+/// answers for), and -1 with the error raised when the module's C++ code threw. Unlike the
+/// packed operations, they need neither an operation name nor the runtime's lock and table of
+/// live modules (the C++ part knows its own module class).
+#[derive(Clone, Copy)]
+pub struct CxxModuleQueries {
+    /// `ModuleObj::kind()` as a String value.
+    pub kind: unsafe extern "C" fn(*const TVMFFIObject, *mut TVMFFIAny) -> c_int,
+    /// `ModuleObj::GetPropertyMask()`.
+    pub property_mask: unsafe extern "C" fn(*const TVMFFIObject, *mut i64) -> c_int,
+}
+
+static CXX_MODULE_QUERIES: OnceLock<CxxModuleQueries> = OnceLock::new();
+
+pub(crate) fn set_cxx_module_queries(queries: CxxModuleQueries) {
+    let _ = CXX_MODULE_QUERIES.set(queries);
+}
+
+/// The C++ part's queries, when every module object is a C++ `ModuleObj` (the module
+/// allocator is installed too, so even this runtime's modules have a vtable).
+fn cxx_module_queries() -> Option<&'static CxxModuleQueries> {
+    CXX_MODULE_QUERIES.get().filter(|_| has_cxx_vtable())
+}
+
+/// Writes `ModuleObj::kind()` of the module `module` (a handle) into `out` as a String value
+/// through the C++ part's direct query: 0, or -1 with the error raised; 1 (the queries'
+/// "answer it yourself"), with `out` untouched, for this runtime's own modules and when there
+/// is no C++ part.
+///
+/// # Safety
+/// `module` is a live module object's handle and `out` a writable value slot holding None.
+pub(crate) unsafe fn cxx_module_kind_into(
+    module: *const TVMFFIObject,
+    out: *mut TVMFFIAny,
+) -> c_int {
+    match cxx_module_queries() {
+        // SAFETY: forwarded from this function's contract, which is the query's.
+        Some(queries) => unsafe { (queries.kind)(module, out) },
+        None => 1,
+    }
+}
+
+/// Writes `ModuleObj::GetPropertyMask()` of the module `module` into `out`, as
+/// [`cxx_module_kind_into`] does its kind.
+///
+/// # Safety
+/// `module` is a live module object's handle.
+pub(crate) unsafe fn cxx_module_property_mask_into(
+    module: *const TVMFFIObject,
+    out: &mut i64,
+) -> c_int {
+    match cxx_module_queries() {
+        // SAFETY: forwarded from this function's contract; `out` is a writable integer.
+        Some(queries) => unsafe { (queries.property_mask)(module, out) },
+        None => 1,
+    }
+}
+
 /// The C++ operations to run on `module` when C++ code made it: every module object this
 /// runtime did not make is a C++ `ModuleObj` (the module type is final, so nothing else has
 /// its type index). `None` for our own modules, and when there is no C++ part (then `cell_of`

@@ -3,11 +3,14 @@
 
 use std::sync::OnceLock;
 
-use pactum_sys::tvm_ffi::TVMFFITypeIndex;
+use core::ffi::c_int;
+
+use pactum_sys::tvm_ffi::{TVMFFIAny, TVMFFIObject, TVMFFISeqCell, TVMFFITypeIndex};
 
 use super::builtin::{
-    ANY, ARRAY, ARRAY_OF_STR, BOOL, BYTES, DEVICE, DICT, DICT_OF_ANY, FUNCTION, INT, LIST,
-    LIST_OF_ANY, MAP, NONE, OBJECT, STR, checked_index, index_error, packed, typed,
+    ANY, ARRAY, ARRAY_OF_STR, BOOL, BYTES, DEVICE, DICT, DICT_OF_ANY, FALL_THROUGH, FUNCTION, INT,
+    LIST, LIST_OF_ANY, MAP, NONE, OBJECT, STR, checked_index, index_error, packed, typed,
+    with_fast_entry,
 };
 use super::registry::BuiltinGlobal;
 use super::types;
@@ -119,9 +122,12 @@ pub(crate) fn container_globals() -> Vec<BuiltinGlobal> {
             let index = checked_index(a.get::<i64>(1)?, array.len())?;
             Ok(array.as_slice()[index].clone())
         }),
-        typed("ffi.ArraySize", &[ARRAY], INT, |a| {
-            Ok(Any::from(a.get::<Array>(0)?.len() as i64))
-        }),
+        with_fast_entry(
+            typed("ffi.ArraySize", &[ARRAY], INT, |a| {
+                Ok(Any::from(a.get::<Array>(0)?.len() as i64))
+            }),
+            array_size_fast,
+        ),
         typed("ffi.ArrayContains", &[ARRAY, ANY], BOOL, |a| {
             let array = a.get::<Array>(0)?;
             let needle = a.owned(1)?;
@@ -385,4 +391,35 @@ pub(crate) fn object_globals() -> Vec<BuiltinGlobal> {
         ),
         typed("ffi.GetKwargsObject", &[], OBJECT, |_| Ok(kwargs().into())),
     ]
+}
+
+/// `ffi.ArraySize` of an array, read from its sequence cell without the typed global's
+/// closure and reference counting: Python asks it at every `len()` and iteration of an Array
+/// (`tvm.runtime.Executable` iterates a module's imports on every call).
+unsafe extern "C" fn array_size_fast(
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    if num_args != 1 {
+        return FALL_THROUGH;
+    }
+    // SAFETY: the safe-call convention passes `num_args` (here 1) valid values.
+    let arg = unsafe { &*args };
+    if arg.type_index != TVMFFITypeIndex::ARRAY.0 {
+        return FALL_THROUGH;
+    }
+    // SAFETY: an object of type index ffi.Array (a final type) is an array, whose sequence cell
+    // follows the header, alive for the call; the result slot holds None (an integer owns
+    // nothing).
+    unsafe {
+        let cell = &*arg
+            .value
+            .v_obj
+            .cast::<TVMFFIObject>()
+            .add(1)
+            .cast::<TVMFFISeqCell>();
+        result.write(Any::from(cell.size).into_raw());
+    }
+    0
 }

@@ -72,6 +72,14 @@ class OtherModule : public ffi::ModuleObj {
   ffi::Optional<ffi::Function> GetFunction(const ffi::String&) final { return std::nullopt; }
 };
 
+// A module whose kind and property mask throw, as a broken C++ module may.
+class ThrowingModule : public ffi::ModuleObj {
+ public:
+  const char* kind() const final { TVM_FFI_THROW(RuntimeError) << "no kind here"; }
+  int GetPropertyMask() const final { TVM_FFI_THROW(ValueError) << "no mask here"; }
+  ffi::Optional<ffi::Function> GetFunction(const ffi::String&) final { return std::nullopt; }
+};
+
 static ffi::Module Named(const char* name) {
   return ffi::Module(ffi::make_object<NamedModule>(name));
 }
@@ -256,6 +264,29 @@ static void ModuleGlobals(const char* sample_path) {
   ffi::Module a = Named("alpha");
   ffi::Module b = Named("beta");
   global("ffi.ModuleImportModule")(a, b);
+  // The questions Python asks on every call of a compiled function (kind, property mask, the
+  // imports array's size), on a C++ module, a loaded one, a throwing one and wrong arguments:
+  // the same answers and errors on both libraries.
+  ffi::Module loaded = ffi::Module::LoadFromFile(sample_path);
+  std::printf("globals: loaded kind %s, mask %lld, array sizes %lld %lld\n",
+              global("ffi.ModuleGetKind")(loaded).cast<ffi::String>().c_str(),
+              (long long)global("ffi.ModuleGetPropertyMask")(loaded).cast<int64_t>(),
+              (long long)global("ffi.ArraySize")(ffi::Array<int64_t>{1, 2, 3}).cast<int64_t>(),
+              (long long)global("ffi.ArraySize")(a->imports()).cast<int64_t>());
+  ffi::Module throwing(ffi::make_object<ThrowingModule>());
+  for (const char* name : {"ffi.ModuleGetKind", "ffi.ModuleGetPropertyMask", "ffi.ArraySize"}) {
+    for (int bad = 0; bad < 3; ++bad) {
+      try {
+        if (bad == 0) global(name)(throwing);
+        if (bad == 1) global(name)(int64_t{7});
+        if (bad == 2) global(name)();
+        std::printf("globals: %s #%d returned\n", name, bad);
+      } catch (const ffi::Error& error) {
+        std::printf("globals: %s #%d: %s: %s\n", name, bad, error.kind().c_str(),
+                    error.message().c_str());
+      }
+    }
+  }
   std::printf("globals: kind %s, mask %lld, imports %zu\n",
               global("ffi.ModuleGetKind")(a).cast<ffi::String>().c_str(),
               (long long)global("ffi.ModuleGetPropertyMask")(a).cast<int64_t>(), a->imports().size());
