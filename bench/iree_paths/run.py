@@ -55,6 +55,8 @@ BACKENDS = {
         "--iree-llvmcpu-target-cpu=host",
     ],
     "vulkan": ["--iree-hal-target-device=vulkan"],
+    # Sources written in the VM dialect (no HAL, no dispatch).
+    "vm": ["--compile-mode=vm"],
 }
 CPU_DEVICES = ("local-sync", "local-task")
 
@@ -176,6 +178,15 @@ def build_cases(work: Path, compiler: Path, wanted, devices):
     if want("vm_spin"):
         scalars = ROOT / "crates/pactum-iree/tests/fixtures/vmfb/vm_scalars.vmfb"
         cases.append(Case("vm_spin", "vm_scalars.spin, 1M trips", scalars, "spin", ["1000000"]))
+    # Calls between VM functions and list accesses, in VM-dialect sources.
+    vm_sources = {
+        "vm_calls": ("vm_calls", "call_leaf", ["1000000"], "1M calls of a small function"),
+        "vm_lists": ("vm_lists", "list_loop", ["1000000"], "list get and set, 1M trips"),
+    }
+    for name, (stem, function, inputs, what) in vm_sources.items():
+        if want(name):
+            module = compile_mlir(HERE / f"{stem}.mlir", "vm", work / f"{stem}.vmfb", compiler)
+            cases.append(Case(name, what, module, function, inputs))
     # Start-up alone: the i64 loop with one trip (whole process: load, call, print, exit).
     if want("startup"):
         module = compile_mlir(HERE / "loop_i64.mlir", "vmvx", work / "startup.vmfb", compiler)

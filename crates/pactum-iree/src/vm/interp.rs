@@ -54,8 +54,31 @@ struct Frame {
     ip: u32,
     base_i: usize,
     base_r: usize,
+    /// The bytes of register storage the frame counts against `max_stack_bytes` (kept here
+    /// so that a return need not look its function up again).
+    bytes: usize,
     /// The caller's call site receiving the results, or `ENTRY`.
     site: u32,
+}
+
+/// A budget that pushing a frame would exceed. The caller gives its location: a call site's
+/// location is made only when the push fails, not on every call (it clones the module's and
+/// the function's names).
+struct FrameBudget {
+    kind: BudgetKind,
+    limit: u64,
+}
+
+impl FrameBudget {
+    #[cold]
+    #[inline(never)]
+    fn at(self, location: Option<Location>) -> VmError {
+        VmError::BudgetExhausted {
+            kind: self.kind,
+            limit: self.limit,
+            location,
+        }
+    }
 }
 
 /// Register storage and frames of one invocation (reused between invocations).
@@ -150,30 +173,29 @@ struct Machine<'a> {
 const REF_SLOT: usize = std::mem::size_of::<Option<Ref>>();
 
 impl<'a> Machine<'a> {
-    /// Pushes a zeroed frame for `function` of `instance`; the caller fills the arguments.
+    /// Pushes a zeroed frame for `function` of `instance` (whose code is `code`); the caller
+    /// fills the arguments, and locates the error when a budget would be exceeded.
+    #[inline(always)]
     fn push(
         &mut self,
         stack: &mut Stack,
+        code: &FunctionCode,
         instance: u32,
         function: u32,
         site: u32,
-        at: Option<Location>,
-    ) -> Result<(usize, usize), VmError> {
-        let code = &self.instances[instance as usize].functions[function as usize];
+    ) -> Result<(usize, usize), FrameBudget> {
         if stack.frames.len() >= self.limits.max_frames {
-            return Err(VmError::BudgetExhausted {
+            return Err(FrameBudget {
                 kind: BudgetKind::Frames,
                 limit: self.limits.max_frames as u64,
-                location: at,
             });
         }
         let bytes = code.i32_count as usize * 4 + code.ref_count as usize * REF_SLOT;
         let total = self.stack_bytes + bytes;
         if total > self.limits.max_stack_bytes {
-            return Err(VmError::BudgetExhausted {
+            return Err(FrameBudget {
                 kind: BudgetKind::StackBytes,
                 limit: self.limits.max_stack_bytes as u64,
-                location: at,
             });
         }
         self.stack_bytes = total;
@@ -182,44 +204,45 @@ impl<'a> Machine<'a> {
         let count = code.i32_count as usize;
         let need = base_i + count.max(WINDOW);
         if stack.i32s.len() < need {
-            if stack.i32s.is_empty() {
-                // Zeroed allocation: pages the frames never touch cost nothing.
-                stack.i32s = vec![0; need];
-            } else {
-                stack.i32s.resize(need, 0);
-            }
+            grow_i32s(&mut stack.i32s, need);
         }
         stack.i32s[base_i..base_i + count].fill(0);
         stack.i32_top = base_i + count;
-        stack.refs.resize(base_r + code.ref_count as usize, None);
+        if code.ref_count != 0 {
+            stack.refs.resize(base_r + code.ref_count as usize, None);
+        }
         stack.frames.push(Frame {
             instance,
             function,
             ip: 0,
             base_i,
             base_r,
+            bytes,
             site,
         });
         Ok((base_i, base_r))
     }
 
+    #[inline(always)]
     fn pop(&mut self, stack: &mut Stack) {
         if let Some(frame) = stack.frames.pop() {
             stack.i32_top = frame.base_i;
-            stack.refs.truncate(frame.base_r);
-            let code = &self.instances[frame.instance as usize].functions[frame.function as usize];
-            self.stack_bytes = self
-                .stack_bytes
-                .saturating_sub(code.i32_count as usize * 4 + code.ref_count as usize * REF_SLOT);
+            if stack.refs.len() != frame.base_r {
+                stack.refs.truncate(frame.base_r);
+            }
+            self.stack_bytes = self.stack_bytes.saturating_sub(frame.bytes);
         }
     }
 
     fn run(mut self, entry: Entry<'_>, stack: &mut Stack) -> Result<Vec<Value>, VmError> {
-        let (bi, br) = self.push(stack, entry.instance, entry.function, ENTRY, None)?;
-        let code = &self.instances[entry.instance as usize].functions[entry.function as usize];
+        let instances = self.instances;
+        let code = &instances[entry.instance as usize].functions[entry.function as usize];
+        let (bi, br) = self
+            .push(stack, code, entry.instance, entry.function, ENTRY)
+            .map_err(|exceeded| exceeded.at(None))?;
         let entry_cost = u64::from(code.entry_cost);
         if self.fuel < entry_cost {
-            let instance = &self.instances[entry.instance as usize];
+            let instance = &instances[entry.instance as usize];
             return Err(out_of_fuel(self.limits, instance, code, 0));
         }
         self.fuel -= entry_cost;
@@ -525,8 +548,13 @@ impl<'a> Machine<'a> {
                             frame.ip = ip as u32;
                         }
                         self.fuel = fuel;
-                        let at = Some(location(instance, code, ip - 1));
-                        let (nbi, nbr) = self.push(stack, callee_instance, callee, site, at)?;
+                        let (nbi, nbr) =
+                            match self.push(stack, callee_code, callee_instance, callee, site) {
+                                Ok(bases) => bases,
+                                Err(exceeded) => {
+                                    return Err(exceeded.at(Some(location(instance, code, ip - 1))));
+                                }
+                            };
                         let regs = &mut stack.i32s;
                         let refs = &mut stack.refs;
                         for arg in call.args.iter() {
@@ -687,6 +715,18 @@ impl<'a> Machine<'a> {
                 })
             }
         }
+    }
+}
+
+/// Grows the i32 bank to `need` slots (out of line: once per invocation's deepest frame).
+#[cold]
+#[inline(never)]
+fn grow_i32s(i32s: &mut Vec<u32>, need: usize) {
+    if i32s.is_empty() {
+        // Zeroed allocation: pages the frames never touch cost nothing.
+        *i32s = vec![0; need];
+    } else {
+        i32s.resize(need, 0);
     }
 }
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use asm::{Func, MV, R};
 use pactum_iree::vm::{
-    BudgetKind, BuiltNativeModule, Context, Limits, LinkError, NativeError, NativeModule,
-    NativeModuleBuilder, StatusCode, TrapKind, Value, Variadic, VerifyRule, VmError,
+    BudgetKind, BuiltNativeModule, Context, FunctionName, Limits, LinkError, NativeError,
+    NativeModule, NativeModuleBuilder, StatusCode, TrapKind, Value, Variadic, VerifyRule, VmError,
 };
 use pactum_iree::vmfb::VmfbFile;
 
@@ -640,18 +640,68 @@ fn branches_copy_a_register_pair_or_many_registers_in_order() {
     }
 }
 
+/// A division that traps after instructions the fast loop runs is reported at its own
+/// instruction with its operands, and writes nothing; one that succeeds there gives the
+/// quotient (the fast loop runs divisions on their success path only).
+#[test]
+fn a_division_trap_names_its_operands_and_instruction() {
+    // f(a, b) = (a + b) / b, then % b: the add runs on the fast path before the division.
+    let mut f = Func::new("f", "0ii_ii", 5, 0);
+    f.block();
+    f.bin(0x22, 0, 1, 2);
+    let div_at = f.pc();
+    f.bin(0x25, 2, 1, 3);
+    let rem_at = f.pc();
+    f.bin(0x27, 2, 1, 4).ret(&[3, 4]);
+    let context = load(&[f]).unwrap();
+    assert_eq!(
+        context
+            .call("t.f", &[Value::I32(-9), Value::I32(2)])
+            .unwrap(),
+        [Value::I32(-3), Value::I32(-1)]
+    );
+    let trap = |args: &[Value]| match context.call("t.f", args) {
+        Err(VmError::Trap {
+            kind,
+            detail,
+            location,
+        }) => (kind, detail, location.pc),
+        other => panic!("expected a trap, got {other:?}"),
+    };
+    assert_eq!(
+        trap(&[Value::I32(7), Value::I32(0)]),
+        (TrapKind::DivisionByZero, "7 / 0".to_owned(), div_at)
+    );
+    // i32::MIN = (i32::MIN + 1) + -1: the quotient by -1 overflows.
+    assert_eq!(
+        trap(&[Value::I32(i32::MIN + 1), Value::I32(-1)]),
+        (
+            TrapKind::DivisionOverflow,
+            format!("{} / -1", i32::MIN),
+            div_at
+        )
+    );
+    assert_ne!(div_at, rem_at);
+}
+
 #[test]
 fn deep_recursion_stops_with_a_stack_error() {
     let mut f = Func::new("down", "0i_i", 2, 0);
     f.block();
+    let call_at = f.pc();
     f.call(0, &[0], &[1]).ret(&[1]);
     let context = load(&[f]).unwrap();
+    // The error is located at the call that would push the frame past the limit.
     match context.call("t.down", &[Value::I32(0)]) {
         Err(VmError::BudgetExhausted {
             kind: BudgetKind::Frames,
             limit: 1024,
-            ..
-        }) => {}
+            location: Some(location),
+        }) => {
+            assert_eq!(location.module, "t");
+            assert_eq!(location.function, FunctionName::Named("down".to_owned()));
+            assert_eq!(location.pc, call_at);
+        }
         other => panic!("{other:?}"),
     }
     // A frame with many registers runs out of register memory first.
@@ -898,6 +948,57 @@ fn lists_convert_like_the_reference() {
             Value::I32(2)
         ]
     );
+}
+
+/// A list access that fails (an index out of range, a null list) is reported at its own
+/// instruction and writes nothing, and the accesses that succeed give their values (the fast
+/// loop runs list accesses on their success path only).
+#[test]
+fn a_failed_list_access_is_reported_at_its_instruction() {
+    // f(i, j): a list<i32> of 2; [0] = 7; [i] = 9; returns [j] and [0].
+    let mut f = Func::new("f", "0ii_ii", 8, 2);
+    f.block();
+    f.const_i32(2, 2);
+    f.op(0x12).u32(asm::TY_LIST).r(2).r(R);
+    f.op(0x15).r(R).r(2);
+    f.const_i32(0, 3).const_i32(7, 4).const_i32(9, 5);
+    f.op(0x17).r(R).r(3).r(4);
+    let set_at = f.pc();
+    f.op(0x17).r(R).r(0).r(5);
+    let get_at = f.pc();
+    f.op(0x16).r(R).r(1).r(6);
+    f.op(0x16).r(R).r(3).r(7);
+    f.ret(&[6, 7]);
+    // g(): get [0] of a null list.
+    let mut g = Func::new("g", "0v_i", 2, 2);
+    g.block();
+    g.const_i32(0, 0);
+    let null_at = g.pc();
+    g.op(0x16).r(R).r(0).r(1);
+    g.ret(&[1]);
+    let context = load_with(&[f, g], Limits::default(), |def| {
+        def.types[asm::TY_LIST as usize] = "i32".into()
+    })
+    .unwrap();
+    assert_eq!(
+        context
+            .call("t.f", &[Value::I32(1), Value::I32(1)])
+            .unwrap(),
+        [Value::I32(9), Value::I32(7)]
+    );
+    let trap = |name: &str, args: &[Value]| match context.call(name, args) {
+        Err(VmError::Trap { kind, location, .. }) => (kind, location.pc),
+        other => panic!("expected a trap, got {other:?}"),
+    };
+    assert_eq!(
+        trap("t.f", &[Value::I32(2), Value::I32(0)]),
+        (TrapKind::OutOfRange, set_at)
+    );
+    assert_eq!(
+        trap("t.f", &[Value::I32(0), Value::I32(-1)]),
+        (TrapKind::OutOfRange, get_at)
+    );
+    assert_eq!(trap("t.g", &[]), (TrapKind::NullReference, null_at));
 }
 
 #[test]

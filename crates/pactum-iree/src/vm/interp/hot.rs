@@ -1,7 +1,10 @@
 //! The interpreter's fast path: a small loop over the instructions that cannot fail and need
 //! nothing but the frame's registers and its function's tables (arithmetic, compares,
-//! conversions, selects, constants, copies and branches), and the buffer loads and stores that
-//! succeed (a vmvx workgroup's inner loops are made of them).
+//! conversions, selects, constants, copies and branches), and, on their success path, the
+//! buffer loads and stores (a vmvx workgroup's inner loops are made of them), integer
+//! divisions, and `list.get`/`list.set` of values (so that a loop over a list, or one that
+//! divides, does not leave this loop and enter it again at every trip: each entry costs
+//! about 70 host instructions).
 //!
 //! The main loop (`interp.rs`) matches every instruction, which makes it one large function
 //! where the compiler keeps the loop's state (instruction pointer, register window, fuel) in
@@ -26,7 +29,7 @@
 use super::float::Flush;
 use super::register_ops::match_register_ops;
 use super::registers::Registers;
-use super::{compare, constants, control, convert, float, integer, select};
+use super::{compare, constants, control, convert, float, integer, lists, select};
 use crate::fpu::FlushDenormals;
 use crate::vm::buffer::BufferView;
 use crate::vm::code::{FunctionCode, IBin, Inst, RefReg, Shift, Width};
@@ -129,6 +132,7 @@ fn run_in<const FTZ: bool>(
     // The reference registers are only read here (by the buffer accesses, through `views`);
     // the handlers get the i32 bank and no reference register.
     let Registers { i32s, refs } = r;
+    let refs: &[Option<Ref>] = refs;
     let mut views = BufferViews::new(refs);
     let mut registers = Registers {
         i32s,
@@ -257,6 +261,75 @@ fn run_in<const FTZ: bool>(
                 at.jump(fused!(taken, t, f, d));
                 continue;
             }
+            // `list.get`/`list.set` of values and `list.size` on their success path (see
+            // `lists::peek_list`): no reference register is written, and an access that
+            // fails stops here with nothing done.
+            Inst::ListSize { list, d } => {
+                let Some(l) = lists::peek_list(refs, list) else {
+                    break at.ip();
+                };
+                r.set_i32(d, l.len() as u32);
+            }
+            Inst::ListGetI32 { list, i, d } => {
+                let Some(Ok(v)) = lists::peek_list(refs, list).map(|l| l.get_i32(r.i32(i))) else {
+                    break at.ip();
+                };
+                r.set_i32(d, v as u32);
+            }
+            Inst::ListGetI64 { list, i, d } => {
+                let Some(Ok(v)) = lists::peek_list(refs, list).map(|l| l.get_i64(r.i32(i))) else {
+                    break at.ip();
+                };
+                r.set_i64(d, v as u64);
+            }
+            Inst::ListGetF32 { list, i, d } => {
+                let Some(Ok(v)) = lists::peek_list(refs, list).map(|l| l.get_f32(r.i32(i))) else {
+                    break at.ip();
+                };
+                r.set_i32(d, v.to_bits());
+            }
+            Inst::ListGetF64 { list, i, d } => {
+                let Some(Ok(v)) = lists::peek_list(refs, list).map(|l| l.get_f64(r.i32(i))) else {
+                    break at.ip();
+                };
+                r.set_i64(d, v.to_bits());
+            }
+            Inst::ListSetI32 { list, i, v } => {
+                let set = lists::peek_list(refs, list).map(|l| l.set_i32(r.i32(i), r.i32(v) as i32));
+                if !matches!(set, Some(Ok(()))) {
+                    break at.ip();
+                }
+            }
+            Inst::ListSetI64 { list, i, v } => {
+                let set = lists::peek_list(refs, list).map(|l| l.set_i64(r.i32(i), r.i64(v) as i64));
+                if !matches!(set, Some(Ok(()))) {
+                    break at.ip();
+                }
+            }
+            Inst::ListSetF32 { list, i, v } => {
+                let set = lists::peek_list(refs, list).map(|l| l.set_f32(r.i32(i), r.f32(v)));
+                if !matches!(set, Some(Ok(()))) {
+                    break at.ip();
+                }
+            }
+            Inst::ListSetF64 { list, i, v } => {
+                let set = lists::peek_list(refs, list).map(|l| l.set_f64(r.i32(i), r.f64(v)));
+                if !matches!(set, Some(Ok(()))) {
+                    break at.ip();
+                }
+            }
+            // Divisions on their success path: one that traps (a zero divisor, `MIN / -1`)
+            // stops here with nothing done, and the main loop runs it and reports the trap.
+            Inst::Div32 { op, a, b, d } => {
+                if integer::try_div32(r, op, a, b, d).is_none() {
+                    break at.ip();
+                }
+            }
+            Inst::Div64 { op, a, b, d } => {
+                if integer::try_div64(r, op, a, b, d).is_none() {
+                    break at.ip();
+                }
+            }
             // Buffer accesses on their success path; any failure (no buffer, an offset out of
             // range, a read-only buffer) stops here with nothing done, and the main loop runs
             // the instruction again and reports the fault as it always has.
@@ -329,16 +402,7 @@ fn run_in<const FTZ: bool>(
             | Inst::ConstRefRodata { .. }
             | Inst::ListAlloc { .. }
             | Inst::ListReserve { .. }
-            | Inst::ListSize { .. }
             | Inst::ListResize { .. }
-            | Inst::ListGetI32 { .. }
-            | Inst::ListSetI32 { .. }
-            | Inst::ListGetI64 { .. }
-            | Inst::ListSetI64 { .. }
-            | Inst::ListGetF32 { .. }
-            | Inst::ListSetF32 { .. }
-            | Inst::ListGetF64 { .. }
-            | Inst::ListSetF64 { .. }
             | Inst::ListGetRef { .. }
             | Inst::ListSetRef { .. }
             | Inst::SelectRef { .. }
@@ -346,8 +410,6 @@ fn run_in<const FTZ: bool>(
             | Inst::SwitchI64 { .. }
             | Inst::Switch64 { .. }
             | Inst::SwitchRef { .. }
-            | Inst::Div32 { .. }
-            | Inst::Div64 { .. }
             | Inst::UnF32 { .. }
             | Inst::UnF64 { .. }
             | Inst::PowiF32 { .. }

@@ -103,36 +103,65 @@ pub(super) fn shift64(r: &mut Registers, op: Shift, a: Reg64, b: Reg, d: Reg64) 
     );
 }
 
+/// `div32` on its success path, for the fast loop: `None` (nothing written) where the
+/// division traps, which the main loop then runs and reports.
+#[inline(always)]
+pub(super) fn try_div32(r: &mut Registers, op: IDiv, a: Reg, b: Reg, d: Reg) -> Option<()> {
+    let v = checked_div_i32(op, r.i32(a) as i32, r.i32(b) as i32)?;
+    r.set_i32(d, v as u32);
+    Some(())
+}
+
+/// `div64` on its success path (see [`try_div32`]).
+#[inline(always)]
+pub(super) fn try_div64(r: &mut Registers, op: IDiv, a: Reg64, b: Reg64, d: Reg64) -> Option<()> {
+    let v = checked_div_i64(op, r.i64(a) as i64, r.i64(b) as i64)?;
+    r.set_i64(d, v as u64);
+    Some(())
+}
+
 /// Division and remainder: division by zero and `MIN / -1` trap (undefined in the reference).
 fn div_i32(op: IDiv, a: i32, b: i32) -> Result<i32, Fault> {
-    if b == 0 {
-        return Err(trap(TrapKind::DivisionByZero, format!("{a} / 0")));
-    }
-    Ok(match op {
-        IDiv::DivS => a
-            .checked_div(b)
-            .ok_or_else(|| trap(TrapKind::DivisionOverflow, format!("{a} / {b}")))?,
-        IDiv::RemS => a
-            .checked_rem(b)
-            .ok_or_else(|| trap(TrapKind::DivisionOverflow, format!("{a} % {b}")))?,
-        IDiv::DivU => ((a as u32) / (b as u32)) as i32,
-        IDiv::RemU => ((a as u32) % (b as u32)) as i32,
-    })
+    checked_div_i32(op, a, b).ok_or_else(|| division_trap(op, a, b))
 }
 
 /// See [`div_i32`].
 fn div_i64(op: IDiv, a: i64, b: i64) -> Result<i64, Fault> {
-    if b == 0 {
-        return Err(trap(TrapKind::DivisionByZero, format!("{a} / 0")));
+    checked_div_i64(op, a, b).ok_or_else(|| division_trap(op, a, b))
+}
+
+/// The result of `op`, or `None` where it traps: a zero divisor, or `MIN / -1` signed.
+#[inline(always)]
+fn checked_div_i32(op: IDiv, a: i32, b: i32) -> Option<i32> {
+    match op {
+        IDiv::DivS => a.checked_div(b),
+        IDiv::RemS => a.checked_rem(b),
+        IDiv::DivU => (a as u32).checked_div(b as u32).map(|v| v as i32),
+        IDiv::RemU => (a as u32).checked_rem(b as u32).map(|v| v as i32),
     }
-    Ok(match op {
-        IDiv::DivS => a
-            .checked_div(b)
-            .ok_or_else(|| trap(TrapKind::DivisionOverflow, format!("{a} / {b}")))?,
-        IDiv::RemS => a
-            .checked_rem(b)
-            .ok_or_else(|| trap(TrapKind::DivisionOverflow, format!("{a} % {b}")))?,
-        IDiv::DivU => ((a as u64) / (b as u64)) as i64,
-        IDiv::RemU => ((a as u64) % (b as u64)) as i64,
-    })
+}
+
+/// See [`checked_div_i32`].
+#[inline(always)]
+fn checked_div_i64(op: IDiv, a: i64, b: i64) -> Option<i64> {
+    match op {
+        IDiv::DivS => a.checked_div(b),
+        IDiv::RemS => a.checked_rem(b),
+        IDiv::DivU => (a as u64).checked_div(b as u64).map(|v| v as i64),
+        IDiv::RemU => (a as u64).checked_rem(b as u64).map(|v| v as i64),
+    }
+}
+
+/// The trap of a division that has none: by zero, else the signed overflow.
+#[cold]
+#[inline(never)]
+fn division_trap<T: std::fmt::Display + Default + PartialEq>(op: IDiv, a: T, b: T) -> Fault {
+    if b == T::default() {
+        return trap(TrapKind::DivisionByZero, format!("{a} / 0"));
+    }
+    let sign = match op {
+        IDiv::DivS | IDiv::DivU => '/',
+        IDiv::RemS | IDiv::RemU => '%',
+    };
+    trap(TrapKind::DivisionOverflow, format!("{a} {sign} {b}"))
 }

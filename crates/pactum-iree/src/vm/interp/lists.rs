@@ -10,15 +10,30 @@ use crate::vm::code::{RefReg, Reg, Reg64};
 use crate::vm::error::TrapKind;
 use crate::vm::value::{ElementType, Ref, VmList, VmType, type_check};
 
-/// The list in a register.
-fn list_of(value: Option<&Ref>) -> Result<Arc<VmList>, Fault> {
+/// The list in a register, borrowed: an access needs no reference count of its own (only
+/// `list.set.ref`, which may overwrite the register it reads the list from, holds one).
+#[inline(always)]
+fn list_of(value: Option<&Ref>) -> Result<&Arc<VmList>, Fault> {
     match value {
-        Some(Ref::List(l)) => Ok(l.clone()),
+        Some(Ref::List(l)) => Ok(l),
         Some(other) => Err(trap(
             TrapKind::TypeMismatch,
             format!("expected a vm.list, got a {}", other.type_name()),
         )),
         None => Err(trap(TrapKind::NullReference, "null list")),
+    }
+}
+
+/// The list in register `list` of `refs`, when it holds one: the fast loop's access to
+/// lists, which reads reference registers through a shared borrow only. A `list.get`/`set`
+/// of a value there runs the same [`VmList`] method as below (its result converted the same
+/// way) and leaves anything that fails to the main loop, which runs it again and reports it
+/// (a failed access changes nothing).
+#[inline(always)]
+pub(super) fn peek_list(refs: &[Option<Ref>], list: RefReg) -> Option<&VmList> {
+    match refs.get(list.index()) {
+        Some(Some(Ref::List(l))) => Some(l),
+        _ => None,
     }
 }
 
@@ -48,8 +63,8 @@ pub(super) fn reserve(r: &Registers, list: RefReg, n: Reg) -> Result<(), Fault> 
 
 #[inline(always)]
 pub(super) fn size(r: &mut Registers, list: RefReg, d: Reg) -> Result<(), Fault> {
-    let l = list_of(r.peek(list))?;
-    r.set_i32(d, l.len() as u32);
+    let len = list_of(r.peek(list))?.len();
+    r.set_i32(d, len as u32);
     Ok(())
 }
 
@@ -60,8 +75,8 @@ pub(super) fn resize(r: &Registers, list: RefReg, n: Reg) -> Result<(), Fault> {
 
 #[inline(always)]
 pub(super) fn get_i32(r: &mut Registers, list: RefReg, i: Reg, d: Reg) -> Result<(), Fault> {
-    let l = list_of(r.peek(list))?;
-    r.set_i32(d, l.get_i32(r.i32(i))? as u32);
+    let v = list_of(r.peek(list))?.get_i32(r.i32(i))? as u32;
+    r.set_i32(d, v);
     Ok(())
 }
 
@@ -72,8 +87,8 @@ pub(super) fn set_i32(r: &Registers, list: RefReg, i: Reg, v: Reg) -> Result<(),
 
 #[inline(always)]
 pub(super) fn get_i64(r: &mut Registers, list: RefReg, i: Reg, d: Reg64) -> Result<(), Fault> {
-    let l = list_of(r.peek(list))?;
-    r.set_i64(d, l.get_i64(r.i32(i))? as u64);
+    let v = list_of(r.peek(list))?.get_i64(r.i32(i))? as u64;
+    r.set_i64(d, v);
     Ok(())
 }
 
@@ -84,8 +99,8 @@ pub(super) fn set_i64(r: &Registers, list: RefReg, i: Reg, v: Reg64) -> Result<(
 
 #[inline(always)]
 pub(super) fn get_f32(r: &mut Registers, list: RefReg, i: Reg, d: Reg) -> Result<(), Fault> {
-    let l = list_of(r.peek(list))?;
-    r.set_i32(d, l.get_f32(r.i32(i))?.to_bits());
+    let v = list_of(r.peek(list))?.get_f32(r.i32(i))?.to_bits();
+    r.set_i32(d, v);
     Ok(())
 }
 
@@ -96,8 +111,8 @@ pub(super) fn set_f32(r: &Registers, list: RefReg, i: Reg, v: Reg) -> Result<(),
 
 #[inline(always)]
 pub(super) fn get_f64(r: &mut Registers, list: RefReg, i: Reg, d: Reg64) -> Result<(), Fault> {
-    let l = list_of(r.peek(list))?;
-    r.set_i64(d, l.get_f64(r.i32(i))?.to_bits());
+    let v = list_of(r.peek(list))?.get_f64(r.i32(i))?.to_bits();
+    r.set_i64(d, v);
     Ok(())
 }
 
@@ -116,8 +131,7 @@ pub(super) fn get_ref(
     ty: u32,
     d: RefReg,
 ) -> Result<(), Fault> {
-    let l = list_of(r.peek(list))?;
-    let v = l.get_ref(r.i32(i), d.is_move())?;
+    let v = list_of(r.peek(list))?.get_ref(r.i32(i), d.is_move())?;
     let ok = instance
         .types
         .get(ty as usize)
@@ -128,7 +142,9 @@ pub(super) fn get_ref(
 
 #[inline(always)]
 pub(super) fn set_ref(r: &mut Registers, list: RefReg, i: Reg, v: RefReg) -> Result<(), Fault> {
-    let l = list_of(r.peek(list))?;
+    // Held by a count of its own: reading `v` with its MOVE bit may take the list out of
+    // its register.
+    let l = Arc::clone(list_of(r.peek(list))?);
     let value = r.read_ref(v);
     let index = r.i32(i);
     if let Err(e) = l.set_ref(index, value.clone()) {
