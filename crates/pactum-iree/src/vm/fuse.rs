@@ -465,7 +465,7 @@ mod tests {
                 c: x,
                 d: y,
             },
-            Inst::BufferStore32 { b: acc, o: o, v: y },
+            Inst::BufferStore32 { b: acc, o, v: y },
         ];
         let mut code = FunctionCode {
             insts: Program::new(body.clone()),

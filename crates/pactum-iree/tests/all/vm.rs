@@ -726,7 +726,7 @@ fn check_workgroup_loop(increment_in_place: bool) {
         let (mut acc, mut x) = (0f32, 0f32);
         for i in 0..n {
             x = acc;
-            acc = LOOP_A[(i + shift) as usize] * LOOP_A[(i + shift2) as usize] + acc;
+            acc += LOOP_A[(i + shift) as usize] * LOOP_A[(i + shift2) as usize];
         }
         if n > 0 {
             let last = n - 1;
