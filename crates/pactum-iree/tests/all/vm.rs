@@ -747,8 +747,9 @@ fn check_workgroup_loop(increment_in_place: bool) {
             assert_eq!(got, want, "mac({n}, {shift}, {shift2}, {acc_at})");
         }
     }
-    // Each access out of range on the loop's last trip (the trips before it run fused): the
-    // trap of the unfused instruction, with its message, at its own offset.
+    // Each load out of range, on the loop's last trip (the trips before it run fused) or on
+    // its first (a negative offset, an accumulator past the buffer's end): the trap of the
+    // unfused instruction, with its message, at its own offset.
     let cases = [
         ((4, 5, 0, 0), pcs.first_load, unfused_pcs.first_load),
         ((4, 0, 5, 0), pcs.second_load, unfused_pcs.second_load),
