@@ -1,7 +1,8 @@
 //! The interpreter's fast path: a small loop over the instructions that cannot fail and need
 //! nothing but the frame's registers and its function's tables (arithmetic, compares,
 //! conversions, selects, constants, copies and branches), and the buffer loads and stores that
-//! succeed (a vmvx workgroup's inner loops are made of them).
+//! succeed (a vmvx workgroup's inner loops are made of them), and the superinstructions
+//! `fuse.rs` makes of those loops' sequences, run whole here (see their arms).
 //!
 //! The main loop (`interp.rs`) matches every instruction, which makes it one large function
 //! where the compiler keeps the loop's state (instruction pointer, register window, fuel) in
