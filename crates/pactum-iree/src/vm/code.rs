@@ -1039,6 +1039,76 @@ pub enum Inst {
         to: ShortEdge,
         moves: Span,
     },
+    // Straight-line superinstructions: the sequences of a vmvx workgroup's inner loop (the
+    // index arithmetic feeding a buffer access, a multiply-add into memory, the increment on
+    // a loop's back edge). One replaces the first instruction of its sequence and does what
+    // the whole sequence does, writing every register the sequence writes (so no liveness is
+    // needed), then continues after the sequence. The sequence's other instructions stay at
+    // their indices, as the `cond_br` of a compare-and-branch does: reached only by a branch
+    // into the middle or when the fast loop stops partway, they run as before. The main loop
+    // runs a superinstruction as its first instruction alone and continues at the next index
+    // (see `interp.rs`), so that every trap is raised by the unfused instruction at its own
+    // index. Their parts run in order, each reading its operands after the previous part's
+    // writes, so that operands that overlap (a result that is also a later operand) give what
+    // the unfused instructions give.
+    /// `add.i64 x, y` into `o`, then `buffer.load` of 4 bytes from `b` at element `o` into
+    /// `d`.
+    AddLoad32 {
+        x: Reg64,
+        y: Reg64,
+        o: Reg64,
+        b: RefReg,
+        d: Reg,
+    },
+    /// `add.i64 x, y` into `t`, `add.i64 t, z` into `o`, then a 4-byte `buffer.load` from `b`
+    /// at element `o` into `d`.
+    AddAddLoad32 {
+        x: Reg64,
+        y: Reg64,
+        t: Reg64,
+        z: Reg64,
+        o: Reg64,
+        b: RefReg,
+        d: Reg,
+    },
+    /// `add.i64 a0, b0` into `d0`, then `add.i64 a1, b1` into `d1` (the second may read
+    /// `d0`: the two run in order).
+    AddAddI64 {
+        a0: Reg64,
+        b0: Reg64,
+        d0: Reg64,
+        a1: Reg64,
+        b1: Reg64,
+        d1: Reg64,
+    },
+    /// A multiply-add into memory: a 4-byte `buffer.load` from `b` at element `o` into `v`,
+    /// `fma.f32 x, y, v` into `d`, then a 4-byte `buffer.store` of `d` to `b` at element `o`.
+    LoadFmaStore32 {
+        b: RefReg,
+        o: Reg64,
+        v: Reg,
+        x: Reg,
+        y: Reg,
+        d: Reg,
+    },
+    /// A loop's increment and back edge: `add.i64 x, y` into `d`, then a `br` over `to`
+    /// without copies (a [`Inst::BrShort`]: the increment writes the block argument's own
+    /// register).
+    AddBr {
+        x: Reg64,
+        y: Reg64,
+        d: Reg64,
+        to: ShortEdge,
+    },
+    /// A loop's increment and back edge: `add.i64 x, y` into `d`, then a `br` over `to`
+    /// whose remap copies the pair `d` to the pair `dst` (a [`Inst::BrMove64`] from `d`).
+    AddBrMove64 {
+        x: Reg64,
+        y: Reg64,
+        d: Reg64,
+        to: ShortEdge,
+        dst: Reg64,
+    },
     // References.
     CmpEqRef {
         a: RefReg,
@@ -1177,6 +1247,8 @@ impl Inst {
                 | Inst::BrMove2 { .. }
                 | Inst::BrMove64 { .. }
                 | Inst::BrMoves { .. }
+                | Inst::AddBr { .. }
+                | Inst::AddBrMove64 { .. }
                 | Inst::BrTable { .. }
                 | Inst::Call { .. }
                 | Inst::Return { .. }

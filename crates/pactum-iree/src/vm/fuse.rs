@@ -15,10 +15,23 @@
 //!   more i32-bank copies (and no reference copy) carries its target, cost and the range of
 //!   its copies, so it skips the edge table.
 //!
+//! - Straight-line sequences of a vmvx workgroup's inner loop become one instruction each (a
+//!   second pass, over the first pass's result): an `add.i64` into the offset of the 4-byte
+//!   `buffer.load` after it, two `add.i64`s then that load, any two `add.i64`s, a multiply-add
+//!   into memory (load, `fma.f32` on what it loaded, store of the result where it was
+//!   loaded), and a loop's increment with the `br` after it (a `BrShort`, or a `BrMove64`
+//!   that copies the increment to the block argument). The
+//!   superinstruction replaces the sequence's first instruction and leaves the others in
+//!   place, as the `cond_br` of a compare-and-branch; each is made from the instructions at
+//!   the indices after it as the first pass left them, which do what the unfused
+//!   instructions do. A sequence never spans a terminator except as its last instruction,
+//!   so its instructions always run one after the other: running them at once is running
+//!   them in order, whatever branches to the first of them.
+//!
 //! Only edges whose target index and cost fit in 16 bits are held in an instruction; others
-//! stay as they are. The pass runs after the fuel costs are charged and changes no index, so
-//! it changes no observable behaviour: registers, results, traps, fuel and locations are those
-//! of the unfused instructions.
+//! stay as they are. The passes run after the fuel costs are charged and change no index, so
+//! they change no observable behaviour: registers, results, traps, fuel and locations are
+//! those of the unfused instructions.
 
 use super::code::{FunctionCode, ICmp, Inst, Program, Reg, Reg64, ShortEdge};
 
@@ -62,7 +75,96 @@ pub fn fuse(code: &mut FunctionCode) {
             insts[i] = inst;
         }
     }
+    fuse_sequences(&mut insts);
     code.insts = Program::new(insts);
+}
+
+/// Replaces the first instruction of each straight-line sequence of `insts` that has a
+/// superinstruction with it. The sequences are read from a copy of `insts` made before any
+/// replacement, so that each is made of instructions that do what the bytecode's do (a
+/// superinstruction does more than its first instruction: it would not do as a part).
+fn fuse_sequences(insts: &mut [Inst]) {
+    let before = insts.to_vec();
+    for (i, inst) in insts.iter_mut().enumerate() {
+        if let Some(fused) = sequence(&before[i..]) {
+            *inst = fused;
+        }
+    }
+}
+
+/// The superinstruction of the sequence that `insts` starts with, if it has one.
+fn sequence(insts: &[Inst]) -> Option<Inst> {
+    match *insts {
+        [
+            Inst::AddI64 { a: x, b: y, d: t },
+            Inst::AddI64 { a, b, d: o },
+            Inst::BufferLoad32 {
+                b: buffer,
+                o: at,
+                d,
+            },
+            ..,
+        ] if at == o && (a == t || b == t) => {
+            // The second add reads `t` and one other operand, in either order (the sum is
+            // the same).
+            let z = if a == t { b } else { a };
+            Some(Inst::AddAddLoad32 {
+                x,
+                y,
+                t,
+                z,
+                o,
+                b: buffer,
+                d,
+            })
+        }
+        [
+            Inst::AddI64 { a: x, b: y, d: o },
+            Inst::BufferLoad32 { b, o: at, d },
+            ..,
+        ] if at == o => Some(Inst::AddLoad32 { x, y, o, b, d }),
+        [Inst::AddI64 { a: x, b: y, d }, Inst::BrShort { to }, ..] => {
+            Some(Inst::AddBr { x, y, d, to })
+        }
+        [
+            Inst::AddI64 { a: x, b: y, d },
+            Inst::BrMove64 { to, s, d: dst },
+            ..,
+        ] if s == d => Some(Inst::AddBrMove64 { x, y, d, to, dst }),
+        [
+            Inst::AddI64 {
+                a: a0,
+                b: b0,
+                d: d0,
+            },
+            Inst::AddI64 {
+                a: a1,
+                b: b1,
+                d: d1,
+            },
+            ..,
+        ] => Some(Inst::AddAddI64 {
+            a0,
+            b0,
+            d0,
+            a1,
+            b1,
+            d1,
+        }),
+        [
+            Inst::BufferLoad32 { b, o, d: v },
+            Inst::FmaF32 { a: x, b: y, c, d },
+            Inst::BufferStore32 {
+                b: stored_to,
+                o: stored_at,
+                v: stored,
+            },
+            ..,
+        ] if c == v && stored_to == b && stored_at == o && stored == d => {
+            Some(Inst::LoadFmaStore32 { b, o, v, x, y, d })
+        }
+        _ => None,
+    }
 }
 
 /// The two edges of the `cond_br` after instruction `i`, when it branches on `d` (the
@@ -312,6 +414,151 @@ mod tests {
                     d0: Reg(7),
                     s1: Reg(4),
                     d1: Reg(8)
+                },
+            ]
+        );
+    }
+
+    /// The sequences of a vmvx workgroup's inner loop become superinstructions at their first
+    /// index, the rest left in place; a sequence whose operands do not chain (a load at
+    /// another offset, an fma that does not add what was loaded, a store elsewhere) is not.
+    #[test]
+    fn workgroup_loop_sequences_fuse_at_their_first_instruction() {
+        let (i, shift, zero, t, o) = (Reg64(0), Reg64(2), Reg64(4), Reg64(6), Reg64(8));
+        let (buffer, acc) = (RefReg(0), RefReg(1));
+        let (v, w, x, y) = (Reg(10), Reg(11), Reg(12), Reg(13));
+        let next = Reg64(14);
+        let add = |a, b, d| Inst::AddI64 { a, b, d };
+        let load = |b, o, d| Inst::BufferLoad32 { b, o, d };
+        let body = vec![
+            add(i, shift, t),
+            add(zero, t, o),
+            load(buffer, o, v),
+            add(i, zero, o),
+            load(buffer, o, w),
+            load(acc, i, x),
+            Inst::FmaF32 {
+                a: v,
+                b: w,
+                c: x,
+                d: y,
+            },
+            Inst::BufferStore32 { b: acc, o: i, v: y },
+            add(i, shift, next),
+            Inst::Br { edge: 0 },
+            // Not chained: the load is at `i`, not at the sum.
+            add(i, shift, o),
+            load(buffer, i, v),
+            // Not chained: the fma adds `w`, not what was loaded; the store goes elsewhere.
+            load(acc, i, x),
+            Inst::FmaF32 {
+                a: v,
+                b: x,
+                c: w,
+                d: y,
+            },
+            Inst::BufferStore32 { b: acc, o: i, v: y },
+            load(acc, i, x),
+            Inst::FmaF32 {
+                a: v,
+                b: w,
+                c: x,
+                d: y,
+            },
+            Inst::BufferStore32 { b: acc, o, v: y },
+        ];
+        let mut code = FunctionCode {
+            insts: Program::new(body.clone()),
+            moves: vec![(Reg(14), Reg(0)), (Reg(15), Reg(1))],
+            edges: vec![edge(0, 9, span(0, 2), span(0, 0))],
+            ..FunctionCode::default()
+        };
+        fuse(&mut code);
+        let to = short(0, 9);
+        let mut want = body;
+        want[0] = Inst::AddAddLoad32 {
+            x: i,
+            y: shift,
+            t,
+            z: zero,
+            o,
+            b: buffer,
+            d: v,
+        };
+        want[1] = Inst::AddLoad32 {
+            x: zero,
+            y: t,
+            o,
+            b: buffer,
+            d: v,
+        };
+        want[3] = Inst::AddLoad32 {
+            x: i,
+            y: zero,
+            o,
+            b: buffer,
+            d: w,
+        };
+        want[5] = Inst::LoadFmaStore32 {
+            b: acc,
+            o: i,
+            v: x,
+            x: v,
+            y: w,
+            d: y,
+        };
+        want[8] = Inst::AddBrMove64 {
+            x: i,
+            y: shift,
+            d: next,
+            to,
+            dst: i,
+        };
+        want[9] = Inst::BrMove64 { to, s: next, d: i };
+        assert_eq!(*code.insts, want);
+        // An increment into the block argument's own register, then a `br` without copies.
+        let mut code = FunctionCode {
+            insts: Program::new(vec![add(i, shift, i), Inst::Br { edge: 0 }]),
+            edges: vec![edge(0, 9, span(0, 0), span(0, 0))],
+            ..FunctionCode::default()
+        };
+        fuse(&mut code);
+        assert_eq!(
+            *code.insts,
+            [
+                Inst::AddBr {
+                    x: i,
+                    y: shift,
+                    d: i,
+                    to
+                },
+                Inst::BrShort { to }
+            ]
+        );
+        // Two adds that feed no load are one instruction too.
+        let mut code = FunctionCode {
+            insts: Program::new(vec![add(i, shift, t), add(t, zero, o), add(o, o, next)]),
+            ..FunctionCode::default()
+        };
+        fuse(&mut code);
+        assert_eq!(
+            code.insts[..2],
+            [
+                Inst::AddAddI64 {
+                    a0: i,
+                    b0: shift,
+                    d0: t,
+                    a1: t,
+                    b1: zero,
+                    d1: o,
+                },
+                Inst::AddAddI64 {
+                    a0: t,
+                    b0: zero,
+                    d0: o,
+                    a1: o,
+                    b1: o,
+                    d1: next,
                 },
             ]
         );

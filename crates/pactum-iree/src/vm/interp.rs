@@ -500,6 +500,28 @@ impl<'a> Machine<'a> {
                         control::copy(code, r, moves);
                         ip = usize::from(to.target);
                     }
+                    // A straight-line superinstruction runs here as its first instruction
+                    // alone, and the loop goes on at the next index, where the rest of its
+                    // sequence is (see the superinstructions in `code.rs`): the fast path
+                    // stopped at it, and each part then raises its own trap at its own index.
+                    Inst::AddLoad32 { x, y, o, .. } => {
+                        integer::add_i64(r, x, y, o);
+                    }
+                    Inst::AddAddLoad32 { x, y, t, .. } => {
+                        integer::add_i64(r, x, y, t);
+                    }
+                    Inst::AddAddI64 { a0, b0, d0, .. } => {
+                        integer::add_i64(r, a0, b0, d0);
+                    }
+                    Inst::AddBr { x, y, d, .. } => {
+                        integer::add_i64(r, x, y, d);
+                    }
+                    Inst::AddBrMove64 { x, y, d, .. } => {
+                        integer::add_i64(r, x, y, d);
+                    }
+                    Inst::LoadFmaStore32 { b, o, v, .. } => {
+                        tri!(buffers::load(r, Width::B32, b, o, v))
+                    }
                     Inst::BrTable { index, table } => {
                         let edge = control::table_edge(r, &code.tables[table as usize], index);
                         branch!(edge);

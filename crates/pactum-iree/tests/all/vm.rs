@@ -546,6 +546,270 @@ fn a_fused_loop_charges_fuel_per_instruction_and_reports_exhaustion_at_the_branc
     assert_eq!(fuel_error_pc(run_with(8)), back);
 }
 
+/// The byte offsets of the instructions of [`workgroup_loop`] that can stop it.
+struct LoopPcs {
+    /// The first instruction (where running out of fuel on entry is reported).
+    entry: u32,
+    /// The entry block's `br` to the loop head.
+    to_head: u32,
+    /// The load from `a` at `(i + shift) + 0`.
+    first_load: u32,
+    /// The load from `a` at `i + shift2`.
+    second_load: u32,
+    /// The load of the accumulator.
+    acc_load: u32,
+    /// The store of the accumulator.
+    acc_store: u32,
+    /// The loop head's `cond_br`.
+    cond_br: u32,
+    /// The back edge's `br`.
+    back: u32,
+}
+
+/// The element values of [`workgroup_loop`]'s read-only buffer `a` (rodata segment 0).
+const LOOP_A: [f32; 8] = [1.5, 2.0, -3.0, 0.25, 4.0, 5.5, -1.0, 8.0];
+
+/// `mac(n, shift, shift2, acc_at)`: the inner loop of a vmvx matmul, made of the sequences the
+/// loader fuses into superinstructions (two `add.i64`s; two `add.i64`s feeding a 4-byte load;
+/// one `add.i64` feeding a load; a load, an `fma.f32` on it and a store back; an increment
+/// with the back edge that copies it):
+/// `for i in 0..n { acc[acc_at] = a[(i + shift) + 0] * a[i + shift2] + acc[acc_at] }`, with
+/// `a` the rodata [`LOOP_A`] and `acc` a zeroed 16-byte buffer (or `a` itself when
+/// `read_only_acc`). Returns `acc[acc_at]` and the registers the fused instructions write:
+/// `t = i + shift`, `o = t + 0`, the two loads, the accumulator's load and the fma's result,
+/// and `i`. With `breakers`, a `const.i32` into an unused register follows every instruction
+/// of the loop body: the same computation, with no sequence left to fuse. With
+/// `increment_in_place`, the increment writes `i` itself and the back edge copies nothing (as
+/// IREE's register allocator leaves most loops); otherwise it writes a register of its own
+/// that the back edge copies to `i`.
+fn workgroup_loop(
+    read_only_acc: bool,
+    breakers: bool,
+    increment_in_place: bool,
+) -> (Func, LoopPcs) {
+    // i32 bank: n 0:1, shift 2:3, shift2 4:5, acc_at 6:7, zero 8:9, one 10:11, i 12:13,
+    // t 14:15, o 16:17, p 18:19, q 20:21, q2 22:23, v 24, w 25, x 26, y 27, cmp 28, align 29,
+    // result 30, breaker 31, next i 32:33, length 34:35. Refs: a 0, acc 1.
+    let mut f = Func::new("mac", "0IIII_fIIffffI", 36, 2);
+    f.block();
+    let entry = f.pc();
+    f.op(0x11).u32(0).r(R); // %r0 = rodata 0
+    if read_only_acc {
+        f.op(0x11).u32(0).r(R | 1);
+    } else {
+        f.const_i64(16, 34).const_i32(0, 29);
+        f.op(0x6C).r(34).r(29).r(R | 1); // %r1 = buffer.alloc 16
+    }
+    f.const_i64(0, 8).const_i64(1, 10).const_i64(0, 12);
+    let to_head_pc = f.pc();
+    let to_head = f.br(0);
+    let head = f.block();
+    f.patch(to_head, head);
+    f.bin(0x50, 12, 0, 28); // cmp.lt.i64.s i, n
+    let cond_br = f.pc();
+    f.op(0x57).r(28);
+    let to_body = f.target(0);
+    f.remap(&[]);
+    let to_exit = f.target(0);
+    f.remap(&[]);
+    let body = f.block();
+    f.patch(to_body, body);
+    let breaker = |f: &mut Func| {
+        if breakers {
+            f.const_i32(0, 31);
+        }
+    };
+    f.bin(0x2A, 6, 8, 20); // q = acc_at + 0
+    breaker(&mut f);
+    f.bin(0x2A, 20, 8, 22); // q2 = q + 0
+    breaker(&mut f);
+    f.bin(0x2A, 12, 2, 14); // t = i + shift
+    breaker(&mut f);
+    f.bin(0x2A, 8, 14, 16); // o = 0 + t (the add that reads t second)
+    breaker(&mut f);
+    let first_load = f.pc();
+    f.f32op(0x33).r(R).r(16).r(24); // v = a[o]
+    breaker(&mut f);
+    f.bin(0x2A, 12, 4, 18); // p = i + shift2
+    breaker(&mut f);
+    let second_load = f.pc();
+    f.f32op(0x33).r(R).r(18).r(25); // w = a[p]
+    breaker(&mut f);
+    let acc_load = f.pc();
+    f.f32op(0x33).r(R | 1).r(22).r(26); // x = acc[q2]
+    breaker(&mut f);
+    f.f32op(0x0F).r(24).r(25).r(26).r(27); // y = v * w + x
+    breaker(&mut f);
+    let acc_store = f.pc();
+    f.f32op(0x34).r(R | 1).r(22).r(27); // acc[q2] = y
+    breaker(&mut f);
+    let back = if increment_in_place {
+        f.bin(0x2A, 12, 10, 12); // i = i + 1
+        breaker(&mut f);
+        let back = f.pc();
+        f.br(head);
+        back
+    } else {
+        f.bin(0x2A, 12, 10, 32); // next i = i + 1
+        breaker(&mut f);
+        let back = f.pc();
+        f.op(0x56);
+        f.target(head);
+        f.remap(&[(32, 12), (33, 13)]);
+        back
+    };
+    let exit = f.block();
+    f.patch(to_exit, exit);
+    f.f32op(0x33).r(R | 1).r(6).r(30);
+    f.ret(&[30, 14, 16, 24, 25, 26, 27, 12]);
+    let pcs = LoopPcs {
+        entry,
+        to_head: to_head_pc,
+        first_load,
+        second_load,
+        acc_load,
+        acc_store,
+        cond_br,
+        back,
+    };
+    (f, pcs)
+}
+
+fn load_workgroup_loop(f: &Func, limits: Limits) -> Context {
+    let bytes: Vec<u8> = LOOP_A.iter().flat_map(|v| v.to_le_bytes()).collect();
+    load_with(std::slice::from_ref(f), limits, |def| {
+        asm::rodata(def, &bytes)
+    })
+    .unwrap()
+}
+
+fn mac(
+    context: &Context,
+    n: i64,
+    shift: i64,
+    shift2: i64,
+    acc_at: i64,
+) -> Result<Vec<Value>, VmError> {
+    let args = [n, shift, shift2, acc_at].map(Value::I64);
+    context.call("t.mac", &args)
+}
+
+/// A trap's kind, detail and byte offset.
+fn trap_at(result: Result<Vec<Value>, VmError>) -> (TrapKind, String, u32) {
+    match result {
+        Err(VmError::Trap {
+            kind,
+            detail,
+            location,
+        }) => (kind, detail, location.pc),
+        other => panic!("expected a trap, got {other:?}"),
+    }
+}
+
+#[test]
+fn fused_workgroup_loops_compute_write_and_trap_as_their_instructions_do() {
+    for increment_in_place in [false, true] {
+        check_workgroup_loop(increment_in_place);
+    }
+}
+
+fn check_workgroup_loop(increment_in_place: bool) {
+    let (fused, pcs) = workgroup_loop(false, false, increment_in_place);
+    let (unfused, unfused_pcs) = workgroup_loop(false, true, increment_in_place);
+    let fused = load_workgroup_loop(&fused, Limits::default());
+    let unfused = load_workgroup_loop(&unfused, Limits::default());
+    // Results and every register the sequences write, against the same loop unfused and
+    // against the sums computed here.
+    for (n, shift, shift2, acc_at) in [(0, 0, 0, 0), (1, 3, 5, 2), (5, 1, 3, 3), (8, 0, 0, 0)] {
+        let got = mac(&fused, n, shift, shift2, acc_at).unwrap();
+        assert_eq!(got, mac(&unfused, n, shift, shift2, acc_at).unwrap());
+        let (mut acc, mut x) = (0f32, 0f32);
+        for i in 0..n {
+            x = acc;
+            acc += LOOP_A[(i + shift) as usize] * LOOP_A[(i + shift2) as usize];
+        }
+        if n > 0 {
+            let last = n - 1;
+            let (v, w) = (
+                LOOP_A[(last + shift) as usize],
+                LOOP_A[(last + shift2) as usize],
+            );
+            let want = [
+                Value::F32(acc),
+                Value::I64(last + shift),
+                Value::I64(last + shift),
+                Value::F32(v),
+                Value::F32(w),
+                Value::F32(x),
+                Value::F32(acc),
+                Value::I64(n),
+            ];
+            assert_eq!(got, want, "mac({n}, {shift}, {shift2}, {acc_at})");
+        }
+    }
+    // Each load out of range, on the loop's last trip (the trips before it run fused) or on
+    // its first (a negative offset, an accumulator past the buffer's end): the trap of the
+    // unfused instruction, with its message, at its own offset.
+    let cases = [
+        ((4, 5, 0, 0), pcs.first_load, unfused_pcs.first_load),
+        ((4, 0, 5, 0), pcs.second_load, unfused_pcs.second_load),
+        ((4, 0, 0, 4), pcs.acc_load, unfused_pcs.acc_load),
+        ((4, -1, 0, 0), pcs.first_load, unfused_pcs.first_load),
+    ];
+    for ((n, shift, shift2, acc_at), pc, unfused_pc) in cases {
+        let (kind, detail, at) = trap_at(mac(&fused, n, shift, shift2, acc_at));
+        let (unfused_kind, unfused_detail, unfused_at) =
+            trap_at(mac(&unfused, n, shift, shift2, acc_at));
+        assert_eq!((kind, &detail), (unfused_kind, &unfused_detail));
+        assert_eq!(kind, TrapKind::OutOfRange);
+        assert_eq!((at, unfused_at), (pc, unfused_pc), "{detail}");
+    }
+    // A read-only accumulator: its load succeeds and its store traps.
+    let (read_only, read_only_pcs) = workgroup_loop(true, false, increment_in_place);
+    let (read_only_unfused, _) = workgroup_loop(true, true, increment_in_place);
+    let read_only = load_workgroup_loop(&read_only, Limits::default());
+    let read_only_unfused = load_workgroup_loop(&read_only_unfused, Limits::default());
+    let (kind, detail, at) = trap_at(mac(&read_only, 2, 0, 0, 1));
+    let (unfused_kind, unfused_detail, _) = trap_at(mac(&read_only_unfused, 2, 0, 0, 1));
+    assert_eq!((kind, &detail), (unfused_kind, &unfused_detail));
+    assert_eq!((kind, at), (TrapKind::ReadOnly, read_only_pcs.acc_store));
+}
+
+#[test]
+fn a_fused_back_edge_pays_for_its_branch_and_reports_exhaustion_there() {
+    for increment_in_place in [false, true] {
+        check_back_edge_fuel(increment_in_place);
+    }
+}
+
+fn check_back_edge_fuel(increment_in_place: bool) {
+    let (f, pcs) = workgroup_loop(false, false, increment_in_place);
+    let run_with = |fuel: u64| {
+        mac(
+            &load_workgroup_loop(&f, Limits::with_fuel(fuel)),
+            3,
+            0,
+            1,
+            0,
+        )
+    };
+    let need = (0..1000)
+        .find(|&fuel| run_with(fuel).is_ok())
+        .expect("3 trips run on 1000 fuel");
+    // Short of fuel, the run stops where it cannot pay: on entry, at the entry block's `br`,
+    // the head's `cond_br` or the back edge's `br`, never at an instruction fused with
+    // either, and each of them is reached by some budget.
+    let mut stops = std::collections::BTreeSet::new();
+    for fuel in 0..need {
+        stops.insert(fuel_error_pc(run_with(fuel)));
+    }
+    assert_eq!(
+        stops,
+        [pcs.entry, pcs.to_head, pcs.cond_br, pcs.back].into(),
+        "fuel error offsets"
+    );
+}
+
 #[test]
 fn branches_copy_one_or_two_registers_in_order() {
     // A `br` with a single copy: `x -> y`, then `y` returned.

@@ -4,7 +4,8 @@
 //! buffer loads and stores (a vmvx workgroup's inner loops are made of them), integer
 //! divisions, and `list.get`/`list.set` of values (so that a loop over a list, or one that
 //! divides, does not leave this loop and enter it again at every trip: each entry costs
-//! about 70 host instructions).
+//! about 70 host instructions), and the superinstructions `fuse.rs` makes of workgroup loops'
+//! sequences, run whole here (see their arms).
 //!
 //! The main loop (`interp.rs`) matches every instruction, which makes it one large function
 //! where the compiler keeps the loop's state (instruction pointer, register window, fuel) in
@@ -382,6 +383,71 @@ fn run_in<const FTZ: bool>(
                 if views.get(b).store(r.i64(o), r.i64(v).to_le_bytes()).is_none() {
                     break at.ip();
                 }
+            }
+            // Straight-line superinstructions (`fuse.rs`): their parts in order, then on past
+            // the sequence. A buffer access that fails stops at its own instruction (in place
+            // after the superinstruction) with the parts before it done, and the main loop
+            // runs that instruction as it always has.
+            Inst::AddLoad32 { x, y, o, b, d } => {
+                let at_element = integer::add_i64(r, x, y, o);
+                let Some(bytes) = views.get(b).load::<4>(at_element) else {
+                    at.skip(1);
+                    break at.ip();
+                };
+                r.set_i32(d, u32::from_le_bytes(bytes));
+                at.skip(2);
+                continue;
+            }
+            Inst::AddAddLoad32 { x, y, t, z, o, b, d } => {
+                integer::add_i64(r, x, y, t);
+                let at_element = integer::add_i64(r, t, z, o);
+                let Some(bytes) = views.get(b).load::<4>(at_element) else {
+                    at.skip(2);
+                    break at.ip();
+                };
+                r.set_i32(d, u32::from_le_bytes(bytes));
+                at.skip(3);
+                continue;
+            }
+            Inst::AddAddI64 {
+                a0,
+                b0,
+                d0,
+                a1,
+                b1,
+                d1,
+            } => {
+                integer::add_i64(r, a0, b0, d0);
+                integer::add_i64(r, a1, b1, d1);
+                at.skip(2);
+                continue;
+            }
+            Inst::LoadFmaStore32 { b, o, v, x, y, d } => {
+                let view = views.get(b);
+                let Some(bytes) = view.load::<4>(r.i64(o)) else {
+                    break at.ip();
+                };
+                r.set_i32(v, u32::from_le_bytes(bytes));
+                float::fma_f32(r, ftz, x, y, v, d);
+                if view.store(r.i64(o), r.i32(d).to_le_bytes()).is_none() {
+                    at.skip(2);
+                    break at.ip();
+                }
+                at.skip(3);
+                continue;
+            }
+            // The increment runs once the back edge is paid for, so that a branch left to the
+            // main loop is left whole, with its increment.
+            Inst::AddBr { x, y, d, to } => {
+                pay!(to.cost, at.ip());
+                integer::add_i64(r, x, y, d);
+                enter!(usize::from(to.target))
+            }
+            Inst::AddBrMove64 { x, y, d, to, dst } => {
+                pay!(to.cost, at.ip());
+                let next = integer::add_i64(r, x, y, d);
+                r.set_i64(dst, next);
+                enter!(usize::from(to.target))
             }
             // Left to the main loop: instructions that can fault, read the module instance,
             // touch references, or switch frames. Listed, not matched by a wildcard, so that a

@@ -16,9 +16,13 @@ pub(super) fn sub_i32(r: &mut Registers, a: Reg, b: Reg, d: Reg) {
     r.set_i32(d, r.i32(a).wrapping_sub(r.i32(b)));
 }
 
+/// Also returns the sum, for a superinstruction that uses it next (reading it back from the
+/// register pair would rebuild it from its two halves).
 #[inline(always)]
-pub(super) fn add_i64(r: &mut Registers, a: Reg64, b: Reg64, d: Reg64) {
-    r.set_i64(d, r.i64(a).wrapping_add(r.i64(b)));
+pub(super) fn add_i64(r: &mut Registers, a: Reg64, b: Reg64, d: Reg64) -> u64 {
+    let sum = r.i64(a).wrapping_add(r.i64(b));
+    r.set_i64(d, sum);
+    sum
 }
 
 #[inline(always)]

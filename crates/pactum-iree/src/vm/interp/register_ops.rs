@@ -26,7 +26,9 @@ macro_rules! match_register_ops {
             // Integer arithmetic (the variants of the most frequent operations first).
             Inst::AddI32 { a, b, d } => integer::add_i32($r, a, b, d),
             Inst::SubI32 { a, b, d } => integer::sub_i32($r, a, b, d),
-            Inst::AddI64 { a, b, d } => integer::add_i64($r, a, b, d),
+            Inst::AddI64 { a, b, d } => {
+                integer::add_i64($r, a, b, d);
+            }
             Inst::MulI32 { a, b, d } => integer::bin32($r, IBin::Mul, a, b, d),
             Inst::AndI32 { a, b, d } => integer::bin32($r, IBin::And, a, b, d),
             Inst::OrI32 { a, b, d } => integer::bin32($r, IBin::Or, a, b, d),

@@ -2,13 +2,13 @@
 //!
 //! A function's instructions are kept as a [`Program`]: the pre-decoded instructions, then
 //! `Inst::End`s (which nothing decodes to) up to a power of two of slots, at least one. A
-//! [`Cursor`] holds the byte offset of its slot, kept masked: every move (a step, a jump)
-//! stores the new offset ANDed with `(slots - 1) * size`, a multiple of the slot size below
-//! the slots' byte length (both the slot count and the slot size are powers of two). So every
-//! offset the cursor can hold is the start of a slot, and the fetch reads there with no check
-//! at all, whoever moves the cursor and wherever to. This is the whole proof, and it is this
-//! module's alone: the slot count, the mask and the offset are private, and the mask is fixed
-//! when the program is built.
+//! [`Cursor`] holds the byte offset of its slot, kept masked: every move (a step, a skip, a
+//! jump) stores the new offset ANDed with `(slots - 1) * size`, a multiple of the slot size
+//! below the slots' byte length (both the slot count and the slot size are powers of two). So
+//! every offset the cursor can hold is the start of a slot, and the fetch reads there with no
+//! check at all, whoever moves the cursor and wherever to. This is the whole proof, and it is
+//! this module's alone: the slot count, the mask and the offset are private, and the mask is
+//! fixed when the program is built.
 //!
 //! The fetch is then one load at `base + offset` (the operands of the instruction are read at
 //! the same address plus their field's place), and a step is an `add` and an `and` on a value
@@ -17,8 +17,9 @@
 //! target to be an instruction of the function (rule `BranchTarget`) and every block to end
 //! with a terminator (rule `Terminator`), so a step only ever leaves an instruction for the
 //! next one or, at worst, for the first `End`, where the loop stops (the main loop then
-//! reports running past the end, as it did before). The cursor's `debug_assert!`s check
-//! exactly that the mask changed nothing.
+//! reports running past the end, as it did before), and a superinstruction skips only the
+//! instructions of its own sequence (`fuse.rs`), which are there. The cursor's
+//! `debug_assert!`s check exactly that the mask changed nothing.
 
 /// A slot type with a value that pads a [`Program`] (for instructions, the `End` that stops
 /// the fast loop).
@@ -117,7 +118,7 @@ impl<'p, T: Slot> Cursor<'p, T> {
             self.offset & !self.mask == 0
                 && self.offset < self.slots.len() * Program::<T>::SLOT_SIZE
         );
-        // `offset` is always stored masked (`cursor`, `step`, `jump`): `mask` is
+        // `offset` is always stored masked (`cursor`, `step`, `skip`, `jump`): `mask` is
         // `(slots.len() - 1) * size_of::<T>()` with both factors' sizes powers of two
         // (`Program::new`), so `offset` is a multiple of `size_of::<T>()` and at most
         // `(slots.len() - 1) * size_of::<T>()`: the start of a slot of `slots`, aligned for
@@ -136,6 +137,21 @@ impl<'p, T: Slot> Cursor<'p, T> {
             self.ip()
         );
         self.offset = self.offset.wrapping_add(Program::<T>::SLOT_SIZE) & self.mask;
+    }
+
+    /// Moves `n` instructions on (a superinstruction moving past its sequence, whose
+    /// instructions are all there, so it lands at most on the first `END`).
+    #[inline(always)]
+    pub(in crate::vm) fn skip(&mut self, n: usize) {
+        debug_assert!(
+            self.offset + n * Program::<T>::SLOT_SIZE <= self.mask,
+            "skipped past the last slot from instruction {}",
+            self.ip()
+        );
+        self.offset = self
+            .offset
+            .wrapping_add(n.wrapping_mul(Program::<T>::SLOT_SIZE))
+            & self.mask;
     }
 
     /// Moves to instruction `target` (modulo the slot count: the verifier proves every branch
@@ -182,6 +198,9 @@ mod tests {
                 cursor.step();
             }
             assert_eq!(*cursor.inst(), Op::End);
+            cursor.jump(0);
+            cursor.skip(n);
+            assert_eq!((cursor.ip(), *cursor.inst()), (n, Op::End));
             assert_eq!(program.clone().into_insts(), ops);
         }
     }
