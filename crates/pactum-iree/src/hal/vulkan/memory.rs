@@ -31,7 +31,7 @@ fn buffer_usage() -> vk::BufferUsageFlags {
 
 /// One `VkBuffer` and the memory it is bound to, mapped at `mapped`. Destroyed (unmapped,
 /// buffer destroyed, memory freed) when the last [`HostMemory`] over it is dropped; the
-/// device's queue waits for every submission that uses a buffer before it returns, so no
+/// device's queue holds every buffer a submission uses until the submission completes, so no
 /// work of the device uses it then.
 pub(crate) struct DeviceAllocation {
     pub(super) context: Arc<VulkanContext>,
@@ -61,8 +61,7 @@ unsafe impl Sync for DeviceAllocation {}
 impl Drop for DeviceAllocation {
     fn drop(&mut self) {
         // SAFETY: the objects were made on `context.device`, are destroyed once, here, and no
-        // submitted work uses them (every submission is waited for before its queue
-        // operation returns, and its buffers are held until then).
+        // submitted work uses them (a submission holds its buffers until it completes).
         unsafe {
             self.context.device.unmap_memory(self.memory);
             self.context.device.destroy_buffer(self.buffer, None);
