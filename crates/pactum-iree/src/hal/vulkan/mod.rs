@@ -189,7 +189,7 @@ impl HalDevice for VulkanDevice {
     }
 
     fn create_semaphore(&self, initial: u64) -> Result<HalSemaphore, StatusError> {
-        VulkanTimeline::create(&self.context, &self.queue, initial)
+        VulkanTimeline::create(&self.context, self.queue.clone(), initial)
     }
 
     fn queue_alloca(

@@ -43,7 +43,7 @@ use ash::vk;
 use super::context::{VulkanContext, vk_error};
 use super::executable::{Export, VulkanExecutable};
 use super::memory::{DeviceAllocation, allocation_of};
-use super::timeline::{VulkanTimeline, create_timeline_semaphore};
+use super::timeline::{RetireSignals, VulkanTimeline, create_timeline_semaphore};
 use crate::hal::buffer::{Binding, HalBuffer};
 use crate::hal::command::{BufferRef, Command};
 use crate::hal::device::{Submission, run_now, wait_on_host};
@@ -173,6 +173,34 @@ impl Drop for Queue {
         }
         // SAFETY: made on this device, destroyed once; every batch signalling it completed.
         unsafe { device.destroy_semaphore(self.progress, None) };
+    }
+}
+
+impl RetireSignals for Queue {
+    /// Completes the batches that signal `semaphore` to at most `value` (which it has
+    /// reached, so they have run: only the progress signal of the same batch may lag behind),
+    /// then everything else completed.
+    fn retire_signals_of(&self, semaphore: vk::Semaphore, value: u64) {
+        let ticket = {
+            let state = self.lock();
+            state
+                .pending
+                .iter()
+                .filter(|p| {
+                    p.signals.iter().any(|(s, v)| {
+                        *v <= value
+                            && VulkanTimeline::of(s, &self.context)
+                                .is_some_and(|t| t.semaphore == semaphore)
+                    })
+                })
+                .map(|p| p.ticket)
+                .max()
+        };
+        if let Some(ticket) = ticket {
+            // An error (a lost device) is found by the retire below.
+            let _ = wait_for_value(&self.context, self.progress, ticket, Duration::MAX);
+        }
+        self.retire();
     }
 }
 
@@ -324,32 +352,6 @@ impl Queue {
             };
             release(&self.context, pending, &mut state.free);
         }
-    }
-
-    /// Completes the batches that signal `semaphore` to at most `value` (which it has
-    /// reached, so they have run: only the progress signal of the same batch may lag behind),
-    /// then everything else completed.
-    pub(super) fn retire_signals_of(&self, semaphore: vk::Semaphore, value: u64) {
-        let ticket = {
-            let state = self.lock();
-            state
-                .pending
-                .iter()
-                .filter(|p| {
-                    p.signals.iter().any(|(s, v)| {
-                        *v <= value
-                            && VulkanTimeline::of(s, &self.context)
-                                .is_some_and(|t| t.semaphore == semaphore)
-                    })
-                })
-                .map(|p| p.ticket)
-                .max()
-        };
-        if let Some(ticket) = ticket {
-            // An error (a lost device) is found by the retire below.
-            let _ = wait_for_value(&self.context, self.progress, ticket, Duration::MAX);
-        }
-        self.retire();
     }
 
     /// How `submission`'s fences order device work: `None` when the device cannot signal its

@@ -21,9 +21,16 @@ use std::time::Duration;
 use ash::vk;
 
 use super::context::{VulkanContext, vk_error};
-use super::queue::Queue;
 use crate::hal::semaphore::{DeviceTimeline, HalSemaphore};
 use crate::status::{StatusCode, StatusError};
+
+/// What a timeline asks of the queue whose submissions signal it (implemented by the queue;
+/// a trait, so that this file does not reach up to the queue).
+pub(super) trait RetireSignals: Send + Sync {
+    /// Completes the submissions that signal `semaphore` to at most `value`, which it has
+    /// reached, so that failures they carry are on their semaphores.
+    fn retire_signals_of(&self, semaphore: vk::Semaphore, value: u64);
+}
 
 /// A Vulkan timeline semaphore behind a [`HalSemaphore`]. Destroyed when the semaphore's last
 /// handle goes; every submission that waits for or signals it holds a handle until it has
@@ -33,7 +40,7 @@ pub(crate) struct VulkanTimeline {
     pub(super) semaphore: vk::Semaphore,
     /// The queue whose submissions signal it: asked to retire the submissions that brought
     /// the counter to a value read, so that their failures reach their semaphores.
-    queue: Weak<Queue>,
+    queue: Weak<dyn RetireSignals>,
     /// The values submitted device signals move the counter to, ascending (as submissions
     /// signal them); those the counter reached are dropped when the lock is taken. Locked by
     /// the queue while it submits signals.
@@ -62,14 +69,14 @@ impl VulkanTimeline {
     /// A semaphore of `queue`'s device at `initial`.
     pub(super) fn create(
         context: &Arc<VulkanContext>,
-        queue: &Arc<Queue>,
+        queue: Arc<dyn RetireSignals>,
         initial: u64,
     ) -> Result<HalSemaphore, StatusError> {
         let semaphore = create_timeline_semaphore(context, initial)?;
         Ok(HalSemaphore::on_device(Box::new(VulkanTimeline {
             context: context.clone(),
             semaphore,
-            queue: Arc::downgrade(queue),
+            queue: Arc::downgrade(&queue),
             queued_signals: Mutex::new(Vec::new()),
             highest_wait: AtomicU64::new(0),
         })))
