@@ -460,13 +460,15 @@ impl HalFence {
 /// The error of a wait that a wait limit cut short: the fence was not reached within `limit`.
 /// Work on the local device completes before its operations return, so a fence still pending
 /// after any wait could only be signalled by another thread; a module waiting on a fence nothing
-/// signals would otherwise hang its caller.
+/// signals would otherwise hang its caller. (On the Vulkan device, work queued on the device
+/// may also still be running.)
 pub fn wait_limit_exceeded(limit: Duration) -> StatusError {
     StatusError::new(
         StatusCode::DeadlineExceeded,
         format!(
-            "a HAL fence was not reached within the wait limit of {limit:?}: queue work completes \
-             before it returns, so only another thread could still signal it"
+            "a HAL fence was not reached within the wait limit of {limit:?}: nothing signalled \
+             it (the local device completes queue work before it returns, so only another thread \
+             could), or the device work it waits for is still running"
         ),
     )
 }
