@@ -16,7 +16,7 @@
 //! - `executable`: shader modules, descriptor set layouts, pipeline layouts and one compute
 //!   pipeline per export, made once when the executable is created.
 //! - `timeline`: the device's semaphores ([`HalDevice::create_semaphore`], `hal.fence.create`),
-//!   each a Vulkan timeline semaphore behind a [`HalSemaphore`](super::HalSemaphore).
+//!   each a Vulkan timeline semaphore behind a [`HalSemaphore`].
 //! - `queue`: queue operations as batches submitted with their fences' waits and signals on the
 //!   device (`VkTimelineSemaphoreSubmitInfo`): the call returns once the batch is submitted,
 //!   and what it uses is held until the device completes it. Recorded command lists run as

@@ -204,6 +204,19 @@ impl RetireSignals for Queue {
     }
 }
 
+/// Vulkan's bound on how far a value waited for or signalled may be from the semaphore's
+/// counter (`maxTimelineSemaphoreValueDifference`): past it, an `OUT_OF_RANGE` error.
+fn check_difference(value: u64, counter: u64, context: &VulkanContext) -> Result<(), StatusError> {
+    let limit = context.max_timeline_difference;
+    if value.saturating_sub(counter) > limit {
+        return Err(StatusError::out_of_range(format!(
+            "semaphore value {value} is more than the device's limit of {limit} past the \
+             semaphore's {counter} (maxTimelineSemaphoreValueDifference)"
+        )));
+    }
+    Ok(())
+}
+
 /// Waits up to `limit` for `semaphore` (a timeline semaphore of `context`'s device) to reach
 /// `value`; whether it did.
 fn wait_for_value(
@@ -828,6 +841,7 @@ impl Queue {
         if let Some(order) = order {
             for (semaphore, value) in &order.waits {
                 let timeline = own(semaphore, &self.context)?;
+                check_difference(*value, timeline.counter()?, &self.context)?;
                 timeline.note_wait(*value);
                 wait_semaphores.push(timeline.semaphore);
                 wait_values.push(*value);
@@ -848,6 +862,7 @@ impl Queue {
                          operation signals it to {value}"
                     )));
                 }
+                check_difference(*value, current, &self.context)?;
                 signal_semaphores.push(timeline.semaphore);
                 signal_values.push(*value);
                 queued.push((guard, *value));

@@ -199,6 +199,13 @@ impl DeviceTimeline for VulkanTimeline {
                 ),
             ));
         }
+        let limit = self.context.max_timeline_difference;
+        if value - current > limit {
+            return Err(StatusError::out_of_range(format!(
+                "semaphore at {current} signalled to {value}: more than the device's limit of \
+                 {limit} at once (maxTimelineSemaphoreValueDifference)"
+            )));
+        }
         self.signal_locked(value)
     }
 
