@@ -605,6 +605,8 @@ fn device_semaphores_order_queue_operations_on_the_device() {
         .unwrap();
     let sum = allocator.allocate(BufferParams::default(), 16).unwrap();
     let out = allocator.allocate(BufferParams::default(), 16).unwrap();
+    // Device memory starts undefined: a known pattern shows whether the copy ran.
+    out.write(0, &[0xAB; 16]).unwrap();
     let point = |semaphore: &HalSemaphore, value| HalFence::at(semaphore.clone(), value);
 
     // A dispatch after s = 1 signalling 2, a copy after 2 signalling 3: both queued on the
@@ -634,7 +636,7 @@ fn device_semaphores_order_queue_operations_on_the_device() {
         )
         .unwrap();
     assert_eq!(s.value().unwrap(), 0);
-    assert_eq!(out.to_vec(), [0; 16]);
+    assert_eq!(out.to_vec(), [0xAB; 16]);
     // The host may not signal past a queued device signal (Vulkan's rule).
     assert_eq!(
         s.signal(2).unwrap_err().status,
