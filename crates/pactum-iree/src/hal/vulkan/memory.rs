@@ -613,6 +613,31 @@ impl<'a> HostSync<'a> {
     }
 
     fn record_copies(&self, device: &ash::Device, commands: vk::CommandBuffer, upload: bool) {
+        let staged = self
+            .ranges
+            .iter()
+            .any(|(a, start, end)| a.staging.is_some() && end > start);
+        if upload && staged {
+            // Batches are queued without waiting for each other: the uploads wait for the work
+            // (and the downloads) of every batch submitted before, so that a batch never loads
+            // a staged range before an earlier batch has written it back, nor writes back bytes
+            // older than an earlier batch's (its ranges are hulls, wider than what it writes).
+            let before = [vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE)];
+            // SAFETY: the command buffer is recording; the barrier array lives across the call.
+            unsafe {
+                device.cmd_pipeline_barrier(
+                    commands,
+                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::PipelineStageFlags::TRANSFER,
+                    vk::DependencyFlags::empty(),
+                    &before,
+                    &[],
+                    &[],
+                )
+            };
+        }
         let mut any = false;
         for (allocation, start, end) in &self.ranges {
             let Some(staging) = &allocation.staging else {
