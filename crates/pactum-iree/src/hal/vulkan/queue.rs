@@ -841,7 +841,19 @@ impl Queue {
         if let Some(order) = order {
             for (semaphore, value) in &order.waits {
                 let timeline = own(semaphore, &self.context)?;
-                check_difference(*value, timeline.counter()?, &self.context)?;
+                let (queued, current) = timeline.lock_queued()?;
+                check_difference(*value, current, &self.context)?;
+                // A value already reached needs no wait; a value a batch submitted earlier to
+                // this queue signals is reached in submission order: every batch's command
+                // buffer starts with a full barrier against earlier work, and a signal comes
+                // after everything submitted before it. Waiting on the device only for values
+                // nothing has submitted yet keeps the driver's submission path simple
+                // (lavapipe hands batches with pending timeline waits to a thread).
+                let queued_here = queued.last().is_some_and(|&last| last >= *value);
+                drop(queued);
+                if current >= *value || queued_here {
+                    continue;
+                }
                 timeline.note_wait(*value);
                 wait_semaphores.push(timeline.semaphore);
                 wait_values.push(*value);
@@ -950,6 +962,9 @@ impl Queue {
                     )
                 }
             };
+            // Work submitted earlier to the queue (which a wait left to submission order may
+            // depend on) completes, and its writes are visible, before this batch starts.
+            barrier();
             let max_range = u64::from(self.context.limits.max_storage_buffer_range);
             for step in planned {
                 let (export, count, constants, bound, indirect) = match step {
