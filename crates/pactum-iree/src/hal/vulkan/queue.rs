@@ -13,7 +13,11 @@
 //! timeline semaphores) and whose commands are all recorded on the device is one batch: the
 //! host waits for the wait fence's other semaphores (another device's, the host's), the batch
 //! is submitted waiting for the device's own semaphores and signalling the signal fence, and
-//! the call returns. Every batch also signals the queue's progress semaphore to its ticket;
+//! the call returns. Only values nothing has submitted yet are waited for on the device: a
+//! value already reached needs no wait, and one an earlier batch of this queue signals is
+//! reached in submission order (each command buffer starts with a full barrier against the
+//! work before it, and a signal follows everything submitted before it), which keeps
+//! lavapipe's submission in the calling thread. Every batch also signals the queue's progress semaphore to its ticket;
 //! a submitted batch holds its command pool, descriptor pool, operands, command list (with
 //! its executables) and semaphores until the progress counter passes its ticket, which is
 //! checked on every queue operation and every read of a semaphore (`retire`). A semaphore the
