@@ -13,7 +13,11 @@
 //! timeline semaphores) and whose commands are all recorded on the device is one batch: the
 //! host waits for the wait fence's other semaphores (another device's, the host's), the batch
 //! is submitted waiting for the device's own semaphores and signalling the signal fence, and
-//! the call returns. Every batch also signals the queue's progress semaphore to its ticket;
+//! the call returns. Only values nothing has submitted yet are waited for on the device: a
+//! value already reached needs no wait, and one an earlier batch of this queue signals is
+//! reached in submission order (each command buffer starts with a full barrier against the
+//! work before it, and a signal follows everything submitted before it), which keeps
+//! lavapipe's submission in the calling thread. Every batch also signals the queue's progress semaphore to its ticket;
 //! a submitted batch holds its command pool, descriptor pool, operands, command list (with
 //! its executables) and semaphores until the progress counter passes its ticket, which is
 //! checked on every queue operation and every read of a semaphore (`retire`). A semaphore the
@@ -878,7 +882,19 @@ impl Queue {
         if let Some(order) = order {
             for (semaphore, value) in &order.waits {
                 let timeline = own(semaphore, &self.context)?;
-                check_difference(*value, timeline.counter()?, &self.context)?;
+                let (queued, current) = timeline.lock_queued()?;
+                check_difference(*value, current, &self.context)?;
+                // A value already reached needs no wait; a value a batch submitted earlier to
+                // this queue signals is reached in submission order: every batch's command
+                // buffer starts with a full barrier against earlier work, and a signal comes
+                // after everything submitted before it. Waiting on the device only for values
+                // nothing has submitted yet keeps the driver's submission path simple
+                // (lavapipe hands batches with pending timeline waits to a thread).
+                let queued_here = queued.last().is_some_and(|&last| last >= *value);
+                drop(queued);
+                if current >= *value || queued_here {
+                    continue;
+                }
                 timeline.note_wait(*value);
                 wait_semaphores.push(timeline.semaphore);
                 wait_values.push(*value);
@@ -990,6 +1006,9 @@ impl Queue {
                     )
                 }
             };
+            // Work submitted earlier to the queue (which a wait left to submission order may
+            // depend on) completes, and its writes are visible, before this batch starts.
+            barrier();
             let max_range = u64::from(self.context.limits.max_storage_buffer_range);
             for step in planned {
                 let (export, count, constants, bound, indirect) = match step {
