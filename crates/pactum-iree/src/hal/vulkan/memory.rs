@@ -600,7 +600,8 @@ impl<'a> HostSync<'a> {
     }
 
     /// Records the copies of staged ranges to the device's buffers, and a barrier making them
-    /// visible to all later work: first in the command buffer.
+    /// visible to all later work: first in the command buffer's work, after the barrier on
+    /// everything submitted before (queued batches do not wait for each other).
     pub(super) fn record_uploads(&self, device: &ash::Device, commands: vk::CommandBuffer) {
         self.record_copies(device, commands, true);
     }
@@ -613,31 +614,6 @@ impl<'a> HostSync<'a> {
     }
 
     fn record_copies(&self, device: &ash::Device, commands: vk::CommandBuffer, upload: bool) {
-        let staged = self
-            .ranges
-            .iter()
-            .any(|(a, start, end)| a.staging.is_some() && end > start);
-        if upload && staged {
-            // Batches are queued without waiting for each other: the uploads wait for the work
-            // (and the downloads) of every batch submitted before, so that a batch never loads
-            // a staged range before an earlier batch has written it back, nor writes back bytes
-            // older than an earlier batch's (its ranges are hulls, wider than what it writes).
-            let before = [vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ | vk::AccessFlags::TRANSFER_WRITE)];
-            // SAFETY: the command buffer is recording; the barrier array lives across the call.
-            unsafe {
-                device.cmd_pipeline_barrier(
-                    commands,
-                    vk::PipelineStageFlags::ALL_COMMANDS,
-                    vk::PipelineStageFlags::TRANSFER,
-                    vk::DependencyFlags::empty(),
-                    &before,
-                    &[],
-                    &[],
-                )
-            };
-        }
         let mut any = false;
         for (allocation, start, end) in &self.ranges {
             let Some(staging) = &allocation.staging else {

@@ -24,11 +24,20 @@
 //! batch waited for that failed (its counter moved past the wait by the failure) fails the
 //! semaphores the batch signalled, when it is retired.
 //!
+//! The host's side of the memory a batch binds (`memory::HostSync`) is settled without a host
+//! wait: ranges of staged buffers are copied from their staging buffers after the leading
+//! barrier and back before the barrier to the host, in the batch's own command buffer;
+//! non-coherent ranges are flushed before `vkQueueSubmit` and invalidated when the batch is
+//! retired (`memory::HostInvalidation`), which comes before any semaphore the batch signals
+//! reports the value to the host (a semaphore read retires the batches that signalled it
+//! first), so the host never reads them between the device's signal and the invalidation.
+//!
 //! Anything else runs on the host's terms, as before there were device semaphores: the host
 //! waits for the whole wait fence, the batches are submitted and waited for one by one, the
 //! other transfers (unaligned fills and updates, 8-byte patterns, overlapping copies) run on
-//! the host through the buffers' mappings between them, in command order (all memory is
-//! host-visible and coherent), and the host signals the signal fence.
+//! the host through the buffers' mappings (or staging buffers) between them, in command order,
+//! each batch's non-coherent ranges invalidated right after its wait, and the host signals the
+//! signal fence.
 //!
 //! A buffer the device did not make (a caller's tensor imported without a copy, the host
 //! allocator's argument copies, a file's pages, another device's buffer) has no `VkBuffer`:
@@ -979,7 +988,6 @@ impl Queue {
             // SAFETY: a reset command buffer of our pool.
             unsafe { device.begin_command_buffer(cb, &begin) }
                 .map_err(|e| vk_error("vkBeginCommandBuffer", e))?;
-            host_sync.record_uploads(device, cb);
             let between = [vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(
@@ -1008,7 +1016,11 @@ impl Queue {
             };
             // Work submitted earlier to the queue (which a wait left to submission order may
             // depend on) completes, and its writes are visible, before this batch starts.
+            // That includes earlier batches' copies back to staging buffers: this batch's
+            // copies from them (its staged ranges are hulls, possibly wider than what the
+            // earlier batch wrote) come after it.
             barrier();
+            host_sync.record_uploads(device, cb);
             let max_range = u64::from(self.context.limits.max_storage_buffer_range);
             for step in planned {
                 let (export, count, constants, bound, indirect) = match step {
