@@ -114,6 +114,17 @@ pub const VULKAN_TARGET_FLAGS: &[&str] = &["--iree-hal-target-device=vulkan"];
 /// As [`compile_for_cpu`], for the Vulkan target ([`VULKAN_TARGET_FLAGS`]), into
 /// `dir/NAME-vulkan.vmfb`.
 pub fn compile_for_vulkan(iree_compile: &Path, dir: &Path, name: &str, source: &str) -> PathBuf {
+    compile_for_vulkan_with(iree_compile, dir, name, source, &[])
+}
+
+/// As [`compile_for_vulkan`], with `extra` flags (`--iree-execution-model=async-external`).
+pub fn compile_for_vulkan_with(
+    iree_compile: &Path,
+    dir: &Path,
+    name: &str,
+    source: &str,
+    extra: &[&str],
+) -> PathBuf {
     compile_with(
         iree_compile,
         dir,
@@ -121,7 +132,7 @@ pub fn compile_for_vulkan(iree_compile: &Path, dir: &Path, name: &str, source: &
         source,
         "vulkan",
         VULKAN_TARGET_FLAGS,
-        &[],
+        extra,
     )
 }
 

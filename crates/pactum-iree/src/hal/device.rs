@@ -188,17 +188,7 @@ pub(crate) fn run_now<T>(
     submit: Submission<'_>,
     work: impl FnOnce() -> Result<T, StatusError>,
 ) -> Result<T, StatusError> {
-    let waited = match submit.wait_limit {
-        None => submit.wait.wait(Timeout::Infinite),
-        Some(limit) => submit.wait.wait(Timeout::After(limit)).map_err(|e| {
-            if e.status == StatusCode::DeadlineExceeded {
-                wait_limit_exceeded(limit)
-            } else {
-                e
-            }
-        }),
-    };
-    match waited.and_then(|()| work()) {
+    match wait_on_host(submit.wait, submit.wait_limit).and_then(|()| work()) {
         Ok(value) => {
             submit.signal.signal()?;
             Ok(value)
@@ -207,6 +197,24 @@ pub(crate) fn run_now<T>(
             submit.signal.fail(&error);
             Err(error)
         }
+    }
+}
+
+/// Waits on the host until `fence` is reached, at most `wait_limit` (`None`: as long as it
+/// takes); past the limit, the [`wait_limit_exceeded`] error.
+pub(crate) fn wait_on_host(
+    fence: &HalFence,
+    wait_limit: Option<Duration>,
+) -> Result<(), StatusError> {
+    match wait_limit {
+        None => fence.wait(Timeout::Infinite),
+        Some(limit) => fence.wait(Timeout::After(limit)).map_err(|e| {
+            if e.status == StatusCode::DeadlineExceeded {
+                wait_limit_exceeded(limit)
+            } else {
+                e
+            }
+        }),
     }
 }
 

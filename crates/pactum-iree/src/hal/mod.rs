@@ -117,7 +117,7 @@ pub use executable::{
 pub use executable::{ElfError, ElfExecutable, ElfSummary, check_elf_executable};
 pub use file::{FileContents, HalFile, READ_CHUNK};
 pub use local::{LocalDevice, LocalExecutable, MAX_WORKGROUPS, is_local_format};
-pub use semaphore::{HalFence, HalSemaphore, Timeout, wait_limit_exceeded};
+pub use semaphore::{DeviceTimeline, HalFence, HalSemaphore, Timeout, wait_limit_exceeded};
 pub use vm_module::{
     HAL_MODULE_VERSION, HalModule, MAX_TRACED_VIEWS, REF_TYPES, TraceSink, hal_ref,
 };

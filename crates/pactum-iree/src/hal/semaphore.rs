@@ -7,7 +7,14 @@
 //! every point is, and signalling it signals each point. Queue operations take a wait fence
 //! (reached before they start) and a signal fence (signalled when they are done, failed when
 //! they fail), as IREE's do.
+//!
+//! A semaphore lives on the host (a counter under a lock) unless a device made it with a
+//! [`DeviceTimeline`] behind it (the Vulkan device's timeline semaphores): then the device holds
+//! the counter, host signals, waits and queries go through the device, and queue operations
+//! of that device wait for and signal it without the host. The failure is kept here in both
+//! cases.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -72,10 +79,41 @@ struct State {
     waiters: usize,
 }
 
+/// A counter a device holds for a semaphore (a Vulkan timeline semaphore): what
+/// [`HalSemaphore`] asks instead of its host counter when a device made it. The semaphore keeps
+/// the failure; the device only tells values, takes host signals and wakes waiters.
+pub trait DeviceTimeline: Send + Sync + fmt::Debug {
+    /// The counter's current value.
+    fn value(&self) -> Result<u64, StatusError>;
+
+    /// Moves the counter to `value` from the host: an `OUT_OF_RANGE` error when `value` is not
+    /// above the current value; an error of the device's own rules otherwise (a Vulkan
+    /// timeline: `FAILED_PRECONDITION` at or past a device signal still queued).
+    fn signal(&self, value: u64) -> Result<(), StatusError>;
+
+    /// Blocks until the counter reaches `value` or `limit` passes; whether it was reached.
+    fn wait(&self, value: u64, limit: Duration) -> Result<bool, StatusError>;
+
+    /// Called once the semaphore has failed: moves the counter past every value waited for (on
+    /// the host or on the device), as soon as no device signal of it is still queued, so that
+    /// waiters wake and see the failure.
+    fn wake_after_failure(&self);
+
+    /// The implementation, for its device to recognise its own semaphores.
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// How long a host wait on a device counter blocks before it checks again for a failure
+/// recorded on the host (a failure moves the counter too, but only once no device signal of
+/// it is queued).
+const FAILURE_CHECK_INTERVAL: Duration = Duration::from_millis(20);
+
 #[derive(Debug)]
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
+    /// The device's counter, for a semaphore a device made.
+    timeline: Option<Box<dyn DeviceTimeline>>,
 }
 
 /// A timeline semaphore. Clones are handles to the same semaphore.
@@ -85,10 +123,12 @@ pub struct HalSemaphore(Arc<Shared>);
 impl fmt::Debug for HalSemaphore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.lock();
-        f.debug_struct("HalSemaphore")
-            .field("value", &state.value)
-            .field("failure", &state.failure)
-            .finish()
+        let mut out = f.debug_struct("HalSemaphore");
+        match &self.0.timeline {
+            Some(timeline) => out.field("device", timeline),
+            None => out.field("value", &state.value),
+        };
+        out.field("failure", &state.failure).finish()
     }
 }
 
@@ -102,7 +142,32 @@ impl HalSemaphore {
                 waiters: 0,
             }),
             changed: Condvar::new(),
+            timeline: None,
         }))
+    }
+
+    /// A semaphore whose counter `timeline` holds (a device's; its value is the semaphore's
+    /// initial value).
+    pub fn on_device(timeline: Box<dyn DeviceTimeline>) -> HalSemaphore {
+        HalSemaphore(Arc::new(Shared {
+            state: Mutex::new(State {
+                value: 0,
+                failure: None,
+                waiters: 0,
+            }),
+            changed: Condvar::new(),
+            timeline: Some(timeline),
+        }))
+    }
+
+    /// The device counter behind the semaphore, for one a device made.
+    pub fn device_timeline(&self) -> Option<&dyn DeviceTimeline> {
+        self.0.timeline.as_deref()
+    }
+
+    /// The failure, once the semaphore has failed.
+    pub fn failure(&self) -> Option<StatusError> {
+        self.lock().failure.clone()
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -118,6 +183,14 @@ impl HalSemaphore {
 
     /// The current value, or the failure once the semaphore has failed.
     pub fn value(&self) -> Result<u64, StatusError> {
+        if let Some(timeline) = &self.0.timeline {
+            let value = timeline.value()?;
+            // Read after the counter: a failure moves the counter only once it is recorded.
+            return match self.failure() {
+                Some(failure) => Err(failure),
+                None => Ok(value),
+            };
+        }
         let state = self.lock();
         match &state.failure {
             Some(failure) => Err(failure.clone()),
@@ -129,6 +202,12 @@ impl HalSemaphore {
     /// not above the current one is an `OUT_OF_RANGE` error; a failed semaphore returns its
     /// failure.
     pub fn signal(&self, value: u64) -> Result<(), StatusError> {
+        if let Some(timeline) = &self.0.timeline {
+            if let Some(failure) = self.failure() {
+                return Err(failure);
+            }
+            return timeline.signal(value);
+        }
         let mut state = self.lock();
         if let Some(failure) = &state.failure {
             return Err(failure.clone());
@@ -150,11 +229,16 @@ impl HalSemaphore {
     /// keeps its first failure.
     pub fn fail(&self, error: StatusError) {
         let mut state = self.lock();
-        if state.failure.is_none() {
+        let first = state.failure.is_none();
+        if first {
             state.failure = Some(error);
         }
         if state.waiters > 0 {
             self.0.changed.notify_all();
+        }
+        drop(state);
+        if let (true, Some(timeline)) = (first, &self.0.timeline) {
+            timeline.wake_after_failure();
         }
     }
 
@@ -165,6 +249,9 @@ impl HalSemaphore {
     }
 
     fn wait_until(&self, value: u64, deadline: &mut Deadline) -> Result<(), StatusError> {
+        if let Some(timeline) = &self.0.timeline {
+            return self.wait_on_device(timeline.as_ref(), value, deadline);
+        }
         let timeout = deadline.timeout;
         let mut state = self.lock();
         loop {
@@ -207,6 +294,42 @@ impl HalSemaphore {
                 }
             };
             state.waiters -= 1;
+        }
+    }
+}
+
+impl HalSemaphore {
+    /// [`wait_until`](Self::wait_until) for a device counter: the device blocks, in slices
+    /// of [`FAILURE_CHECK_INTERVAL`] at most, between which a failure recorded on the host
+    /// ends the wait.
+    fn wait_on_device(
+        &self,
+        timeline: &dyn DeviceTimeline,
+        value: u64,
+        deadline: &mut Deadline,
+    ) -> Result<(), StatusError> {
+        loop {
+            let current = self.value()?;
+            if current >= value {
+                return Ok(());
+            }
+            let slice = match (deadline.timeout, deadline.get()) {
+                (Timeout::Infinite, _) | (_, None) => FAILURE_CHECK_INTERVAL,
+                (Timeout::After(limit), Some(at)) => {
+                    match at.checked_duration_since(Instant::now()) {
+                        Some(left) if !left.is_zero() => left.min(FAILURE_CHECK_INTERVAL),
+                        _ => {
+                            return Err(StatusError::new(
+                                StatusCode::DeadlineExceeded,
+                                format!(
+                                    "semaphore at {current} did not reach {value} within {limit:?}"
+                                ),
+                            ));
+                        }
+                    }
+                }
+            };
+            timeline.wait(value, slice)?;
         }
     }
 }
@@ -337,13 +460,15 @@ impl HalFence {
 /// The error of a wait that a wait limit cut short: the fence was not reached within `limit`.
 /// Work on the local device completes before its operations return, so a fence still pending
 /// after any wait could only be signalled by another thread; a module waiting on a fence nothing
-/// signals would otherwise hang its caller.
+/// signals would otherwise hang its caller. (On the Vulkan device, work queued on the device
+/// may also still be running.)
 pub fn wait_limit_exceeded(limit: Duration) -> StatusError {
     StatusError::new(
         StatusCode::DeadlineExceeded,
         format!(
-            "a HAL fence was not reached within the wait limit of {limit:?}: queue work completes \
-             before it returns, so only another thread could still signal it"
+            "a HAL fence was not reached within the wait limit of {limit:?}: nothing signalled \
+             it (the local device completes queue work before it returns, so only another thread \
+             could), or the device work it waits for is still running"
         ),
     )
 }

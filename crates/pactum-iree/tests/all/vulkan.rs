@@ -9,17 +9,22 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use pactum_iree::hal::vulkan::{
     ExecutableDef, VULKAN_SPIRV_FORMAT, VulkanMemoryMode, VulkanOptions, parse_device_name,
 };
 use pactum_iree::hal::{
-    Binding, BufferParams, HalBuffer, HalDevice, HalFence, HalModule, Submission, Timeout,
-    VulkanDevice, executables_in_vmfb,
+    Binding, BufferParams, HalBuffer, HalBufferView, HalDevice, HalFence, HalModule, HalSemaphore,
+    Submission, Timeout, VulkanDevice, executables_in_vmfb, hal_ref,
 };
-use pactum_iree::vm::{Context, Limits};
+use pactum_iree::status::{StatusCode, StatusError};
+use pactum_iree::vm::{Context, Limits, Ref, Value};
 use pactum_iree::vmfb::VmfbFile;
-use pactum_testing::iree::{ManifestRun, compile_for_vulkan, tool_or_skip};
+use pactum_testing::iree::{
+    IreeValue, ManifestRun, compile_for_vulkan, compile_for_vulkan_with, render_results,
+    tool_or_skip,
+};
 
 use crate::manifest_harness;
 
@@ -574,4 +579,257 @@ fn small_buffers_are_sub_allocated_from_shared_blocks() {
         assert!(device.memory_block_count() <= blocks, "{name}");
         drop((again, large));
     }
+}
+
+const ASYNC: &str = r#"
+func.func @async_add(%a: tensor<6xf32>, %b: tensor<6xf32>) -> tensor<6xf32> {
+  %0 = arith.addf %a, %b : tensor<6xf32>
+  %1 = arith.mulf %0, %0 : tensor<6xf32>
+  return %1 : tensor<6xf32>
+}
+"#;
+
+/// An async export (`--iree-execution-model=async-external`) given fences of the device's own
+/// semaphores returns with its work queued behind the wait fence; a host signal releases it,
+/// and the results, once the signal fence is reached, print as iree-run-module's.
+#[test]
+fn async_exports_queue_their_work_behind_device_fences() {
+    let test = "async_exports_queue_their_work_behind_device_fences";
+    device();
+    let Some(iree_compile) = tool_or_skip("iree-compile", test) else {
+        return;
+    };
+    let dir = pactum_testing::hostile::scratch("vulkan-async");
+    let vmfb = compile_for_vulkan_with(
+        &iree_compile,
+        &dir,
+        "async",
+        ASYNC,
+        &["--iree-execution-model=async-external"],
+    );
+    let inputs = ["6xf32=1 2 3 4 5 6", "6xf32=0.5 -1 2 -3 4 -5.5"];
+    let run = manifest_run(&vmfb, "async_add", &inputs);
+    let iree = run.run().unwrap_or_else(|e| panic!("{run}: {e}"));
+    // In every memory mode: staged buffers are copied back by the queued batch itself, and
+    // non-coherent ones invalidated when it is retired, before `done` reports 1.
+    for (mode, mode_name) in VulkanMemoryMode::ALL {
+        let vulkan = device_in(mode);
+        let mut context = context(&vulkan);
+        let device: Arc<dyn HalDevice> = Arc::new(vulkan);
+        let name = context
+            .load_bytecode(Arc::new(VmfbFile::open(&vmfb).unwrap()))
+            .unwrap();
+        let function = context.lookup_export(&format!("{name}.async_add")).unwrap();
+        // The inputs in the device's buffers, as iree-run-module allocates them.
+        let mut values: Vec<Value> = inputs
+            .iter()
+            .map(|text| {
+                let host = HalBufferView::parse(text).unwrap();
+                let buffer = device
+                    .allocator()
+                    .import_copy(BufferParams::default(), &host.buffer.to_vec())
+                    .unwrap();
+                let view =
+                    HalBufferView::new(buffer, host.shape, host.element_type, host.encoding_type)
+                        .unwrap();
+                Value::Ref(Some(Ref::Object(Arc::new(view))))
+            })
+            .collect();
+        let start = device.create_semaphore(0).unwrap();
+        let done = device.create_semaphore(0).unwrap();
+        values.push(hal_ref(HalFence::at(start.clone(), 1)));
+        values.push(hal_ref(HalFence::at(done.clone(), 1)));
+        let results = context.invoke(&function, &values).unwrap();
+        // The call returned; its work waits on the device for `start`.
+        assert_eq!(done.value().unwrap(), 0);
+        assert_eq!(
+            done.wait(1, Timeout::After(Duration::from_millis(20)))
+                .unwrap_err()
+                .status,
+            StatusCode::DeadlineExceeded
+        );
+        start.signal(1).unwrap();
+        done.wait(1, Timeout::Infinite).unwrap();
+        let printed: Vec<IreeValue> = results.iter().map(manifest_harness::printed).collect();
+        assert_eq!(
+            render_results("async_add", &printed),
+            iree.stdout,
+            "{run} ({mode_name} memory): pactum (left) vs iree-run-module --device=vulkan (right)"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The device's semaphores order queue operations on the device: submissions chained by a
+/// semaphore run after a host signal, whatever was dropped meanwhile; failures reach the
+/// semaphores of the work that depended on them; fences of host semaphores still work; and a
+/// device dropped with work waiting for a semaphore nobody signals neither hangs nor crashes.
+#[test]
+fn device_semaphores_order_queue_operations_on_the_device() {
+    let test = "device_semaphores_order_queue_operations_on_the_device";
+    device();
+    let Some(iree_compile) = tool_or_skip("iree-compile", test) else {
+        return;
+    };
+    let dir = pactum_testing::hostile::scratch("vulkan-semaphores");
+    let vmfb = compile_for_vulkan(&iree_compile, &dir, "add", ADD);
+    let data = executables_in_vmfb(&VmfbFile::open(&vmfb).unwrap()).unwrap()[0]
+        .data
+        .clone();
+    // In every memory mode: what the host reads after a wait is what the queued work wrote
+    // (staged buffers copied back in the batch, non-coherent memory invalidated at retirement).
+    for (mode, name) in VulkanMemoryMode::ALL {
+        let vulkan = device_in(mode);
+        let device: Arc<dyn HalDevice> = Arc::new(vulkan);
+        let executable = device
+            .create_executable(VULKAN_SPIRV_FORMAT, data.clone(), &[])
+            .unwrap();
+        let add = executable
+            .lookup("add_dispatch_0_elementwise_4_f32")
+            .unwrap();
+        let f32s = |v: [f32; 4]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        let allocator = device.allocator();
+        let a = allocator
+            .import_copy(BufferParams::default(), &f32s([1.0, 2.0, 3.0, 4.0]))
+            .unwrap();
+        let b = allocator
+            .import_copy(BufferParams::default(), &f32s([10.0, 20.0, 30.0, 40.0]))
+            .unwrap();
+        let sum = allocator.allocate(BufferParams::default(), 16).unwrap();
+        let out = allocator.allocate(BufferParams::default(), 16).unwrap();
+        // Device memory starts undefined: a known pattern shows whether the copy ran.
+        out.write(0, &[0xAB; 16]).unwrap();
+        let point = |semaphore: &HalSemaphore, value| HalFence::at(semaphore.clone(), value);
+
+        // A dispatch after s = 1 signalling 2, a copy after 2 signalling 3: both queued on the
+        // device behind a value only the host will signal.
+        let s = device.create_semaphore(0).unwrap();
+        let commands = device.create_command_buffer(0).unwrap();
+        let bindings = [a.clone(), b.clone(), sum.clone()].map(Binding::whole);
+        commands
+            .dispatch(&executable, add, [1, 1, 1], &[], &bindings)
+            .unwrap();
+        commands.finalize().unwrap();
+        device
+            .queue_execute(
+                Submission::new(&point(&s, 1), &point(&s, 2)),
+                Some(&commands),
+                &[],
+            )
+            .unwrap();
+        device
+            .queue_copy(
+                Submission::new(&point(&s, 2), &point(&s, 3)),
+                &sum,
+                0,
+                &out,
+                0,
+                16,
+            )
+            .unwrap();
+        assert_eq!(s.value().unwrap(), 0);
+        assert_eq!(out.to_vec(), [0xAB; 16]);
+        // The host may not signal past a queued device signal (Vulkan's rule).
+        assert_eq!(
+            s.signal(2).unwrap_err().status,
+            StatusCode::FailedPrecondition
+        );
+        // What the submissions use (but `out`) is dropped while they wait: they hold it.
+        drop((commands, executable, a, b, sum, bindings));
+        s.signal(1).unwrap();
+        s.wait(3, Timeout::Infinite).unwrap();
+        assert_eq!(out.to_vec(), f32s([11.0, 22.0, 33.0, 44.0]), "{name}");
+        // A host signal below what the device reached is refused, as for host semaphores.
+        assert_eq!(s.signal(3).unwrap_err().status, StatusCode::OutOfRange);
+
+        // A semaphore failing while a submission waits for it fails what the submission signals.
+        let gate = device.create_semaphore(0).unwrap();
+        let after = device.create_semaphore(0).unwrap();
+        device
+            .queue_fill(
+                Submission::new(&point(&gate, 1), &point(&after, 1)),
+                &out,
+                0,
+                16,
+                7,
+                4,
+            )
+            .unwrap();
+        gate.fail(StatusError::new(StatusCode::Aborted, "the producer failed"));
+        let error = after.wait(1, Timeout::Infinite).unwrap_err();
+        assert_eq!(error.status, StatusCode::Aborted);
+        assert!(error.message.contains("the producer failed"), "{error}");
+        // An operation whose wait fence has failed fails at once, with that failure.
+        let later = device.create_semaphore(0).unwrap();
+        let error = device
+            .queue_barrier(Submission::new(&point(&gate, 1), &point(&later, 1)))
+            .unwrap_err();
+        assert!(error.message.contains("the producer failed"), "{error}");
+        assert!(later.value().is_err());
+        // A submission refused before it reaches the device fails its signal fence.
+        let ahead = device.create_semaphore(5).unwrap();
+        let error = device
+            .queue_barrier(Submission::new(&HalFence::empty(), &point(&ahead, 3)))
+            .unwrap_err();
+        assert_eq!(error.status, StatusCode::OutOfRange);
+        assert_eq!(ahead.wait(3, Timeout::Infinite).unwrap_err(), error);
+
+        // A host semaphore in the wait fence: the host waits for it (signalled by another thread),
+        // then the device signals its own semaphore.
+        let host = HalSemaphore::new(0);
+        let signaller = {
+            let host = host.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                host.signal(1).unwrap();
+            })
+        };
+        let filled = device.create_semaphore(0).unwrap();
+        device
+            .queue_fill(
+                Submission::new(&point(&host, 1), &point(&filled, 1)),
+                &out,
+                0,
+                8,
+                9,
+                4,
+            )
+            .unwrap();
+        filled.wait(1, Timeout::Infinite).unwrap();
+        signaller.join().unwrap();
+        assert_eq!(out.to_vec()[..8], [9, 0, 0, 0, 9, 0, 0, 0]);
+        // A host semaphore in the signal fence: signalled by the host once the work is done.
+        let host_done = HalFence::pending();
+        device
+            .queue_fill(
+                Submission::new(&point(&filled, 1), &host_done),
+                &out,
+                0,
+                4,
+                3,
+                4,
+            )
+            .unwrap();
+        host_done.wait(Timeout::IMMEDIATE).unwrap();
+        assert_eq!(out.to_vec()[..4], [3, 0, 0, 0]);
+
+        // Dropping the device with work waiting for a semaphore nobody will signal: the wait
+        // fails (so the device can finish), and so does what the work signals.
+        let never = device.create_semaphore(0).unwrap();
+        let unreached = device.create_semaphore(0).unwrap();
+        device
+            .queue_fill(
+                Submission::new(&point(&never, 1), &point(&unreached, 1)),
+                &out,
+                0,
+                16,
+                1,
+                4,
+            )
+            .unwrap();
+        drop((device, allocator, out));
+        assert_eq!(never.value().unwrap_err().status, StatusCode::Cancelled);
+        assert_eq!(unreached.value().unwrap_err().status, StatusCode::Cancelled);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -54,6 +54,9 @@ pub(crate) struct VulkanContext {
     pub(super) index: usize,
     /// Whether pipelines may require a subgroup size (Vulkan 1.3's `subgroupSizeControl`).
     pub(super) subgroup_size_control: bool,
+    /// The most a timeline semaphore's value may differ from a value waited for or signalled
+    /// (`maxTimelineSemaphoreValueDifference`).
+    pub(super) max_timeline_difference: u64,
 }
 
 impl fmt::Debug for VulkanContext {
@@ -134,6 +137,7 @@ impl VulkanContext {
                 name: parts.name,
                 index,
                 subgroup_size_control: parts.subgroup_size_control,
+                max_timeline_difference: parts.max_timeline_difference,
             }),
             Err(e) => {
                 // SAFETY: nothing made from the instance is alive (`on_instance` destroys
@@ -215,6 +219,21 @@ impl VulkanContext {
             query.features
         };
         let subgroup_size_control = v13.subgroup_size_control == vk::TRUE;
+        // Queue operations wait for and signal timeline semaphores (core in Vulkan 1.2, where
+        // the feature is required).
+        if v12.timeline_semaphore != vk::TRUE {
+            return Err(unavailable(format!(
+                "vulkan: device {index} ({name}) has no timeline semaphores (Vulkan 1.2's \
+                 `timelineSemaphore`), which pactum's queue needs"
+            )));
+        }
+        let max_timeline_difference = {
+            let mut timeline = vk::PhysicalDeviceTimelineSemaphoreProperties::default();
+            let mut query = vk::PhysicalDeviceProperties2::default().push_next(&mut timeline);
+            // SAFETY: `query` heads a chain of structures of the device's version, all alive.
+            unsafe { instance.get_physical_device_properties2(physical, &mut query) };
+            timeline.max_timeline_semaphore_value_difference
+        };
         // The same structures, filled, chained again for device creation.
         v11.p_next = std::ptr::null_mut();
         v12.p_next = std::ptr::null_mut();
@@ -252,6 +271,7 @@ impl VulkanContext {
             limits: properties.limits,
             name,
             subgroup_size_control,
+            max_timeline_difference,
         })
     }
 }
@@ -264,6 +284,7 @@ struct DeviceParts {
     limits: vk::PhysicalDeviceLimits,
     name: String,
     subgroup_size_control: bool,
+    max_timeline_difference: u64,
 }
 
 impl Drop for VulkanContext {

@@ -18,8 +18,9 @@
 //!   memory were mapped.
 //!
 //! Memory that is host-visible but not host-coherent is flushed (after the host's writes,
-//! before a submission) and invalidated (after it) over the ranges a submission binds, rounded
-//! to the device's `nonCoherentAtomSize`.
+//! before a submission) and invalidated (when the queue sees the submission completed, before
+//! the host can see its semaphores signalled: [`HostInvalidation`]) over the ranges a
+//! submission binds, rounded to the device's `nonCoherentAtomSize`.
 //!
 //! [`VulkanMemoryMode`] forces the two uncommon cases on a device that has neither (lavapipe's
 //! one memory type is device-local, host-visible and host-coherent), so tests run the staging
@@ -405,8 +406,8 @@ impl BoundBuffer {
 
 /// One buffer of the device: the `VkBuffer` its work binds, and where the host reaches its
 /// bytes (that buffer's own mapped memory, or a staging buffer). Destroyed when the last
-/// [`HostMemory`] over it is dropped; the device's queue waits for every submission that uses
-/// a buffer before it returns, and the submission holds the buffer until then.
+/// [`HostMemory`] over it is dropped; the device's queue holds every buffer a submission uses
+/// until the submission has completed, so no work of the device uses it then.
 pub(crate) struct DeviceAllocation {
     pub(super) context: Arc<VulkanContext>,
     /// The buffer dispatches and transfers bind.
@@ -441,8 +442,7 @@ unsafe impl Sync for DeviceAllocation {}
 impl Drop for DeviceAllocation {
     fn drop(&mut self) {
         // SAFETY: both buffers were made on `context.device`, are destroyed once, here, and no
-        // submitted work uses them (every submission is waited for before its queue
-        // operation returns, and its buffers are held until then).
+        // submitted work uses them (a submission holds its buffers until it has completed).
         unsafe {
             self.device_side.destroy(&self.context);
             if let Some(staging) = &self.staging {
@@ -600,7 +600,8 @@ impl<'a> HostSync<'a> {
     }
 
     /// Records the copies of staged ranges to the device's buffers, and a barrier making them
-    /// visible to all later work: first in the command buffer.
+    /// visible to all later work: first in the command buffer's work, after the barrier on
+    /// everything submitted before (queued batches do not wait for each other).
     pub(super) fn record_uploads(&self, device: &ash::Device, commands: vk::CommandBuffer) {
         self.record_copies(device, commands, true);
     }
@@ -663,14 +664,48 @@ impl<'a> HostSync<'a> {
         }
     }
 
-    /// Makes the device's writes to non-coherent memory visible to the host: after the
-    /// submission completed.
-    pub(super) fn invalidate_for_host(&self, device: &ash::Device) -> Result<(), StatusError> {
-        let ranges = self.non_coherent();
-        if ranges.is_empty() {
+    /// What makes the device's writes to non-coherent memory visible to the host, to be done
+    /// once the submission has completed ([`HostInvalidation::apply`]); kept by the queue with
+    /// the submission, which holds the allocations until then.
+    pub(super) fn invalidation(&self) -> HostInvalidation {
+        HostInvalidation {
+            ranges: self
+                .non_coherent()
+                .iter()
+                .map(|r| (r.memory, r.offset, r.size))
+                .collect(),
+        }
+    }
+}
+
+/// The ranges of non-coherent mapped memory a submission wrote (memory, offset, size, aligned
+/// as [`HostSync`] rounds them), to be invalidated once it has completed and before the host
+/// reads them: when the queue retires the submission (before a semaphore it signals reports
+/// the value to the host), or right after the wait of a submission the host waits for.
+#[derive(Default)]
+pub(super) struct HostInvalidation {
+    ranges: Vec<(vk::DeviceMemory, u64, u64)>,
+}
+
+impl HostInvalidation {
+    /// Invalidates the ranges. The caller has seen the submission complete and still holds
+    /// the allocations (and so the blocks) the ranges lie in.
+    pub(super) fn apply(&self, device: &ash::Device) -> Result<(), StatusError> {
+        if self.ranges.is_empty() {
             return Ok(());
         }
-        // SAFETY: as for the flush: mapped ranges of live allocations of this device, aligned.
+        let ranges: Vec<vk::MappedMemoryRange<'static>> = self
+            .ranges
+            .iter()
+            .map(|&(memory, offset, size)| {
+                vk::MappedMemoryRange::default()
+                    .memory(memory)
+                    .offset(offset)
+                    .size(size)
+            })
+            .collect();
+        // SAFETY: as for the flush: mapped ranges of live allocations of this device (held by
+        // the caller), aligned to `nonCoherentAtomSize` or reaching the memory's end.
         unsafe { device.invalidate_mapped_memory_ranges(&ranges) }
             .map_err(|e| vk_error("vkInvalidateMappedMemoryRanges", e))
     }

@@ -1,6 +1,6 @@
-//! The Vulkan HAL driver: [`VulkanDevice`], a [`HalDevice`] on any Vulkan 1.1+ driver the
-//! loader finds (lavapipe, Mesa's CPU driver, in pactum's tests), running IREE's
-//! `vulkan-spirv-fb` executables (`iree-compile --iree-hal-target-device=vulkan`).
+//! The Vulkan HAL driver: [`VulkanDevice`], a [`HalDevice`] on any Vulkan 1.1+ driver with
+//! timeline semaphores (core in Vulkan 1.2) the loader finds (lavapipe, Mesa's CPU driver, in
+//! pactum's tests), running IREE's `vulkan-spirv-fb` executables (`iree-compile --iree-hal-target-device=vulkan`).
 //!
 //! libvulkan is loaded when a device is made (`ash`'s `loaded` feature), so pactum builds and
 //! runs on machines without Vulkan; there, making a device fails `UNAVAILABLE` naming what is
@@ -12,28 +12,42 @@
 //! - `blocks`: device memory taken in 32 MiB blocks per memory type, buffers of up to 8 MiB
 //!   sub-allocated from them (first fit, freed ranges merged and reused), larger ones given an
 //!   allocation each.
-//! - `memory`: each buffer a `VkBuffer` in memory of the type IREE's driver would place it in (by the HAL memory type and usage the program asks); the host,
-//!   the VM and the HAL read and write its bytes in place
-//!   ([`HostMemory::device_mapped`](crate::host_memory::HostMemory)) through its own mapping
-//!   when the memory is host-visible, otherwise through a staging buffer that each submission
-//!   copies to and from the device; non-coherent memory is flushed and invalidated around
-//!   submissions. [`VulkanMemoryMode`] (`PACTUM_VULKAN_MEMORY=device-local-only` or
-//!   `non-coherent`) forces those paths on a device that does not need them (lavapipe).
+//! - `memory`: each buffer a `VkBuffer` in memory of the type IREE's driver would place it in
+//!   (by the HAL memory type and usage the program asks); the host, the VM and the HAL read and
+//!   write its bytes in place ([`HostMemory::device_mapped`](crate::host_memory::HostMemory))
+//!   through its own mapping when the memory is host-visible, otherwise through a staging
+//!   buffer that each submission copies to and from the device (the copies recorded in the
+//!   submission's own command buffer); non-coherent memory is flushed before each submission
+//!   and invalidated once the queue sees it complete. [`VulkanMemoryMode`]
+//!   (`PACTUM_VULKAN_MEMORY=device-local-only` or `non-coherent`) forces those paths on a
+//!   device that does not need them (lavapipe).
 //! - `options`: what a device is opened with ([`VulkanOptions`]: the memory mode).
 //! - `spirv_fb`: the executable format's reader (safe code, every offset checked).
 //! - `executable`: shader modules, descriptor set layouts, pipeline layouts and one compute
 //!   pipeline per export, made once when the executable is created.
-//! - `queue`: recorded command lists run as `VkCommandBuffer`s submitted with a fence and
-//!   waited for (queue operations complete before they return, as the local device's do;
-//!   semaphores and fences are the HAL's host-side ones); transfers Vulkan cannot do as
-//!   recorded (unaligned fills and updates, 8-byte patterns, overlapping copies) run on the host
-//!   through the mappings (or staging buffers); buffers the device did not make are mirrored.
+//! - `timeline`: the device's semaphores ([`HalDevice::create_semaphore`], `hal.fence.create`),
+//!   each a Vulkan timeline semaphore behind a [`HalSemaphore`].
+//! - `queue`: queue operations as batches submitted with their fences' waits and signals on the
+//!   device (`VkTimelineSemaphoreSubmitInfo`): the call returns once the batch is submitted,
+//!   and what it uses is held until the device completes it. The host's side of memory the
+//!   batch reaches is settled around it: staged ranges are copied in and out by the batch's
+//!   own commands, non-coherent ranges flushed before the submit and invalidated when the
+//!   batch is retired, which happens before any of its semaphores reports the value it
+//!   signalled to the host. Recorded command lists run as `VkCommandBuffer`s; transfers
+//!   Vulkan cannot do as recorded (unaligned fills and updates, 8-byte patterns, overlapping
+//!   copies), dispatches of buffers the device did not make (mirrored), file reads, and
+//!   operations signalling semaphores the device did not make run on the host's terms: the
+//!   host waits for the wait fence, the work completes, the host signals.
 //!
-//! Not done yet (IREE's driver does them): staging only on
-//! demand (a buffer the host cannot map keeps a staging buffer of its size for its life, and a
-//! submission copies every range it binds both ways, where IREE copies only what the program
-//! transfers); Vulkan timeline semaphores
-//! behind the HAL's, and queue operations that return before the device finishes; unaligned
+//! Not done yet (IREE's driver does them): staging only on demand (a buffer the host cannot
+//! map keeps a staging buffer of its size for its life, and a submission copies every range
+//! it binds both ways, where IREE copies only what the program transfers); mirrors filled and
+//! read back by the device, so that operations on host memory need not wait on the host; a
+//! flush of non-coherent memory the host writes after a batch that waits for a device
+//! semaphore was submitted and before the host signals that semaphore (the flush is made at
+//! the submit: a program that writes mapped non-coherent memory for work already queued must
+//! not rely on it; lavapipe's memory is coherent, so only the forced `non-coherent` mode has
+//! this case, and there the memory is coherent underneath); unaligned
 //! transfers on the device (IREE uses built-in shaders for their edges); finer barriers than a
 //! full one after each step; executable-level constants; collectives.
 //!
@@ -42,7 +56,7 @@
 //! can do what the driver lets a compute shader do: read and write out of bounds of its
 //! bindings where the driver does not enforce robust access (pactum enables
 //! `robustBufferAccess` when the driver offers it), hang the device (pactum waits for a
-//! submission without a bound), or crash a buggy driver's compiler. Indirect workgroup counts
+//! submission without a bound, and a dropped device waits for its queued work), or crash a buggy driver's compiler. Indirect workgroup counts
 //! (read by the device) and a required subgroup size against the device's range are not
 //! checked against the device's limits yet. On lavapipe a shader runs
 //! as machine code on the CPU, in this process. The VM around it stays verified and budgeted.
@@ -54,6 +68,7 @@ mod memory;
 mod options;
 mod queue;
 mod spirv_fb;
+mod timeline;
 
 use std::sync::Arc;
 
@@ -66,21 +81,23 @@ pub use spirv_fb::{
 use context::VulkanContext;
 use memory::VulkanAllocator;
 use queue::Queue;
+use timeline::VulkanTimeline;
 
 use super::allocator::{BufferParams, HalAllocator};
 use super::buffer::{Binding, HalBuffer};
-use super::command::HalCommandBuffer;
-use super::device::{HalDevice, Submission, id_matches, run_now as submit};
+use super::command::{BufferRef, Command, HalCommandBuffer};
+use super::device::{HalDevice, Submission, id_matches, run_now};
 use super::executable::HalExecutable;
 use super::file::HalFile;
+use super::semaphore::HalSemaphore;
 use crate::memory_budget::MemoryBudget;
 use crate::status::{StatusCode, StatusError};
 
 /// IREE's identifier of Vulkan devices (what `hal.device.id` patterns match).
 pub const VULKAN_DEVICE_ID: &str = "vulkan";
 
-/// A Vulkan device. Clones share the Vulkan device and its queue (one submission at a
-/// time); [`with_memory_budget`](Self::with_memory_budget) gives a clone charging its own
+/// A Vulkan device. Clones share the Vulkan device and its queue (submissions made one at a
+/// time, run in order; the last clone dropped waits for the queued ones); [`with_memory_budget`](Self::with_memory_budget) gives a clone charging its own
 /// budget, one per VM context.
 #[derive(Clone, Debug)]
 pub struct VulkanDevice {
@@ -222,21 +239,44 @@ impl HalDevice for VulkanDevice {
         )?))
     }
 
+    fn create_semaphore(&self, initial: u64) -> Result<HalSemaphore, StatusError> {
+        VulkanTimeline::create(&self.context, self.queue.clone(), initial)
+    }
+
     fn queue_alloca(
         &self,
         submission: Submission<'_>,
         params: BufferParams,
         size: i64,
     ) -> Result<HalBuffer, StatusError> {
-        submit(submission, || self.allocator.allocate(params, size))
+        // The memory is made now (as IREE's driver makes it); the signal still waits for the
+        // wait fence, which orders every use of the buffer after it. A failed wait fence is
+        // the operation's error, before any allocation error.
+        let made = submission
+            .wait
+            .is_reached()
+            .and_then(|_| self.allocator.allocate(params, size));
+        match made {
+            Ok(buffer) => {
+                self.queue.execute(submission, None, &[], Vec::new())?;
+                Ok(buffer)
+            }
+            Err(error) => {
+                submission.signal.fail(&error);
+                Err(error)
+            }
+        }
     }
 
     fn queue_dealloca(
         &self,
         submission: Submission<'_>,
-        _buffer: &HalBuffer,
+        buffer: &HalBuffer,
     ) -> Result<(), StatusError> {
-        submit(submission, || Ok(()))
+        // The buffer is held until the device reaches the operation: work queued before it
+        // may still use it.
+        self.queue
+            .execute(submission, None, &[], vec![buffer.clone()])
     }
 
     fn queue_fill(
@@ -248,9 +288,15 @@ impl HalDevice for VulkanDevice {
         pattern: u64,
         pattern_length: i64,
     ) -> Result<(), StatusError> {
-        submit(submission, || {
-            target.fill(offset, length, pattern, pattern_length)
-        })
+        let fill = Command::Fill {
+            target: BufferRef::Direct(target.clone()),
+            offset,
+            length,
+            pattern,
+            pattern_length,
+        };
+        self.queue
+            .execute(submission, Some(Arc::from([fill])), &[], Vec::new())
     }
 
     fn queue_copy(
@@ -262,9 +308,15 @@ impl HalDevice for VulkanDevice {
         target_offset: i64,
         length: i64,
     ) -> Result<(), StatusError> {
-        submit(submission, || {
-            HalBuffer::copy(source, source_offset, target, target_offset, length)
-        })
+        let copy = Command::Copy {
+            source: BufferRef::Direct(source.clone()),
+            source_offset,
+            target: BufferRef::Direct(target.clone()),
+            target_offset,
+            length,
+        };
+        self.queue
+            .execute(submission, Some(Arc::from([copy])), &[], Vec::new())
     }
 
     fn queue_read(
@@ -276,7 +328,8 @@ impl HalDevice for VulkanDevice {
         target_offset: i64,
         length: i64,
     ) -> Result<(), StatusError> {
-        submit(submission, || {
+        // The file is read on the host: after the wait fence, on the host.
+        run_now(submission, || {
             source.checked_range(source_offset, length)?;
             target.range(target_offset, length)?;
             source.read_chunks(source_offset, length, |done, piece| {
@@ -291,9 +344,11 @@ impl HalDevice for VulkanDevice {
         command_buffer: Option<&HalCommandBuffer>,
         binding_table: &[Binding],
     ) -> Result<(), StatusError> {
-        submit(submission, || match command_buffer {
-            Some(commands) => self.queue.run(&commands.commands(), binding_table),
-            None => Ok(()),
-        })
+        self.queue.execute(
+            submission,
+            command_buffer.map(HalCommandBuffer::commands),
+            binding_table,
+            Vec::new(),
+        )
     }
 }
