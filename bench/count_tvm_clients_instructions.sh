@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per call of bench/tvm_clients/tvm_bench.py's cases (te_call, relax_vm,
+# Instructions per call of bench/tvm_clients/cases.py's cases (te_call, relax_vm,
 # global_call), counted by valgrind's callgrind on the official libtvm_ffi.so and on pactum's
 # (release build, swapped into a copy of the tvm_ffi package as run.py does): repeatable where
 # wall time on a shared machine is not (PYTHONHASHSEED=0 fixes Python's hashing, so two runs

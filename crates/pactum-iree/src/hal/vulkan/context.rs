@@ -16,6 +16,17 @@ use crate::status::{StatusCode, StatusError};
 const MIN_API_VERSION: u32 = vk::API_VERSION_1_1;
 const MAX_API_VERSION: u32 = vk::API_VERSION_1_3;
 
+/// Every access a later step of a command buffer may make to memory an earlier step wrote
+/// (dispatches, transfers, indirect workgroup counts): the destination of the queue's full
+/// barriers and of the barrier after staged uploads.
+pub(super) fn every_later_access() -> vk::AccessFlags {
+    vk::AccessFlags::SHADER_READ
+        | vk::AccessFlags::SHADER_WRITE
+        | vk::AccessFlags::TRANSFER_READ
+        | vk::AccessFlags::TRANSFER_WRITE
+        | vk::AccessFlags::INDIRECT_COMMAND_READ
+}
+
 /// The error of a failed Vulkan call `what`.
 pub(super) fn vk_error(what: &str, result: vk::Result) -> StatusError {
     let status = match result {

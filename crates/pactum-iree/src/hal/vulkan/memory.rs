@@ -37,7 +37,7 @@ use std::sync::Arc;
 use ash::vk;
 
 use super::blocks::Placement;
-use super::context::{VulkanContext, vk_error};
+use super::context::{VulkanContext, every_later_access, vk_error};
 use super::options::VulkanMemoryMode;
 use crate::hal::allocator::{BufferParams, HalAllocator};
 use crate::hal::buffer::HalBuffer;
@@ -640,13 +640,7 @@ impl<'a> HostSync<'a> {
         if upload && any {
             let barrier = [vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(
-                    vk::AccessFlags::SHADER_READ
-                        | vk::AccessFlags::SHADER_WRITE
-                        | vk::AccessFlags::TRANSFER_READ
-                        | vk::AccessFlags::TRANSFER_WRITE
-                        | vk::AccessFlags::INDIRECT_COMMAND_READ,
-                )];
+                .dst_access_mask(every_later_access())];
             // SAFETY: the command buffer is recording; the barrier array lives across the call.
             unsafe {
                 device.cmd_pipeline_barrier(

@@ -53,7 +53,7 @@ use std::time::Duration;
 
 use ash::vk;
 
-use super::context::{VulkanContext, vk_error};
+use super::context::{VulkanContext, every_later_access, vk_error};
 use super::executable::{Export, VulkanExecutable};
 use super::memory::{DeviceAllocation, HostInvalidation, HostSync, allocation_of};
 use super::timeline::{RetireSignals, VulkanTimeline, create_timeline_semaphore};
@@ -990,13 +990,7 @@ impl Queue {
                 .map_err(|e| vk_error("vkBeginCommandBuffer", e))?;
             let between = [vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(
-                    vk::AccessFlags::SHADER_READ
-                        | vk::AccessFlags::SHADER_WRITE
-                        | vk::AccessFlags::TRANSFER_READ
-                        | vk::AccessFlags::TRANSFER_WRITE
-                        | vk::AccessFlags::INDIRECT_COMMAND_READ,
-                )];
+                .dst_access_mask(every_later_access())];
             let work = vk::PipelineStageFlags::COMPUTE_SHADER | vk::PipelineStageFlags::TRANSFER;
             // A full barrier after every step: each reads what the ones before wrote.
             let barrier = || {
