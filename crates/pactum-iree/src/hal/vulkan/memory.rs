@@ -530,10 +530,12 @@ impl DeviceAllocation {
         }
         // SAFETY: the mapping (the staging buffer's, or the buffer's own host-visible memory)
         // covers `size` bytes and stays mapped while the allocation lives (the block holds
-        // it). The device's work reaches these bytes only in submissions the HAL makes, which
-        // run to completion between the host's accesses, copy staged ranges in and out in
-        // their command buffer, and flush and invalidate non-coherent ranges around them
-        // (`HostSync`): the host and the device each see the other's writes.
+        // it). The host reaches these bytes only as atomic cells (`HostMemory`), so a device
+        // write racing a host access (a program that reads a buffer a queued batch still
+        // writes) gives unspecified bytes, never undefined behaviour. The device reaches them
+        // only in submissions the HAL makes, which copy staged ranges in and out in their
+        // command buffer and flush and invalidate non-coherent ranges around them
+        // (`HostSync`), so each side sees the other's writes once the batch has retired.
         unsafe { HostMemory::device_mapped(mapped, len, owner) }.ok_or_else(|| {
             StatusError::new(
                 StatusCode::Internal,
