@@ -213,10 +213,9 @@ extern "C" fn install_hooks_at_load() {
         // SAFETY: new_runtime_module makes C++ ModuleObjs of the official layout (type index
         // ffi.Module) holding the state at handle+40 and releasing it when they die.
         unsafe { pactum_runtime::cxx_support::set_cxx_module_allocator(new_runtime_module) };
-        // SAFETY: the two queries (cxx/cxx_abi.cc) answer 1 for the RuntimeModuleObjs
-        // new_runtime_module makes (known by the deleter in their C header), and otherwise
-        // call the ModuleObj's virtual function inside a C++ try block that raises what it
-        // throws.
+        // The two queries (cxx/cxx_abi.cc) call a ModuleObj's virtual function inside a C++
+        // try block that raises what it throws.
+        // SAFETY: they answer 1 for new_runtime_module's objects (known by their deleter).
         unsafe {
             pactum_runtime::cxx_support::set_cxx_module_queries(
                 pactum_runtime::cxx_support::CxxModuleQueries {

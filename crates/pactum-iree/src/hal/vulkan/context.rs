@@ -300,10 +300,9 @@ struct DeviceParts {
 
 impl Drop for VulkanContext {
     fn drop(&mut self) {
-        // SAFETY: the context is dropped when its last owner goes, and every object made on
-        // the device (buffers, memory, pipelines, pools) holds an owner and is destroyed
-        // first, so no buffer is bound to a block any more; waiting for idle finishes any work
-        // still queued.
+        // Every object made on the device (buffers, memory, pipelines, pools) holds an owner
+        // of the context and is destroyed first, so no buffer is bound to a block any more.
+        // SAFETY: the last owner is gone; waiting for idle finishes any work still queued.
         unsafe {
             let _ = self.device.device_wait_idle();
             self.blocks.destroy_all(&self.device);

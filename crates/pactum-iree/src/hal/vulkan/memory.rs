@@ -528,14 +528,10 @@ impl DeviceAllocation {
                 ),
             ));
         }
-        // SAFETY: the mapping (the staging buffer's, or the buffer's own host-visible memory)
-        // covers `size` bytes and stays mapped while the allocation lives (the block holds
-        // it). The host reaches these bytes only as atomic cells (`HostMemory`), so a device
-        // write racing a host access (a program that reads a buffer a queued batch still
-        // writes) gives unspecified bytes, never undefined behaviour. The device reaches them
-        // only in submissions the HAL makes, which copy staged ranges in and out in their
-        // command buffer and flush and invalidate non-coherent ranges around them
-        // (`HostSync`), so each side sees the other's writes once the batch has retired.
+        // The host reaches these bytes only as atomic cells (`HostMemory`): a device write
+        // racing a host access gives unspecified bytes, never undefined behaviour. Submissions
+        // copy staged ranges and flush/invalidate non-coherent ones around them (`HostSync`).
+        // SAFETY: the mapping covers `size` bytes and stays mapped while the allocation lives.
         unsafe { HostMemory::device_mapped(mapped, len, owner) }.ok_or_else(|| {
             StatusError::new(
                 StatusCode::Internal,

@@ -942,12 +942,10 @@ impl Queue {
             .command_buffers(&buffers)
             .signal_semaphores(&signal_semaphores)
             .push_next(&mut values)];
-        // SAFETY: the queue is used under the state lock only; the command buffer is fully
-        // recorded; the semaphores are timeline semaphores of this device, each held (by the
-        // pending batch's handles, or the queue for its progress) until the batch completes;
-        // every signal value is above its semaphore's counter and queued signals (checked
-        // above, under the locks held in `queued`, so no host signal passes it meanwhile); the
-        // arrays live across the call.
+        // Each semaphore is a timeline semaphore of this device, held (by the pending batch or
+        // the queue) until the batch completes; every signal value is above its counter and
+        // queued signals (checked above under the locks in `queued`; no host signal passes).
+        // SAFETY: the queue is used under the state lock; the buffer is recorded; arrays live.
         unsafe {
             self.context
                 .device
