@@ -126,6 +126,51 @@ pub struct ShortEdge {
     pub cost: u16,
 }
 
+/// An i32-bank register under 256, held in a byte where an instruction has no room for a
+/// [`Reg`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteReg(pub u8);
+
+impl ByteReg {
+    /// `r`, when it is under 256.
+    pub fn new(r: Reg) -> Option<ByteReg> {
+        u8::try_from(r.0).ok().map(ByteReg)
+    }
+
+    /// The register.
+    #[inline(always)]
+    pub fn reg(self) -> Reg {
+        Reg(u16::from(self.0))
+    }
+}
+
+/// One copy of a remap between i32-bank registers under 256, held in a [`Inst::BrMove4`]:
+/// the source register, then the destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteMove(pub u8, pub u8);
+
+impl ByteMove {
+    /// The copy `src` to `dst`, when both registers are under 256.
+    pub fn new(src: Reg, dst: Reg) -> Option<ByteMove> {
+        Some(ByteMove(
+            u8::try_from(src.0).ok()?,
+            u8::try_from(dst.0).ok()?,
+        ))
+    }
+
+    /// The source register.
+    #[inline(always)]
+    pub fn src(self) -> Reg {
+        Reg(u16::from(self.0))
+    }
+
+    /// The destination register.
+    #[inline(always)]
+    pub fn dst(self) -> Reg {
+        Reg(u16::from(self.1))
+    }
+}
+
 /// A `br_table`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrTable {
@@ -1039,6 +1084,14 @@ pub enum Inst {
         to: ShortEdge,
         moves: Span,
     },
+    /// A `br` whose remap is three or four i32-bank copies between registers under 256, held
+    /// in the instruction, in order. Three are padded with a repeat of the third, which
+    /// changes nothing: it reads the source the third just read (which that copy did not
+    /// change, unless it copied a register onto itself) into the same destination.
+    BrMove4 {
+        to: ShortEdge,
+        moves: [ByteMove; 4],
+    },
     // Straight-line superinstructions: the sequences of a vmvx workgroup's inner loop (the
     // index arithmetic feeding a buffer access, a multiply-add into memory, the increment on
     // a loop's back edge). One replaces the first instruction of its sequence and does what
@@ -1108,6 +1161,62 @@ pub enum Inst {
         d: Reg64,
         to: ShortEdge,
         dst: Reg64,
+    },
+    /// A loop's i32 increment and back edge, between registers under 256: `add.i32 a, b`
+    /// into `d`, then a `br` over `to` with the copies `moves` (a [`Inst::BrMove4`]).
+    AddI32BrMove4 {
+        a: ByteReg,
+        b: ByteReg,
+        d: ByteReg,
+        to: ShortEdge,
+        moves: [ByteMove; 4],
+    },
+    /// A loop's increment and back edge: `add.i64 x, y` into `d`, then a `br` over `to`
+    /// whose remap is the one i32-bank copy `src` to `dst` (a [`Inst::BrMove1`]).
+    AddBrMove1 {
+        x: Reg64,
+        y: Reg64,
+        d: Reg64,
+        to: ShortEdge,
+        src: Reg,
+        dst: Reg,
+    },
+    // Straight-line pairs of register operations, which cannot fail (the steps of a
+    // xorshift, a widening into an i64 sum, a bit turned into a float): the first into its
+    // destination, then the second, which reads its operands after the first's write.
+    /// `shl.i32 a, s` into `t`, then `xor.i32 x, y` into `d`.
+    ShlXorI32 {
+        a: Reg,
+        s: Reg,
+        t: Reg,
+        x: Reg,
+        y: Reg,
+        d: Reg,
+    },
+    /// `shr.i32.u a, s` into `t`, then `xor.i32 x, y` into `d`.
+    ShrUXorI32 {
+        a: Reg,
+        s: Reg,
+        t: Reg,
+        x: Reg,
+        y: Reg,
+        d: Reg,
+    },
+    /// `ext.i32.i64.u a` into `e`, then `add.i64 x, y` into `d`.
+    ExtUAddI64 {
+        a: Reg,
+        e: Reg64,
+        x: Reg64,
+        y: Reg64,
+        d: Reg64,
+    },
+    /// `and.i32 a, b` into `t`, then `cast.si32.f32 c` into `d`.
+    AndCastF32 {
+        a: Reg,
+        b: Reg,
+        t: Reg,
+        c: Reg,
+        d: Reg,
     },
     // References.
     CmpEqRef {
@@ -1247,8 +1356,11 @@ impl Inst {
                 | Inst::BrMove2 { .. }
                 | Inst::BrMove64 { .. }
                 | Inst::BrMoves { .. }
+                | Inst::BrMove4 { .. }
                 | Inst::AddBr { .. }
                 | Inst::AddBrMove64 { .. }
+                | Inst::AddBrMove1 { .. }
+                | Inst::AddI32BrMove4 { .. }
                 | Inst::BrTable { .. }
                 | Inst::Call { .. }
                 | Inst::Return { .. }

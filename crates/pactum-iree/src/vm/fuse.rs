@@ -11,16 +11,21 @@
 //!   is never run, while every instruction keeps its index, its byte offset (trap and fuel
 //!   locations) and the segment costs the verifier computed on the bytecode's instructions.
 //! - A `br` whose remap is empty, or one or two i32-bank copies, carries them in the
-//!   instruction; two copies that move one 64-bit pair become one 64-bit copy. A `br` with
-//!   more i32-bank copies (and no reference copy) carries its target, cost and the range of
-//!   its copies, so it skips the edge table.
+//!   instruction; two copies that move one 64-bit pair become one 64-bit copy; three or four
+//!   copies between registers under 256 are held as bytes (a loop's back edge that passes its
+//!   state to the head, as `vm_scalars.spin`'s does). A `br` with more i32-bank copies (and
+//!   no reference copy) carries its target, cost and the range of its copies, so it skips the
+//!   edge table.
 //!
 //! - Straight-line sequences of a vmvx workgroup's inner loop become one instruction each (a
 //!   second pass, over the first pass's result): an `add.i64` into the offset of the 4-byte
 //!   `buffer.load` after it, two `add.i64`s then that load, any two `add.i64`s, a multiply-add
 //!   into memory (load, `fma.f32` on what it loaded, store of the result where it was
-//!   loaded), and a loop's increment with the `br` after it (a `BrShort`, or a `BrMove64`
-//!   that copies the increment to the block argument). The
+//!   loaded), and a loop's increment with the `br` after it (a `BrShort`, a `BrMove64`
+//!   that copies the increment to the block argument, or a `BrMove1`), or an `add.i32` with
+//!   the `br` after it that holds its copies as bytes (a `BrMove4`). Pairs of register
+//!   operations of scalar loops are one instruction too: a shift then an xor (a xorshift's
+//!   step), a zero extension then an i64 add, an `and` then an int-to-float cast. The
 //!   superinstruction replaces the sequence's first instruction and leaves the others in
 //!   place, as the `cond_br` of a compare-and-branch; each is made from the instructions at
 //!   the indices after it as the first pass left them, which do what the unfused
@@ -33,7 +38,7 @@
 //! they change no observable behaviour: registers, results, traps, fuel and locations are
 //! those of the unfused instructions.
 
-use super::code::{FunctionCode, ICmp, Inst, Program, Reg, Reg64, ShortEdge};
+use super::code::{ByteMove, ByteReg, FunctionCode, ICmp, Inst, Program, Reg, Reg64, ShortEdge};
 
 /// Rewrites `code`'s instructions into superinstructions where they apply.
 pub fn fuse(code: &mut FunctionCode) {
@@ -131,6 +136,45 @@ fn sequence(insts: &[Inst]) -> Option<Inst> {
             Inst::BrMove64 { to, s, d: dst },
             ..,
         ] if s == d => Some(Inst::AddBrMove64 { x, y, d, to, dst }),
+        [Inst::AddI32 { a, b, d }, Inst::BrMove4 { to, moves }, ..] => Some(Inst::AddI32BrMove4 {
+            a: ByteReg::new(a)?,
+            b: ByteReg::new(b)?,
+            d: ByteReg::new(d)?,
+            to,
+            moves,
+        }),
+        [
+            Inst::AddI64 { a: x, b: y, d },
+            Inst::BrMove1 { to, src, dst },
+            ..,
+        ] => Some(Inst::AddBrMove1 {
+            x,
+            y,
+            d,
+            to,
+            src,
+            dst,
+        }),
+        [
+            Inst::ShlI32 { a, b: s, d: t },
+            Inst::XorI32 { a: x, b: y, d },
+            ..,
+        ] => Some(Inst::ShlXorI32 { a, s, t, x, y, d }),
+        [
+            Inst::ShrI32U { a, b: s, d: t },
+            Inst::XorI32 { a: x, b: y, d },
+            ..,
+        ] => Some(Inst::ShrUXorI32 { a, s, t, x, y, d }),
+        [
+            Inst::ExtI32I64U { a, d: e },
+            Inst::AddI64 { a: x, b: y, d },
+            ..,
+        ] => Some(Inst::ExtUAddI64 { a, e, x, y, d }),
+        [
+            Inst::AndI32 { a, b, d: t },
+            Inst::CastSi32F32 { a: c, d },
+            ..,
+        ] => Some(Inst::AndCastF32 { a, b, t, c, d }),
         [
             Inst::AddI64 {
                 a: a0,
@@ -200,10 +244,24 @@ fn branch(code: &FunctionCode, edge: u32) -> Option<Inst> {
             d: Reg64(d0.0),
         }),
         [(s0, d0), (s1, d1)] => Some(Inst::BrMove2 { to, s0, d0, s1, d1 }),
-        _ => Some(Inst::BrMoves {
-            to,
-            moves: code.edges[edge as usize].moves,
-        }),
+        _ => match byte_moves(moves) {
+            Some(moves) => Some(Inst::BrMove4 { to, moves }),
+            None => Some(Inst::BrMoves {
+                to,
+                moves: code.edges[edge as usize].moves,
+            }),
+        },
+    }
+}
+
+/// Three or four copies as a [`Inst::BrMove4`]'s, when all their registers are under 256
+/// (three padded with a repeat of the third, which changes nothing).
+fn byte_moves(moves: &[(Reg, Reg)]) -> Option<[ByteMove; 4]> {
+    let byte = |&(src, dst): &(Reg, Reg)| ByteMove::new(src, dst);
+    match moves {
+        [m0, m1, m2] => Some([byte(m0)?, byte(m1)?, byte(m2)?, byte(m2)?]),
+        [m0, m1, m2, m3] => Some([byte(m0)?, byte(m1)?, byte(m2)?, byte(m3)?]),
+        _ => None,
     }
 }
 
@@ -337,11 +395,13 @@ mod tests {
 
     /// A `br` carries its copies when it has no reference copy and a target and cost under
     /// 2^16: one or two i32-bank copies in the instruction, two that move a pair as one
-    /// 64-bit copy, more as the range of the function's copies.
+    /// 64-bit copy, three or four between registers under 256 in the instruction (three with
+    /// the third repeated), more (or with a larger register) as the range of the function's
+    /// copies.
     #[test]
     fn a_branch_carries_its_copies() {
         let mut code = FunctionCode {
-            insts: Program::new((0..10).map(|edge| Inst::Br { edge }).collect()),
+            insts: Program::new((0..13).map(|edge| Inst::Br { edge }).collect()),
             moves: vec![
                 (Reg(1), Reg(2)),
                 (Reg(3), Reg(4)),
@@ -355,6 +415,12 @@ mod tests {
                 // Not a pair: odd bases.
                 (Reg(3), Reg(7)),
                 (Reg(4), Reg(8)),
+                // Five copies, the last from a register over 255.
+                (Reg(1), Reg(2)),
+                (Reg(3), Reg(4)),
+                (Reg(5), Reg(6)),
+                (Reg(7), Reg(8)),
+                (Reg(256), Reg(9)),
             ],
             ref_moves: vec![(RefReg(0), RefReg(1))],
             edges: vec![
@@ -368,6 +434,9 @@ mod tests {
                 edge(4, 2, span(3, 2), span(0, 0)),
                 edge(4, 2, span(5, 2), span(0, 0)),
                 edge(4, 2, span(7, 2), span(0, 0)),
+                edge(4, 2, span(9, 4), span(0, 0)),
+                edge(4, 2, span(9, 5), span(0, 0)),
+                edge(4, 2, span(11, 3), span(0, 0)),
             ],
             ..FunctionCode::default()
         };
@@ -389,9 +458,14 @@ mod tests {
                     s1: Reg(3),
                     d1: Reg(4)
                 },
-                Inst::BrMoves {
+                Inst::BrMove4 {
                     to,
-                    moves: span(0, 3)
+                    moves: [
+                        ByteMove(1, 2),
+                        ByteMove(3, 4),
+                        ByteMove(5, 6),
+                        ByteMove(5, 6)
+                    ]
                 },
                 Inst::Br { edge: 4 },
                 Inst::Br { edge: 5 },
@@ -415,6 +489,165 @@ mod tests {
                     s1: Reg(4),
                     d1: Reg(8)
                 },
+                Inst::BrMove4 {
+                    to,
+                    moves: [
+                        ByteMove(1, 2),
+                        ByteMove(3, 4),
+                        ByteMove(5, 6),
+                        ByteMove(7, 8)
+                    ]
+                },
+                Inst::BrMoves {
+                    to,
+                    moves: span(9, 5)
+                },
+                Inst::BrMoves {
+                    to,
+                    moves: span(11, 3)
+                },
+            ]
+        );
+    }
+
+    /// The pairs of `spin`'s loop (a xorshift's steps, a widening into an i64 sum, a bit
+    /// turned into a float) and an increment before a one- or four-copy back edge become
+    /// superinstructions at their first index, the second left in place; what reads the
+    /// first's result is not required of the second (it runs after the first's write).
+    #[test]
+    fn register_pairs_fuse_at_their_first_instruction() {
+        let (x, s13, s17, t, u, one) = (Reg(3), Reg(8), Reg(9), Reg(11), Reg(12), Reg(2));
+        let (wide, sum, i, step) = (Reg64(12), Reg64(4), Reg64(16), Reg64(18));
+        let body = vec![
+            Inst::ShlI32 { a: x, b: s13, d: t },
+            Inst::XorI32 { a: x, b: t, d: t },
+            Inst::ShrI32U { a: t, b: s17, d: u },
+            Inst::XorI32 { a: t, b: u, d: u },
+            Inst::ExtI32I64U { a: t, d: wide },
+            Inst::AddI64 {
+                a: sum,
+                b: wide,
+                d: wide,
+            },
+            Inst::AndI32 { a: t, b: one, d: u },
+            Inst::CastSi32F32 { a: u, d: u },
+            Inst::AddI64 {
+                a: i,
+                b: step,
+                d: i,
+            },
+            Inst::Br { edge: 0 },
+            // Not pairs: a shift then an add, a cast without the `and`.
+            Inst::ShlI32 { a: x, b: s13, d: t },
+            Inst::AddI32 { a: x, b: t, d: t },
+            Inst::CastSi32F32 { a: u, d: u },
+        ];
+        let mut code = FunctionCode {
+            insts: Program::new(body.clone()),
+            moves: vec![(Reg(14), Reg(6))],
+            edges: vec![edge(0, 12, span(0, 1), span(0, 0))],
+            ..FunctionCode::default()
+        };
+        fuse(&mut code);
+        let to = short(0, 12);
+        let mut want = body;
+        want[0] = Inst::ShlXorI32 {
+            a: x,
+            s: s13,
+            t,
+            x,
+            y: t,
+            d: t,
+        };
+        want[2] = Inst::ShrUXorI32 {
+            a: t,
+            s: s17,
+            t: u,
+            x: t,
+            y: u,
+            d: u,
+        };
+        want[4] = Inst::ExtUAddI64 {
+            a: t,
+            e: wide,
+            x: sum,
+            y: wide,
+            d: wide,
+        };
+        want[6] = Inst::AndCastF32 {
+            a: t,
+            b: one,
+            t: u,
+            c: u,
+            d: u,
+        };
+        want[8] = Inst::AddBrMove1 {
+            x: i,
+            y: step,
+            d: i,
+            to,
+            src: Reg(14),
+            dst: Reg(6),
+        };
+        want[9] = Inst::BrMove1 {
+            to,
+            src: Reg(14),
+            dst: Reg(6),
+        };
+        assert_eq!(*code.insts, want);
+        // An i32 increment before a back edge of four copies, when its registers fit in a
+        // byte.
+        let (i, one, wide) = (Reg(1), Reg(2), Reg(256));
+        let moves = vec![
+            (Reg(15), Reg(6)),
+            (Reg(12), Reg(4)),
+            (Reg(13), Reg(5)),
+            (Reg(11), Reg(3)),
+        ];
+        let mut code = FunctionCode {
+            insts: Program::new(vec![
+                Inst::AddI32 { a: i, b: one, d: i },
+                Inst::Br { edge: 0 },
+                Inst::AddI32 {
+                    a: wide,
+                    b: one,
+                    d: i,
+                },
+                Inst::Br { edge: 0 },
+            ]),
+            moves,
+            edges: vec![edge(0, 14, span(0, 4), span(0, 0))],
+            ..FunctionCode::default()
+        };
+        fuse(&mut code);
+        let to = short(0, 14);
+        let byte_moves = [
+            ByteMove(15, 6),
+            ByteMove(12, 4),
+            ByteMove(13, 5),
+            ByteMove(11, 3),
+        ];
+        let back_edge = Inst::BrMove4 {
+            to,
+            moves: byte_moves,
+        };
+        assert_eq!(
+            *code.insts,
+            [
+                Inst::AddI32BrMove4 {
+                    a: ByteReg(1),
+                    b: ByteReg(2),
+                    d: ByteReg(1),
+                    to,
+                    moves: byte_moves,
+                },
+                back_edge,
+                Inst::AddI32 {
+                    a: wide,
+                    b: one,
+                    d: i,
+                },
+                back_edge,
             ]
         );
     }

@@ -500,6 +500,13 @@ impl<'a> Machine<'a> {
                         control::copy(code, r, moves);
                         ip = usize::from(to.target);
                     }
+                    Inst::BrMove4 { to, moves } => {
+                        charge!(to.cost);
+                        for m in moves {
+                            r.set_i32(m.dst(), r.i32(m.src()));
+                        }
+                        ip = usize::from(to.target);
+                    }
                     // A straight-line superinstruction runs here as its first instruction
                     // alone, and the loop goes on at the next index, where the rest of its
                     // sequence is (see the superinstructions in `code.rs`): the fast path
@@ -519,6 +526,16 @@ impl<'a> Machine<'a> {
                     Inst::AddBrMove64 { x, y, d, .. } => {
                         integer::add_i64(r, x, y, d);
                     }
+                    Inst::AddBrMove1 { x, y, d, .. } => {
+                        integer::add_i64(r, x, y, d);
+                    }
+                    Inst::AddI32BrMove4 { a, b, d, .. } => {
+                        integer::add_i32(r, a.reg(), b.reg(), d.reg())
+                    }
+                    Inst::ShlXorI32 { a, s, t, .. } => integer::shift32(r, Shift::Shl, a, s, t),
+                    Inst::ShrUXorI32 { a, s, t, .. } => integer::shift32(r, Shift::ShrU, a, s, t),
+                    Inst::ExtUAddI64 { a, e, .. } => convert::ext_i32_i64_u(r, a, e),
+                    Inst::AndCastF32 { a, b, t, .. } => integer::bin32(r, IBin::And, a, b, t),
                     Inst::LoadFmaStore32 { b, o, v, .. } => {
                         tri!(buffers::load(r, Width::B32, b, o, v))
                     }

@@ -1,6 +1,7 @@
 //! The VM interpreter: the vm_direct fixture against iree-run-module, hand-assembled
 //! programs for numeric semantics, traps, budgets and verifier refusals, and a mutation corpus.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -810,6 +811,232 @@ fn check_back_edge_fuel(increment_in_place: bool) {
     );
 }
 
+/// The byte offsets of the instructions of a loop that can stop it for want of fuel.
+struct FuelStops {
+    entry: u32,
+    to_head: u32,
+    cond_br: u32,
+    back: u32,
+}
+
+/// `xorshift(n, x) -> (x, y, acc, i, t, bit, f, wide)`: the fixture's `vm_scalars.spin` with
+/// the seed an argument, its loop made of the pairs the loader fuses (three xorshift steps, a
+/// widening into an i64 sum, an `and` then a cast) and a back edge of four copies; it returns
+/// the loop's state and every register those pairs write. With `breakers`, a `const.i32` into
+/// an unused register follows every instruction of the body: the same computation, unfused.
+fn xorshift_loop(breakers: bool) -> (Func, FuelStops) {
+    // i32 bank: n 0, i 1 (the seed on entry), one 2, x 3, y 4:5, acc 6, k 7, shifts 8 9 10,
+    // t 11, wide 12:13, bit 14, f 15, breaker 16, zero 17.
+    let mut f = Func::new("xorshift", "0ii_iIfiiifI", 18, 0);
+    f.block();
+    let entry = f.pc();
+    f.const_i32(0, 17).const_i32(1, 2);
+    f.const_i64(88172645463325252, 4);
+    f.const_f32(0.0, 6).const_f32(0.25, 7);
+    f.const_i32(13, 8).const_i32(17, 9).const_i32(5, 10);
+    let to_head_pc = f.pc();
+    f.op(0x56);
+    let to_head = f.target(0);
+    f.remap(&[(1, 3), (17, 1)]); // x = seed, then i = 0
+    let head = f.block();
+    f.patch(to_head, head);
+    f.bin(0x4B, 1, 0, 11); // cmp.lt.i32.s i, n
+    let cond_br = f.pc();
+    f.op(0x57).r(11);
+    let to_body = f.target(0);
+    f.remap(&[]);
+    let to_exit = f.target(0);
+    f.remap(&[]);
+    let body = f.block();
+    f.patch(to_body, body);
+    let breaker = |f: &mut Func| {
+        if breakers {
+            f.const_i32(0, 16);
+        }
+    };
+    for (op, a, b, d) in [
+        (0x3A, 3, 8, 11),   // t = x << 13
+        (0x35, 3, 11, 11),  // t = x ^ t
+        (0x3C, 11, 9, 12),  // u = t >> 17
+        (0x35, 11, 12, 12), // u = t ^ u
+        (0x3A, 12, 10, 11), // t = u << 5
+        (0x35, 12, 11, 11), // t = u ^ t
+    ] {
+        f.bin(op, a, b, d);
+        breaker(&mut f);
+    }
+    f.op(0x48).r(11).r(12); // wide = zext t
+    breaker(&mut f);
+    f.bin(0x2A, 4, 12, 12); // wide = y + wide
+    breaker(&mut f);
+    f.bin(0x33, 11, 2, 14); // bit = t & 1
+    breaker(&mut f);
+    f.f32op(0x14).r(14).r(15); // f = (float) bit
+    breaker(&mut f);
+    f.f32op(0x0F).r(15).r(7).r(6).r(15); // f = f * 0.25 + acc
+    breaker(&mut f);
+    f.bin(0x22, 1, 2, 1); // i = i + 1
+    breaker(&mut f);
+    let back = f.pc();
+    f.op(0x56);
+    f.target(head);
+    f.remap(&[(15, 6), (12, 4), (13, 5), (11, 3)]);
+    let exit = f.block();
+    f.patch(to_exit, exit);
+    f.ret(&[3, 4, 6, 1, 11, 14, 15, 12]);
+    let stops = FuelStops {
+        entry,
+        to_head: to_head_pc,
+        cond_br,
+        back,
+    };
+    (f, stops)
+}
+
+/// The set of byte offsets where `run_with` stops for want of fuel, over every budget below
+/// the one that completes.
+fn fuel_stops(run_with: impl Fn(u64) -> Result<Vec<Value>, VmError>) -> BTreeSet<u32> {
+    let need = (0..2000)
+        .find(|&fuel| run_with(fuel).is_ok())
+        .expect("the loop runs on 2000 fuel");
+    (0..need)
+        .map(|fuel| fuel_error_pc(run_with(fuel)))
+        .collect()
+}
+
+#[test]
+fn fused_register_pairs_and_a_four_copy_back_edge_compute_as_their_instructions_do() {
+    let (fused, stops) = xorshift_loop(false);
+    let (unfused, _) = xorshift_loop(true);
+    let fused_context = load(std::slice::from_ref(&fused)).unwrap();
+    let unfused_context = load(std::slice::from_ref(&unfused)).unwrap();
+    for (n, seed) in [(0, 12345), (1, 12345), (7, -1), (100, 1 << 30)] {
+        let args = [Value::I32(n), Value::I32(seed)];
+        let got = fused_context.call("t.xorshift", &args).unwrap();
+        assert_eq!(got, unfused_context.call("t.xorshift", &args).unwrap());
+        // The same loop computed here: the state after `n` trips and the registers of the
+        // last trip.
+        let (mut x, mut y, mut acc) = (seed as u32, 88172645463325252u64, 0f32);
+        let (mut bit, mut f, mut wide) = (0u32, 0f32, 0u64);
+        for _ in 0..n {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            wide = y.wrapping_add(u64::from(x));
+            bit = x & 1;
+            f = (bit as f32).mul_add(0.25, acc);
+            (y, acc) = (wide, f);
+        }
+        if n > 0 {
+            let want = [
+                Value::I32(x as i32),
+                Value::I64(y as i64),
+                Value::F32(acc),
+                Value::I32(n),
+                // `t`'s register is also the head's compare (as in `spin`): false on exit.
+                Value::I32(0),
+                Value::I32(bit as i32),
+                Value::F32(f),
+                Value::I64(wide as i64),
+            ];
+            assert_eq!(got, want, "xorshift({n}, {seed})");
+        }
+    }
+    // Short of fuel, the run stops at a branch it cannot pay for, never inside a pair.
+    let run_with = |fuel: u64| {
+        load_with(
+            std::slice::from_ref(&fused),
+            Limits::with_fuel(fuel),
+            |_| {},
+        )
+        .unwrap()
+        .call("t.xorshift", &[Value::I32(3), Value::I32(7)])
+    };
+    assert_eq!(
+        fuel_stops(run_with),
+        [stops.entry, stops.to_head, stops.cond_br, stops.back].into(),
+        "fuel error offsets"
+    );
+}
+
+/// `fsum(n, a) -> (acc, i)`: `acc = acc * 0.5 + a` for `i` in `0..n`, in i64, with the fma's
+/// result copied to the accumulator by the back edge after the increment (the form of
+/// `bench/iree_paths/loop_f32.mlir`); with `breakers`, unfused.
+fn fsum_loop(breakers: bool) -> (Func, FuelStops) {
+    // i32 bank: n 0:1, a 2, half 3, i 4:5, one 6:7, acc 8, next 9, cmp 10, breaker 11.
+    let mut f = Func::new("fsum", "0If_fI", 12, 0);
+    f.block();
+    let entry = f.pc();
+    f.const_i64(0, 4)
+        .const_i64(1, 6)
+        .const_f32(0.5, 3)
+        .const_f32(0.0, 8);
+    let to_head_pc = f.pc();
+    let to_head = f.br(0);
+    let head = f.block();
+    f.patch(to_head, head);
+    f.bin(0x50, 4, 0, 10); // cmp.lt.i64.s i, n
+    let cond_br = f.pc();
+    f.op(0x57).r(10);
+    let to_body = f.target(0);
+    f.remap(&[]);
+    let to_exit = f.target(0);
+    f.remap(&[]);
+    let body = f.block();
+    f.patch(to_body, body);
+    f.f32op(0x0F).r(8).r(3).r(2).r(9); // next = acc * 0.5 + a
+    if breakers {
+        f.const_i32(0, 11);
+    }
+    f.bin(0x2A, 4, 6, 4); // i = i + 1
+    if breakers {
+        f.const_i32(0, 11);
+    }
+    let back = f.pc();
+    f.op(0x56);
+    f.target(head);
+    f.remap(&[(9, 8)]);
+    let exit = f.block();
+    f.patch(to_exit, exit);
+    f.ret(&[8, 4]);
+    let stops = FuelStops {
+        entry,
+        to_head: to_head_pc,
+        cond_br,
+        back,
+    };
+    (f, stops)
+}
+
+#[test]
+fn a_fused_increment_and_one_copy_back_edge_computes_and_pays_as_its_instructions_do() {
+    let (fused, stops) = fsum_loop(false);
+    let (unfused, _) = fsum_loop(true);
+    let fused_context = load(std::slice::from_ref(&fused)).unwrap();
+    let unfused_context = load(std::slice::from_ref(&unfused)).unwrap();
+    for n in [0, 1, 5, 40] {
+        let args = [Value::I64(n), Value::F32(1.5)];
+        let got = fused_context.call("t.fsum", &args).unwrap();
+        assert_eq!(got, unfused_context.call("t.fsum", &args).unwrap());
+        let acc = (0..n).fold(0f32, |acc, _| acc.mul_add(0.5, 1.5));
+        assert_eq!(got, [Value::F32(acc), Value::I64(n)], "fsum({n})");
+    }
+    let run_with = |fuel: u64| {
+        load_with(
+            std::slice::from_ref(&fused),
+            Limits::with_fuel(fuel),
+            |_| {},
+        )
+        .unwrap()
+        .call("t.fsum", &[Value::I64(3), Value::F32(1.5)])
+    };
+    assert_eq!(
+        fuel_stops(run_with),
+        [stops.entry, stops.to_head, stops.cond_br, stops.back].into(),
+        "fuel error offsets"
+    );
+}
+
 #[test]
 fn branches_copy_one_or_two_registers_in_order() {
     // A `br` with a single copy: `x -> y`, then `y` returned.
@@ -865,10 +1092,23 @@ fn branches_copy_a_register_pair_or_many_registers_in_order() {
     let (chain, chain_at) =
         remapping_branch("chain", "0iii_iii", &[(0, 3), (3, 4), (4, 5)], &[3, 4, 5]);
     let (rotate, _) = remapping_branch("rotate", "0iii_iii", &[(0, 1), (1, 2), (2, 0)], &[0, 1, 2]);
+    // Four copies (held in the instruction, as three are) and five (the function's table).
+    let (chain4, chain4_at) = remapping_branch(
+        "chain4",
+        "0iii_iiii",
+        &[(0, 3), (3, 4), (4, 5), (5, 6)],
+        &[3, 4, 5, 6],
+    );
+    let (chain5, chain5_at) = remapping_branch(
+        "chain5",
+        "0iii_iiiii",
+        &[(0, 3), (3, 4), (4, 5), (5, 6), (6, 7)],
+        &[3, 4, 5, 6, 7],
+    );
     // Copies of a pair's halves that are not a pair copy: the high half's destination is
     // read by the second copy.
     let (overlap, _) = remapping_branch("overlap", "0I_ii", &[(0, 1), (1, 2)], &[1, 2]);
-    let funcs = [pair, chain, rotate, overlap];
+    let funcs = [pair, chain, rotate, overlap, chain4, chain5];
     let context = load(&funcs).unwrap();
     let big = -0x1234_5678_9abc_def0_i64;
     assert_eq!(
@@ -888,11 +1128,21 @@ fn branches_copy_a_register_pair_or_many_registers_in_order() {
         context.call("t.overlap", &[Value::I64(big)]).unwrap(),
         [Value::I32(big as i32), Value::I32(big as i32)]
     );
+    assert_eq!(
+        context.call("t.chain4", &three).unwrap(),
+        vec![Value::I32(1); 4]
+    );
+    assert_eq!(
+        context.call("t.chain5", &three).unwrap(),
+        vec![Value::I32(1); 5]
+    );
     // With fuel for the entry block only, the branch cannot pay for the exit block: the
     // error names the `br`, and one more unit of fuel runs the function.
     for (name, at, args) in [
         ("t.pair", pair_at, vec![Value::I64(big)]),
         ("t.chain", chain_at, three.to_vec()),
+        ("t.chain4", chain4_at, three.to_vec()),
+        ("t.chain5", chain5_at, three.to_vec()),
     ] {
         let run_with = |fuel: u64| {
             load_with(&funcs, Limits::with_fuel(fuel), |_| {})

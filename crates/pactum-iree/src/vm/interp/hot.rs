@@ -239,6 +239,13 @@ fn run_in<const FTZ: bool>(
                 control::copy(code, r, moves);
                 enter!(usize::from(to.target))
             }
+            Inst::BrMove4 { to, moves } => {
+                pay!(to.cost, at.ip());
+                for m in moves {
+                    r.set_i32(m.dst(), r.i32(m.src()));
+                }
+                enter!(usize::from(to.target))
+            }
             // A fused compare-and-branch tests first and writes the compare's register only
             // once the branch is paid for, so that a branch left to the main loop is left
             // whole (its compare may overwrite one of its own operands).
@@ -448,6 +455,53 @@ fn run_in<const FTZ: bool>(
                 let next = integer::add_i64(r, x, y, d);
                 r.set_i64(dst, next);
                 enter!(usize::from(to.target))
+            }
+            Inst::AddBrMove1 {
+                x,
+                y,
+                d,
+                to,
+                src,
+                dst,
+            } => {
+                pay!(to.cost, at.ip());
+                integer::add_i64(r, x, y, d);
+                r.set_i32(dst, r.i32(src));
+                enter!(usize::from(to.target))
+            }
+            Inst::AddI32BrMove4 { a, b, d, to, moves } => {
+                pay!(to.cost, at.ip());
+                integer::add_i32(r, a.reg(), b.reg(), d.reg());
+                for m in moves {
+                    r.set_i32(m.dst(), r.i32(m.src()));
+                }
+                enter!(usize::from(to.target))
+            }
+            // Pairs of register operations: the first, then the second (reading after the
+            // first's write), then on past the pair.
+            Inst::ShlXorI32 { a, s, t, x, y, d } => {
+                integer::shift32(r, Shift::Shl, a, s, t);
+                integer::bin32(r, IBin::Xor, x, y, d);
+                at.skip(2);
+                continue;
+            }
+            Inst::ShrUXorI32 { a, s, t, x, y, d } => {
+                integer::shift32(r, Shift::ShrU, a, s, t);
+                integer::bin32(r, IBin::Xor, x, y, d);
+                at.skip(2);
+                continue;
+            }
+            Inst::ExtUAddI64 { a, e, x, y, d } => {
+                convert::ext_i32_i64_u(r, a, e);
+                integer::add_i64(r, x, y, d);
+                at.skip(2);
+                continue;
+            }
+            Inst::AndCastF32 { a, b, t, c, d } => {
+                integer::bin32(r, IBin::And, a, b, t);
+                convert::cast_si32_f32(r, c, d);
+                at.skip(2);
+                continue;
             }
             // Left to the main loop: instructions that can fault, read the module instance,
             // touch references, or switch frames. Listed, not matched by a wildcard, so that a
