@@ -5,7 +5,7 @@
 //! divisions, and `list.get`/`list.set` of values (so that a loop over a list, or one that
 //! divides, does not leave this loop and enter it again at every trip: each entry costs
 //! about 70 host instructions), and the superinstructions `fuse.rs` makes of workgroup loops'
-//! sequences, run whole here (see their arms).
+//! sequences and of scalar loops' pairs and back edges, run whole here (see their arms).
 //!
 //! The main loop (`interp.rs`) matches every instruction, which makes it one large function
 //! where the compiler keeps the loop's state (instruction pointer, register window, fuel) in
