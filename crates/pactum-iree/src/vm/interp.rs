@@ -91,6 +91,10 @@ pub struct Stack {
     i32_top: usize,
     refs: Vec<Option<Ref>>,
     frames: Vec<Frame>,
+    /// The argument and result lists of calls into native modules, kept from call to call so
+    /// that a native call allocates no list (a native function that calls back into the VM
+    /// runs on another stack, with its own lists).
+    native: control::NativeLists,
 }
 
 impl Stack {
@@ -559,6 +563,7 @@ impl<'a> Machine<'a> {
                                     charge!(call.cost);
                                     match control::call_native(
                                         r.reborrow(),
+                                        &mut stack.native,
                                         call,
                                         &**module,
                                         *index,

@@ -1309,6 +1309,40 @@ mod device {
         done.wait(Timeout::Infinite).unwrap();
         assert_eq!(sum.to_vec(), f32s(&[1.5, 2.5, 3.5, 4.5]));
 
+        // A table of more slots than a replay keeps on the stack (8): the same dispatch with
+        // its buffers in slots 8 and 9, the slots before them bound to a scratch buffer.
+        let inputs = allocator
+            .import_copy(params, &f32s(&[1.0, 2.0, 3.0, 4.0, 0.5, 0.5, 0.5, 0.5]))
+            .unwrap();
+        let wide = device.create_command_buffer(10).unwrap();
+        wide.record(Command::Dispatch {
+            executable: executable.clone(),
+            ordinal: ordinal as i64,
+            count: [1, 1, 1],
+            constants: vec![],
+            bindings: vec![
+                (BufferRef::Slot(8), 0, 16),
+                (BufferRef::Slot(8), 16, 16),
+                (BufferRef::Slot(9), 0, 16),
+            ],
+        })
+        .unwrap();
+        wide.finalize().unwrap();
+        let scratch = allocator.allocate(params, 16).unwrap();
+        let mut table: Vec<Binding> = (0..8).map(|_| Binding::whole(scratch.clone())).collect();
+        table.push(Binding::whole(inputs));
+        table.push(Binding::whole(sum.clone()));
+        let done = HalFence::pending();
+        device
+            .queue_execute(
+                Submission::new(&HalFence::empty(), &done),
+                Some(&wide),
+                &table,
+            )
+            .unwrap();
+        done.wait(Timeout::Infinite).unwrap();
+        assert_eq!(sum.to_vec(), f32s(&[1.5, 2.5, 3.5, 4.5]));
+
         // An indirect dispatch reads its workgroup count when it runs: here the count an
         // update earlier in the same command buffer wrote into a table slot.
         let counts = allocator.allocate(params, 16).unwrap();

@@ -100,12 +100,22 @@ impl LocalDevice {
         let commands = command_buffer.commands();
         // Each table slot's buffer is made once per execution, not per dispatch binding; a
         // slot's error (a range outside its buffer) is returned where a command uses it, as
-        // resolving it there would.
-        let slots: Box<SlotBuffers> = (0..table.len())
-            .map(|slot| BufferRef::Slot(slot as u32).resolve(table))
-            .collect();
-        // One list of bindings, refilled by every dispatch of the replay.
-        let mut resolved = Vec::new();
+        // resolving it there would. A table of up to `INLINE_BINDINGS` slots (every one the
+        // compiler makes for small programs) is kept on the stack: an execution allocates
+        // nothing for it.
+        let resolve = |slot: usize| Some(BufferRef::Slot(slot as u32).resolve(table));
+        let mut inline: [Option<Result<HalBuffer, StatusError>>; INLINE_BINDINGS] =
+            Default::default();
+        let spilled: Vec<Option<Result<HalBuffer, StatusError>>>;
+        let slots: &SlotBuffers = if table.len() <= INLINE_BINDINGS {
+            for (slot, entry) in inline.iter_mut().enumerate().take(table.len()) {
+                *entry = resolve(slot);
+            }
+            &inline[..table.len()]
+        } else {
+            spilled = (0..table.len()).map(resolve).collect();
+            &spilled
+        };
         for command in commands.iter() {
             match command {
                 Command::Dispatch {
@@ -114,14 +124,7 @@ impl LocalDevice {
                     count,
                     constants,
                     bindings,
-                } => self.dispatch(
-                    executable,
-                    *ordinal,
-                    *count,
-                    constants,
-                    (bindings, &slots),
-                    &mut resolved,
-                )?,
+                } => self.dispatch(executable, *ordinal, *count, constants, (bindings, slots))?,
                 Command::DispatchIndirect {
                     executable,
                     ordinal,
@@ -137,14 +140,7 @@ impl LocalDevice {
                     let count = [0, 4, 8].map(|at| {
                         u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
                     });
-                    self.dispatch(
-                        executable,
-                        *ordinal,
-                        count,
-                        constants,
-                        (bindings, &slots),
-                        &mut resolved,
-                    )?
+                    self.dispatch(executable, *ordinal, count, constants, (bindings, slots))?
                 }
                 transfer => transfer.run_transfer_on_host(table)?,
             }
@@ -153,50 +149,76 @@ impl LocalDevice {
     }
 
     /// Runs one dispatch, its binding slots filled from `slots` (the binding table's buffers,
-    /// or the error naming one); `resolved` is a list to reuse for the resolved bindings (emptied on return,
-    /// so that it borrows nothing between dispatches).
-    fn dispatch<'a>(
+    /// or the error naming one). Up to `INLINE_BINDINGS` resolved bindings are gathered on the
+    /// stack, more in a list made for the dispatch.
+    fn dispatch(
         &self,
         executable: &Arc<dyn HalExecutable>,
         ordinal: i64,
         count: [u32; 3],
         constants: &[i32],
-        (bindings, slots): (&'a [(BufferRef, i64, i64)], &'a SlotBuffers),
-        resolved: &mut Vec<BindingRef<'a>>,
+        (bindings, slots): (&[(BufferRef, i64, i64)], &SlotBuffers),
     ) -> Result<(), StatusError> {
-        resolved.clear();
-        for (r, offset, length) in bindings {
-            let buffer = match r {
-                BufferRef::Direct(buffer) => buffer,
-                BufferRef::Slot(slot) => match slots.get(*slot as usize) {
-                    Some(Ok(buffer)) => buffer,
-                    Some(Err(error)) => return Err(error.clone()),
-                    None => return Err(slot_not_in_table(*slot, slots.len())),
-                },
-            };
-            resolved.push(BindingRef {
-                buffer,
-                offset: *offset,
-                length: *length,
-            });
+        // The bindings are resolved before the executable is checked, so that a bad slot is
+        // the error reported first, as it was when the replay gathered them into a list.
+        let run = |resolved: &[BindingRef<'_>]| {
+            let executable = executable
+                .as_any()
+                .downcast_ref::<LocalExecutable>()
+                .ok_or_else(|| {
+                    StatusError::invalid_argument(format!(
+                        "the local device cannot run an executable another device made \
+                         ({executable:?})"
+                    ))
+                })?;
+            executable.dispatch_bindings(ordinal, count, constants, resolved, &self.workers)
+        };
+        match bindings.first() {
+            None => run(&[]),
+            Some(first) if bindings.len() <= INLINE_BINDINGS => {
+                // Every entry past the dispatch's own bindings repeats the first (never read).
+                let mut resolved = [bind_slot(first, slots)?; INLINE_BINDINGS];
+                for index in 1..bindings.len() {
+                    resolved[index] = bind_slot(&bindings[index], slots)?;
+                }
+                run(&resolved[..bindings.len()])
+            }
+            Some(_) => run(&bindings
+                .iter()
+                .map(|binding| bind_slot(binding, slots))
+                .collect::<Result<Vec<_>, _>>()?),
         }
-        let bindings = &resolved[..];
-        let executable = executable
-            .as_any()
-            .downcast_ref::<LocalExecutable>()
-            .ok_or_else(|| {
-                StatusError::invalid_argument(format!(
-                    "the local device cannot run an executable another device made \
-                     ({executable:?})"
-                ))
-            })?;
-        executable.dispatch_bindings(ordinal, count, constants, bindings, &self.workers)
     }
 }
 
+/// A dispatch binding of a replay as the executable takes it: its buffer from the command
+/// itself or from the execution's table `slots`.
+#[inline(always)]
+fn bind_slot<'a>(
+    (r, offset, length): &'a (BufferRef, i64, i64),
+    slots: &'a SlotBuffers,
+) -> Result<BindingRef<'a>, StatusError> {
+    let buffer = match r {
+        BufferRef::Direct(buffer) => buffer,
+        BufferRef::Slot(slot) => match slots.get(*slot as usize) {
+            Some(Some(Ok(buffer))) => buffer,
+            Some(Some(Err(error))) => return Err(error.clone()),
+            Some(None) | None => return Err(slot_not_in_table(*slot, slots.len())),
+        },
+    };
+    Ok(BindingRef {
+        buffer,
+        offset: *offset,
+        length: *length,
+    })
+}
+
+/// How many binding-table slots, and bindings of one dispatch, a replay keeps on the stack.
+const INLINE_BINDINGS: usize = 8;
+
 /// The buffers of a binding table's slots for one execution (or the error naming a slot's bad
 /// range, returned where a command uses the slot).
-type SlotBuffers = [Result<HalBuffer, StatusError>];
+type SlotBuffers = [Option<Result<HalBuffer, StatusError>>];
 
 impl HalDevice for LocalDevice {
     fn id(&self) -> &str {

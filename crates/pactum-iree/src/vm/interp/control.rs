@@ -2,8 +2,6 @@
 //! functions (which need no frame). Calls and returns between bytecode frames are the
 //! interpreter's loop (`interp.rs`), as they switch frames.
 
-use std::cell::Cell;
-
 use super::fault::{Fault, trap};
 use super::registers::{Registers, read_ref};
 use crate::vm::code::{ArgOp, BrTable, CallSite, Edge, FunctionCode, Kind, RefReg, Reg, Span};
@@ -78,19 +76,18 @@ pub(super) enum NativeFailure {
 /// in machine registers.
 pub(super) fn call_native(
     mut r: Registers<'_>,
+    lists: &mut NativeLists,
     call: &CallSite,
     module: &dyn NativeModule,
     index: usize,
     name: &str,
 ) -> Result<(), NativeFailure> {
-    // The argument and result lists are the thread's, reused from call to call (a native
-    // function that calls back into the VM finds them taken and makes new ones).
-    let mut args = NATIVE_ARGS.take();
-    native_args(call, &mut r, &mut args);
-    let mut results = NATIVE_RESULTS.take();
-    let called = module.call_into(index, &args, &mut results);
+    let NativeLists { args, results } = lists;
+    native_args(call, &mut r, args);
+    let called = module.call_into(index, args, results);
+    // The arguments are released before the results are stored (a moved-out reference's
+    // object is freed here, as the call returns).
     args.clear();
-    NATIVE_ARGS.set(args);
     let stored = match called {
         Ok(()) => store_results(r, call, name, results.drain(..)),
         Err(e) => Err(NativeFailure::Error(VmError::Native {
@@ -100,13 +97,15 @@ pub(super) fn call_native(
         })),
     };
     results.clear();
-    NATIVE_RESULTS.set(results);
     stored
 }
 
-thread_local! {
-    static NATIVE_ARGS: Cell<Vec<Value>> = const { Cell::new(Vec::new()) };
-    static NATIVE_RESULTS: Cell<Vec<Value>> = const { Cell::new(Vec::new()) };
+/// The argument and result lists of native calls, reused from call to call: one pair per
+/// interpreter stack (see `Stack`), reached without a thread-local lookup.
+#[derive(Default)]
+pub(super) struct NativeLists {
+    args: Vec<Value>,
+    results: Vec<Value>,
 }
 
 /// Stores a native call's results in the caller's registers.
