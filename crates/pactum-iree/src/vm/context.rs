@@ -59,8 +59,10 @@ enum Registered {
     },
     Native {
         module: Arc<dyn NativeModule>,
-        functions: HashMap<String, usize>,
-        sigs: Vec<Sig>,
+        /// Each function's signature, parsed from its calling convention: at registration, or
+        /// when an import or a lookup first needs it for a module whose conventions follow
+        /// its types ([`NativeModule::conventions_follow_types`]).
+        sigs: Box<[OnceLock<Sig>]>,
     },
 }
 
@@ -195,6 +197,42 @@ fn native_sig_of(function: &NativeFunction) -> Result<Sig, String> {
     Ok(sig)
 }
 
+/// The index of native function `name` among the `registered` functions the module had when
+/// it was registered: the last of that name, as a table filled in order would answer. A scan
+/// rather than a table: a module has a few dozen functions, and a program looks up only the
+/// ones it imports.
+fn native_function_index(
+    module: &dyn NativeModule,
+    registered: usize,
+    name: &str,
+) -> Option<usize> {
+    let functions = module.functions();
+    functions[..registered.min(functions.len())]
+        .iter()
+        .rposition(|f| f.name == name)
+}
+
+/// The signature of `module`'s function `index`, parsed on first use and kept in `sigs[index]`.
+/// A malformed convention is the module's link error, naming the function.
+fn native_sig_at<'a>(
+    module: &dyn NativeModule,
+    sigs: &'a [OnceLock<Sig>],
+    index: usize,
+) -> Result<&'a Sig, VmError> {
+    if let Some(sig) = sigs[index].get() {
+        return Ok(sig);
+    }
+    let function = &module.functions()[index];
+    let sig = native_sig_of(function).map_err(|reason| VmError::Link {
+        module: module.name().to_owned(),
+        error: LinkError::BadCallingConvention {
+            function: function.name.to_string(),
+            reason,
+        },
+    })?;
+    Ok(sigs[index].get_or_init(|| sig))
+}
+
 fn split_name(full: &str) -> Option<(&str, &str)> {
     full.split_once('.')
 }
@@ -252,7 +290,11 @@ impl Context {
 
     /// Registers a native module: later modules may import its functions. A module whose
     /// typed functions' signatures do not imply their declared calling conventions
-    /// ([`NativeModule::check_signatures`]) is refused with [`LinkError::NativeSignature`].
+    /// ([`NativeModule::check_signatures`]) is refused with [`LinkError::NativeSignature`];
+    /// one with a malformed convention, with [`LinkError::BadCallingConvention`]. The
+    /// conventions of a module whose conventions follow its types
+    /// ([`NativeModule::conventions_follow_types`]) are parsed when first imported or looked
+    /// up, the others here.
     pub fn register_native(&mut self, module: Arc<dyn NativeModule>) -> Result<(), VmError> {
         let name = module.name().to_owned();
         self.check_new_name(&name)?;
@@ -264,27 +306,17 @@ impl Context {
                 implied: m.implied,
             },
         })?;
-        let mut functions = HashMap::new();
-        let mut sigs = Vec::new();
-        for (index, f) in module.functions().iter().enumerate() {
-            let sig = native_sig_of(f).map_err(|reason| VmError::Link {
-                module: name.clone(),
-                error: LinkError::BadCallingConvention {
-                    function: f.name.to_string(),
-                    reason,
-                },
-            })?;
-            sigs.push(sig);
-            functions.insert(f.name.to_string(), index);
+        let sigs: Box<[OnceLock<Sig>]> =
+            module.functions().iter().map(|_| OnceLock::new()).collect();
+        if !module.conventions_follow_types() {
+            for index in 0..sigs.len() {
+                native_sig_at(&*module, &sigs, index)?;
+            }
         }
         for ty in module.ref_types() {
             self.ref_types.insert(ty);
         }
-        self.modules.push(Registered::Native {
-            module,
-            functions,
-            sigs,
-        });
+        self.modules.push(Registered::Native { module, sigs });
         Ok(())
     }
 
@@ -405,22 +437,19 @@ impl Context {
             }
             Registered::Native {
                 module: native,
-                functions,
                 sigs,
             } => {
-                let Some(&index) = functions.get(function) else {
+                let Some(index) = native_function_index(&**native, sigs.len(), function) else {
                     return Ok(None);
                 };
+                let sig = native_sig_at(&**native, sigs, index)?;
                 let target = ImportTarget::Native {
                     module: native.clone(),
                     index,
                     name: import.full_name.clone(),
                 };
-                let cconv = native
-                    .functions()
-                    .get(index)
-                    .map_or_else(String::new, |f| f.cconv.to_string());
-                (target, &sigs[index], cconv)
+                let cconv = native.functions()[index].cconv.to_string();
+                (target, sig, cconv)
             }
         };
         if *sig != import.sig {
@@ -461,22 +490,16 @@ impl Context {
                     cconvs[ordinal as usize].clone(),
                 )
             }
-            Registered::Native {
-                module,
-                functions,
-                sigs,
-            } => {
-                let &i = functions.get(function).ok_or_else(not_found)?;
+            Registered::Native { module, sigs } => {
+                let i =
+                    native_function_index(&**module, sigs.len(), function).ok_or_else(not_found)?;
                 (
                     Target::Native {
                         module: index,
                         index: i,
                     },
-                    &sigs[i],
-                    module
-                        .functions()
-                        .get(i)
-                        .map_or_else(String::new, |f| f.cconv.to_string()),
+                    native_sig_at(&**module, sigs, i)?,
+                    module.functions()[i].cconv.to_string(),
                 )
             }
         };

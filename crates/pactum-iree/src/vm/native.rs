@@ -68,6 +68,18 @@ pub trait NativeModule: Send + Sync {
     /// [`Context::register_native`]: super::Context::register_native
     fn check_signatures(&self) -> Result<(), SignatureMismatch>;
 
+    /// Whether every function's calling convention is the one its Rust types imply, so that it
+    /// is well formed by construction once [`check_signatures`](NativeModule::check_signatures)
+    /// passed (modules built by [`NativeModuleBuilder`] answer `true`). The context then parses
+    /// a function's convention only when an import or a lookup first needs it, instead of
+    /// all of them at registration: a process that registers `hal` and calls none of its ~60
+    /// functions does not pay for them. A module whose conventions are written by hand
+    /// answers `false` (the default): each is parsed at registration, and a malformed one
+    /// refuses the module there.
+    fn conventions_follow_types(&self) -> bool {
+        false
+    }
+
     /// Calls function `index` with `args`.
     fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError>;
 
@@ -821,6 +833,10 @@ macro_rules! native_module_is_built {
                 $crate::vm::NativeModule::check_signatures(&self.$field)
             }
 
+            fn conventions_follow_types(&self) -> bool {
+                $crate::vm::NativeModule::conventions_follow_types(&self.$field)
+            }
+
             fn call(
                 &self,
                 index: usize,
@@ -883,6 +899,13 @@ impl<S: Send + Sync> NativeModule for BuiltNativeModule<S> {
             Some(mismatch) => Err(mismatch.clone()),
             None => Ok(()),
         }
+    }
+
+    /// Every function was added with [`NativeModuleBuilder::function`], which records the
+    /// convention its types imply; [`check_signatures`](NativeModule::check_signatures)
+    /// compares the declared one with it.
+    fn conventions_follow_types(&self) -> bool {
+        true
     }
 
     fn call(&self, index: usize, args: &[Value]) -> Result<Vec<Value>, NativeError> {

@@ -1860,3 +1860,41 @@ fn parsed_inputs_refuse_what_iree_refuses() {
         assert!(error.message.contains(says), "{text}: {}", error.message);
     }
 }
+
+/// The built-in modules' conventions are parsed only when a program first imports or looks
+/// up a function (`conventions_follow_types`), so a malformed one would surface only then:
+/// each must parse, and each module must link and call the same as one parsed up front.
+#[test]
+fn built_in_modules_parse_their_conventions_when_first_needed() {
+    use pactum_iree::check::CheckModule;
+    use pactum_iree::parameters::{IoParametersModule, ParameterProvider};
+    use pactum_iree::signature::cconv::CallingConvention;
+    use pactum_iree::vm::Context;
+    let modules: Vec<Arc<dyn NativeModule>> = vec![
+        Arc::new(hal()),
+        Arc::new(CheckModule::new()),
+        Arc::new(IoParametersModule::new(ParameterProvider::new())),
+    ];
+    for module in &modules {
+        assert!(module.conventions_follow_types(), "{}", module.name());
+        module.check_signatures().unwrap();
+        assert!(!module.functions().is_empty(), "{}", module.name());
+        for function in module.functions() {
+            CallingConvention::parse(&function.cconv).unwrap_or_else(|e| {
+                panic!(
+                    "{}.{} `{}`: {e}",
+                    module.name(),
+                    function.name,
+                    function.cconv
+                )
+            });
+        }
+    }
+    // Looked up after a lazy registration: the signature parsed from the convention.
+    let mut context = Context::new(Limits::default());
+    context.register_native(Arc::new(hal())).unwrap();
+    let function = context.lookup_export("hal.buffer_view.dim").unwrap();
+    assert_eq!(function.cconv(), "0ri_I");
+    assert_eq!(function.result_count(), 1);
+    assert!(context.lookup_export("hal.no_such_function").is_err());
+}
