@@ -8,6 +8,10 @@
 # the per-call figures are by object, then libtvm_ffi.so's and libc's functions.
 #
 # usage: bench/count_tvm_clients_instructions.sh [CASES="te_call relax_vm"] [PACTUM_LIB]
+#
+# PACTUM_TVM_CALLGRIND_SIM=1 adds callgrind's cache and branch simulation (--cache-sim=yes
+# --branch-sim=yes): simulated I1/D1/LL misses and mispredicted branches per call, by object.
+# PACTUM_TVM_LIBRARIES="pactum" (or "official") counts one library only.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv="${PACTUM_TVM_VENV:-$PWD/.venv-tvm}"
@@ -18,6 +22,8 @@ if [ -z "$lib" ]; then
   cargo build -q --release -p pactum-capi
   lib="${CARGO_TARGET_DIR:-target}/release/libtvm_ffi.so"
 fi
+sim=()
+if [ "${PACTUM_TVM_CALLGRIND_SIM:-0}" = 1 ]; then sim=(--cache-sim=yes --branch-sim=yes); fi
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 cc -O1 -shared -fPIC -o "$scratch/callgrind_control.so" bench/tvm_clients/callgrind_control.c
@@ -28,11 +34,11 @@ cp -r "$package"/../apache_tvm_ffi-*.dist-info "$scratch/pactum/"
 cp "$lib" "$scratch/pactum/tvm_ffi/lib/libtvm_ffi.so"
 for case in $cases; do
   case "$case" in relax_vm) n=300 ;; *) n=1000 ;; esac
-  for which in official pactum; do
+  for which in ${PACTUM_TVM_LIBRARIES:-official pactum}; do
     path=""
     [ "$which" = pactum ] && path="$scratch/pactum"
     PYTHONPATH="$path" PYTHONHASHSEED=0 PYTHONDONTWRITEBYTECODE=1 \
-      valgrind --tool=callgrind --instr-atstart=no \
+      valgrind --tool=callgrind --instr-atstart=no "${sim[@]}" \
       --callgrind-out-file="$scratch/$which.$case.out" \
       "$venv/bin/python" bench/tvm_clients/callgrind_driver.py "$case" "$n" \
       "$scratch/callgrind_control.so" >"$scratch/$which.$case.log" 2>&1 ||

@@ -18,6 +18,7 @@ use pactum_core::any::{Any, AnyView};
 use pactum_core::containers::{Array, Dict, List, Map};
 use pactum_core::error::{Error, ErrorKind, Result};
 use pactum_core::function::Function;
+use pactum_core::internal::header;
 use pactum_core::object::ObjectRef;
 use pactum_core::shape::Shape;
 
@@ -90,15 +91,18 @@ fn forward_iter(entries: Vec<(Any, Any)>) -> Function {
 /// Strings, bytes, shapes and the containers: construction, access and mutation.
 pub(crate) fn container_globals() -> Vec<BuiltinGlobal> {
     vec![
-        typed("ffi.String", &[STR], STR, |a| {
-            // Any string, UTF-8 or not. A string value is returned as itself (the same object,
-            // as the official runtime does); a C string is copied.
-            let bytes = a.string_bytes(0)?;
-            match TVMFFITypeIndex(a.view(0).type_index()) {
-                TVMFFITypeIndex::RAW_STR => Ok(pactum_core::String::value_from_bytes(bytes)),
-                _ => a.view(0).to_any(),
-            }
-        }),
+        with_fast_entry(
+            typed("ffi.String", &[STR], STR, |a| {
+                // Any string, UTF-8 or not. A string value is returned as itself (the same
+                // object, as the official runtime does); a C string is copied.
+                let bytes = a.string_bytes(0)?;
+                match TVMFFITypeIndex(a.view(0).type_index()) {
+                    TVMFFITypeIndex::RAW_STR => Ok(pactum_core::String::value_from_bytes(bytes)),
+                    _ => a.view(0).to_any(),
+                }
+            }),
+            string_fast,
+        ),
         typed("ffi.Bytes", &[BYTES], BYTES, |a| {
             Ok(a.get::<pactum_core::Bytes>(0)?.into())
         }),
@@ -391,6 +395,36 @@ pub(crate) fn object_globals() -> Vec<BuiltinGlobal> {
         ),
         typed("ffi.GetKwargsObject", &[], OBJECT, |_| Ok(kwargs().into())),
     ]
+}
+
+/// `ffi.String` of a string value (a small string or a String object): the value itself, as
+/// the typed global returns it, without its closure, argument conversion and byte checks.
+/// Python's `tvm_ffi.String(...)` makes this call, and tvm_ffi converts a `str` argument to one
+/// of these two before the call. C strings, bytes and everything else go on to the typed
+/// global (which copies a C string and words the errors).
+unsafe extern "C" fn string_fast(
+    args: *const TVMFFIAny,
+    num_args: i32,
+    result: *mut TVMFFIAny,
+) -> c_int {
+    if num_args != 1 {
+        return FALL_THROUGH;
+    }
+    // SAFETY: the safe-call convention passes `num_args` (here 1) valid values.
+    let arg = unsafe { *args };
+    match TVMFFITypeIndex(arg.type_index) {
+        // A small string holds its bytes in the value and owns nothing: copied as it is.
+        TVMFFITypeIndex::SMALL_STR => {}
+        TVMFFITypeIndex::STR => {
+            // SAFETY: an argument of type index ffi.String (a final type) is a live object for
+            // the call; the result takes a reference of its own.
+            unsafe { header::inc_ref(arg.value.v_obj) };
+        }
+        _ => return FALL_THROUGH,
+    }
+    // SAFETY: the caller's result slot, which holds None (owns nothing) on entry.
+    unsafe { result.write(arg) };
+    0
 }
 
 /// `ffi.ArraySize` of an array, read from its sequence cell without the typed global's

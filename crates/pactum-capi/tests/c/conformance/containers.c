@@ -475,6 +475,16 @@ static void test_shape_string(void) {
     any_release(&r);
   }
   any_release(&heap);
+  /* A small string (what tvm_ffi makes of a short Python str) comes back as itself. */
+  TVMFFIByteArray sb = ba("small");
+  TVMFFIAny small = any_none();
+  if (ok(TVMFFIStringFromByteArray(&sb, &small), "small string") &&
+      has_type(&small, kTVMFFISmallStr, "small string")) {
+    show("ffi.String(small str)", "ffi.String", &small, 1, ERR_MSG);
+    show("ffi.String(small str, small str)", "ffi.String", (TVMFFIAny[]){small, small}, 2,
+         ERR_MSG);
+  }
+  show("ffi.String()", "ffi.String", NULL, 0, ERR_MSG);
   show("ffi.String(int)", "ffi.String", (TVMFFIAny[]){any_int(1)}, 1, ERR_KIND);
   TVMFFIByteArray b3 = ban("a\0b", 3);
   TVMFFIByteArray b10 = ba("0123456789");
