@@ -61,7 +61,8 @@ pub struct LocalExecutable {
 
 #[derive(Debug)]
 enum Kind {
-    Vmvx(VmvxExecutable),
+    // Boxed: a vmvx executable carries its whole VM module, several times an ELF's size.
+    Vmvx(Box<VmvxExecutable>),
     #[cfg(feature = "llvm-cpu")]
     Elf(ElfExecutable),
 }
@@ -77,7 +78,7 @@ impl LocalExecutable {
         vmvx_limits: Limits,
     ) -> Result<LocalExecutable, StatusError> {
         let kind = if format == VMVX_FORMAT {
-            Kind::Vmvx(VmvxExecutable::load(data, vmvx_limits)?)
+            Kind::Vmvx(Box::new(VmvxExecutable::load(data, vmvx_limits)?))
         } else {
             load_elf(format, &data, constants)?
         };
