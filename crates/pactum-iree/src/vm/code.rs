@@ -1281,6 +1281,10 @@ pub struct FunctionCode {
     pub params: Vec<(Kind, u16)>,
     /// The result kinds.
     pub results: Vec<Kind>,
+    /// Whether an argument or a result is a reference. A call of a function whose arguments
+    /// and results are all values (i32-bank slots) is one the fast loop can make and return
+    /// from itself (`interp/hot.rs`): no reference moves between the frames.
+    pub refs_in_signature: bool,
     /// Register lists (switch values, trace/discard operands), raw `u16` operands.
     pub regs: Vec<u16>,
     /// `return` operands: the result kind and raw register.

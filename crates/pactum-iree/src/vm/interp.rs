@@ -81,6 +81,80 @@ impl FrameBudget {
     }
 }
 
+/// The frame [`push_frame`] makes: `function` of `instance`, whose code is `code`, called from
+/// the caller's call site `site` (or `ENTRY`).
+struct NewFrame<'c> {
+    code: &'c FunctionCode,
+    instance: u32,
+    function: u32,
+    site: u32,
+}
+
+/// Pushes a zeroed frame, counting its register bytes in `stack_bytes`; returns its bases (i32
+/// slot, ref slot). Nothing changes when a budget would be exceeded. Shared by the main loop
+/// and the fast loop's calls (`hot.rs`), so that both check the same budgets in the same order.
+#[inline(always)]
+fn push_frame(
+    stack: &mut Stack,
+    stack_bytes: &mut usize,
+    limits: &Limits,
+    frame: NewFrame<'_>,
+) -> Result<(usize, usize), FrameBudget> {
+    let code = frame.code;
+    if stack.frames.len() >= limits.max_frames {
+        return Err(FrameBudget {
+            kind: BudgetKind::Frames,
+            limit: limits.max_frames as u64,
+        });
+    }
+    let bytes = code.i32_count as usize * 4 + code.ref_count as usize * REF_SLOT;
+    let total = *stack_bytes + bytes;
+    if total > limits.max_stack_bytes {
+        return Err(FrameBudget {
+            kind: BudgetKind::StackBytes,
+            limit: limits.max_stack_bytes as u64,
+        });
+    }
+    *stack_bytes = total;
+    let base_i = stack.i32_top;
+    let base_r = stack.refs.len();
+    let count = code.i32_count as usize;
+    let need = base_i + count.max(WINDOW);
+    if stack.i32s.len() < need {
+        grow_i32s(&mut stack.i32s, need);
+    }
+    stack.i32s[base_i..base_i + count].fill(0);
+    stack.i32_top = base_i + count;
+    // Pushed one by one, inline: most frames have one or two ref slots (the verifier rounds a
+    // count up to a power of two, and zero to one), where `resize` is an out-of-line call.
+    for _ in 0..code.ref_count {
+        stack.refs.push(None);
+    }
+    stack.frames.push(Frame {
+        instance: frame.instance,
+        function: frame.function,
+        ip: 0,
+        base_i,
+        base_r,
+        bytes,
+        site: frame.site,
+    });
+    Ok((base_i, base_r))
+}
+
+/// Pops the top frame, releasing the references in its registers.
+#[inline(always)]
+fn pop_frame(stack: &mut Stack, stack_bytes: &mut usize) {
+    if let Some(frame) = stack.frames.pop() {
+        stack.i32_top = frame.base_i;
+        // Popped one by one, inline (see `push_frame`); each pop drops the reference it held.
+        while stack.refs.len() > frame.base_r {
+            stack.refs.pop();
+        }
+        *stack_bytes = stack_bytes.saturating_sub(frame.bytes);
+    }
+}
+
 /// Register storage and frames of one invocation (reused between invocations).
 ///
 /// The i32 bank is kept at least `WINDOW` slots longer than the top frame's base, so every
@@ -184,54 +258,18 @@ impl<'a> Machine<'a> {
         function: u32,
         site: u32,
     ) -> Result<(usize, usize), FrameBudget> {
-        if stack.frames.len() >= self.limits.max_frames {
-            return Err(FrameBudget {
-                kind: BudgetKind::Frames,
-                limit: self.limits.max_frames as u64,
-            });
-        }
-        let bytes = code.i32_count as usize * 4 + code.ref_count as usize * REF_SLOT;
-        let total = self.stack_bytes + bytes;
-        if total > self.limits.max_stack_bytes {
-            return Err(FrameBudget {
-                kind: BudgetKind::StackBytes,
-                limit: self.limits.max_stack_bytes as u64,
-            });
-        }
-        self.stack_bytes = total;
-        let base_i = stack.i32_top;
-        let base_r = stack.refs.len();
-        let count = code.i32_count as usize;
-        let need = base_i + count.max(WINDOW);
-        if stack.i32s.len() < need {
-            grow_i32s(&mut stack.i32s, need);
-        }
-        stack.i32s[base_i..base_i + count].fill(0);
-        stack.i32_top = base_i + count;
-        if code.ref_count != 0 {
-            stack.refs.resize(base_r + code.ref_count as usize, None);
-        }
-        stack.frames.push(Frame {
+        let frame = NewFrame {
+            code,
             instance,
             function,
-            ip: 0,
-            base_i,
-            base_r,
-            bytes,
             site,
-        });
-        Ok((base_i, base_r))
+        };
+        push_frame(stack, &mut self.stack_bytes, self.limits, frame)
     }
 
     #[inline(always)]
     fn pop(&mut self, stack: &mut Stack) {
-        if let Some(frame) = stack.frames.pop() {
-            stack.i32_top = frame.base_i;
-            if stack.refs.len() != frame.base_r {
-                stack.refs.truncate(frame.base_r);
-            }
-            self.stack_bytes = self.stack_bytes.saturating_sub(frame.bytes);
-        }
+        pop_frame(stack, &mut self.stack_bytes);
     }
 
     fn run(mut self, entry: Entry<'_>, stack: &mut Stack) -> Result<Vec<Value>, VmError> {
@@ -276,21 +314,9 @@ impl<'a> Machine<'a> {
             let (frame_bi, frame_br) = (frame.base_i, frame.base_r);
             let mut ip = frame.ip as usize;
             let mut fuel = self.fuel;
-            // The frame's registers: operands are frame-relative from here on.
-            let Ok(i32s) =
-                <&mut [u32; WINDOW]>::try_from(&mut stack.i32s[frame_bi..frame_bi + WINDOW])
-            else {
-                return Err(locate(
-                    trap(TrapKind::Unsupported, "register window out of range"),
-                    instance,
-                    code,
-                    ip,
-                ));
-            };
-            let mut r = Registers {
-                i32s,
-                refs: &mut stack.refs[frame_br..],
-            };
+            // The frame's registers (operands are frame-relative), taken again after each run
+            // of the fast path, which may push and pop frames on the stack.
+            let mut r: Registers<'_>;
 
             // A handler's fault, located at the instruction that raised it.
             macro_rules! tri {
@@ -341,9 +367,38 @@ impl<'a> Machine<'a> {
 
             let insts: &[Inst] = &code.insts;
             loop {
-                // The fast path runs what it can; it stops before an instruction it leaves
-                // to this loop.
-                ip = hot::run(code, r.reborrow(), &mut fuel, ftz, ip);
+                // The fast path runs what it can, calls and returns included; it stops before
+                // an instruction it leaves to this loop, in this frame or in another one.
+                let calls = hot::Calls {
+                    instance: instance_index,
+                    functions: &instance.functions,
+                    stack: &mut *stack,
+                    stack_bytes: &mut self.stack_bytes,
+                    limits: self.limits,
+                };
+                let stop = hot::run(calls, code, (frame_bi, frame_br), &mut fuel, ftz, ip);
+                if stop.switched {
+                    if let Some(frame) = stack.frames.last_mut() {
+                        frame.ip = stop.ip as u32;
+                    }
+                    self.fuel = fuel;
+                    continue 'frames;
+                }
+                ip = stop.ip;
+                let Ok(i32s) =
+                    <&mut [u32; WINDOW]>::try_from(&mut stack.i32s[frame_bi..frame_bi + WINDOW])
+                else {
+                    return Err(locate(
+                        trap(TrapKind::Unsupported, "register window out of range"),
+                        instance,
+                        code,
+                        ip,
+                    ));
+                };
+                r = Registers {
+                    i32s,
+                    refs: &mut stack.refs[frame_br..],
+                };
                 let Some(inst) = insts.get(ip) else {
                     // The verifier ends every block with a terminator; this cannot happen.
                     return Err(locate(

@@ -1135,6 +1135,7 @@ pub fn verify_function(
             ),
         );
     }
+    v.out.refs_in_signature = params.iter().chain(&results).any(|&kind| kind == Kind::Ref);
     v.out.params = placement;
     v.out.results = results;
     v.out.i32_count = v.ni;
