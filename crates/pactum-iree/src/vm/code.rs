@@ -183,6 +183,10 @@ pub struct CallSite {
     pub callee: Callee,
     /// How arguments are passed.
     pub args: Box<[ArgOp]>,
+    /// The arguments' i32-bank copies, decided here once: (caller slot, callee slot), one per
+    /// slot (a 64-bit value is two). When `args` passes no reference, these are all its
+    /// copies, and a call is one loop over them (the fast loop's calls, `interp/hot.rs`).
+    pub slot_moves: Box<[(u16, u16)]>,
     /// The result kinds and the caller registers they go to (raw `u16` operands).
     pub results: Box<[(Kind, u16)]>,
     /// For `call.yieldable`: the instruction to continue at.

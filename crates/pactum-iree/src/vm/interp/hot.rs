@@ -34,7 +34,7 @@ use super::{ENTRY, NewFrame, Stack, pop_frame, push_frame};
 use super::{compare, constants, control, convert, float, integer, lists, select};
 use crate::fpu::FlushDenormals;
 use crate::vm::buffer::BufferView;
-use crate::vm::code::{ArgOp, Callee, FunctionCode, IBin, Inst, Kind, RefReg, Shift, Span, Width};
+use crate::vm::code::{Callee, FunctionCode, IBin, Inst, Kind, RefReg, Shift, Span, Width};
 use crate::vm::limits::Limits;
 use crate::vm::value::Ref;
 
@@ -54,6 +54,7 @@ struct BufferViews<'a> {
 }
 
 impl<'a> BufferViews<'a> {
+    #[inline(always)]
     fn new(refs: &'a [Option<Ref>]) -> Self {
         BufferViews {
             refs,
@@ -233,20 +234,11 @@ fn enter_call<'a>(
         return None;
     };
     *fuel -= cost;
+    // A function without references in its signature takes none: the slot copies are all of
+    // the arguments.
     let regs = &mut stack.i32s;
-    for arg in call.args.iter() {
-        if let ArgOp::Value { kind, src, dst } = *arg {
-            let (s, t) = (base + usize::from(src), callee_bases.0 + usize::from(dst));
-            match kind {
-                Kind::I32 | Kind::F32 => regs[t] = regs[s],
-                Kind::I64 | Kind::F64 => {
-                    regs[t] = regs[s];
-                    regs[t + 1] = regs[s + 1];
-                }
-                // Not an argument of a function without references in its signature.
-                Kind::Ref => {}
-            }
-        }
+    for &(src, dst) in call.slot_moves.iter() {
+        regs[callee_bases.0 + usize::from(dst)] = regs[base + usize::from(src)];
     }
     Some((callee, callee_bases, 0))
 }
