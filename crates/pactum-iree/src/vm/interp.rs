@@ -6,10 +6,13 @@
 //! checked arithmetic: buffer and list ranges, indirect globals, null and mistyped
 //! references, integer division, and the budgets.
 //!
-//! This file holds the frames and the loop: one `match` over [`Inst`] with an arm per variant
+//! This file holds the loop (the frames and their push and pop are `interp/frames.rs`): one
+//! `match` over [`Inst`] with an arm per variant
 //! (so a variant without a handler does not compile). The handlers live in one file per
 //! family of instructions (`interp/*.rs`), as `#[inline(always)]` functions over the frame's
-//! [`Registers`]; calls and returns, which switch frames, are the loop's own arms.
+//! [`Registers`]; calls and returns, which switch frames, are the loop's own arms, and the fast
+//! loop (`hot.rs`) makes those between functions of one instance that pass no reference,
+//! with the same frame push and pop (`push_frame`, `pop_frame`).
 
 mod buffers;
 mod compare;
@@ -18,6 +21,7 @@ mod control;
 mod convert;
 mod fault;
 mod float;
+mod frames;
 mod globals;
 mod hot;
 mod instance;
@@ -37,145 +41,17 @@ use std::sync::Arc;
 use super::code::*;
 use super::error::{BudgetKind, FunctionName, Location, TrapKind, VmError};
 use super::limits::Limits;
-use super::value::{Ref, Value};
+use super::value::Value;
 use crate::memory_budget::MemoryBudget;
 
 use control::NativeFailure;
 use fault::{Fault, trap};
+use frames::FrameBudget;
+pub use frames::Stack;
+use frames::{ENTRY, NewFrame, pop_frame, push_frame};
 pub use instance::{Globals, ImportTarget, Instance};
 use register_ops::match_register_ops;
 use registers::{Registers, WINDOW, read_ref, write64};
-
-const ENTRY: u32 = u32::MAX;
-
-struct Frame {
-    instance: u32,
-    function: u32,
-    ip: u32,
-    base_i: usize,
-    base_r: usize,
-    /// The bytes of register storage the frame counts against `max_stack_bytes` (kept here
-    /// so that a return need not look its function up again).
-    bytes: usize,
-    /// The caller's call site receiving the results, or `ENTRY`.
-    site: u32,
-}
-
-/// A budget that pushing a frame would exceed. The caller gives its location: a call site's
-/// location is made only when the push fails, not on every call (it clones the module's and
-/// the function's names).
-struct FrameBudget {
-    kind: BudgetKind,
-    limit: u64,
-}
-
-impl FrameBudget {
-    #[cold]
-    #[inline(never)]
-    fn at(self, location: Option<Location>) -> VmError {
-        VmError::BudgetExhausted {
-            kind: self.kind,
-            limit: self.limit,
-            location,
-        }
-    }
-}
-
-/// The frame [`push_frame`] makes: `function` of `instance`, whose code is `code`, called from
-/// the caller's call site `site` (or `ENTRY`).
-struct NewFrame<'c> {
-    code: &'c FunctionCode,
-    instance: u32,
-    function: u32,
-    site: u32,
-}
-
-/// Pushes a zeroed frame, counting its register bytes in `stack_bytes`; returns its bases (i32
-/// slot, ref slot). Nothing changes when a budget would be exceeded. Shared by the main loop
-/// and the fast loop's calls (`hot.rs`), so that both check the same budgets in the same order.
-#[inline(always)]
-fn push_frame(
-    stack: &mut Stack,
-    stack_bytes: &mut usize,
-    limits: &Limits,
-    frame: NewFrame<'_>,
-) -> Result<(usize, usize), FrameBudget> {
-    let code = frame.code;
-    if stack.frames.len() >= limits.max_frames {
-        return Err(FrameBudget {
-            kind: BudgetKind::Frames,
-            limit: limits.max_frames as u64,
-        });
-    }
-    let bytes = code.i32_count as usize * 4 + code.ref_count as usize * REF_SLOT;
-    let total = *stack_bytes + bytes;
-    if total > limits.max_stack_bytes {
-        return Err(FrameBudget {
-            kind: BudgetKind::StackBytes,
-            limit: limits.max_stack_bytes as u64,
-        });
-    }
-    *stack_bytes = total;
-    let base_i = stack.i32_top;
-    let base_r = stack.refs.len();
-    let count = code.i32_count as usize;
-    let need = base_i + count.max(WINDOW);
-    if stack.i32s.len() < need {
-        grow_i32s(&mut stack.i32s, need);
-    }
-    stack.i32s[base_i..base_i + count].fill(0);
-    stack.i32_top = base_i + count;
-    // Pushed one by one, inline: most frames have one or two ref slots (the verifier rounds a
-    // count up to a power of two, and zero to one), where `resize` is an out-of-line call.
-    for _ in 0..code.ref_count {
-        stack.refs.push(None);
-    }
-    stack.frames.push(Frame {
-        instance: frame.instance,
-        function: frame.function,
-        ip: 0,
-        base_i,
-        base_r,
-        bytes,
-        site: frame.site,
-    });
-    Ok((base_i, base_r))
-}
-
-/// Pops the top frame, releasing the references in its registers.
-#[inline(always)]
-fn pop_frame(stack: &mut Stack, stack_bytes: &mut usize) {
-    if let Some(frame) = stack.frames.pop() {
-        stack.i32_top = frame.base_i;
-        // Popped one by one, inline (see `push_frame`); each pop drops the reference it held.
-        while stack.refs.len() > frame.base_r {
-            stack.refs.pop();
-        }
-        *stack_bytes = stack_bytes.saturating_sub(frame.bytes);
-    }
-}
-
-/// Register storage and frames of one invocation (reused between invocations).
-///
-/// The i32 bank is kept at least `WINDOW` slots longer than the top frame's base, so every
-/// frame's window is a whole array; slots past `i32_top` belong to no frame.
-#[derive(Default)]
-pub struct Stack {
-    i32s: Vec<u32>,
-    i32_top: usize,
-    refs: Vec<Option<Ref>>,
-    frames: Vec<Frame>,
-}
-
-impl Stack {
-    fn clear(&mut self) {
-        self.frames.clear();
-        // The slots are kept (a frame zeroes its own on entry).
-        self.i32_top = 0;
-        // Released here, not when the stack is reused.
-        self.refs.clear();
-    }
-}
 
 #[cold]
 fn location(instance: &Instance, code: &FunctionCode, ip: usize) -> Location {
@@ -243,8 +119,6 @@ struct Machine<'a> {
     fuel: u64,
     stack_bytes: usize,
 }
-
-const REF_SLOT: usize = std::mem::size_of::<Option<Ref>>();
 
 impl<'a> Machine<'a> {
     /// Pushes a zeroed frame for `function` of `instance` (whose code is `code`); the caller
@@ -792,18 +666,6 @@ impl<'a> Machine<'a> {
                 })
             }
         }
-    }
-}
-
-/// Grows the i32 bank to `need` slots (out of line: once per invocation's deepest frame).
-#[cold]
-#[inline(never)]
-fn grow_i32s(i32s: &mut Vec<u32>, need: usize) {
-    if i32s.is_empty() {
-        // Zeroed allocation: pages the frames never touch cost nothing.
-        *i32s = vec![0; need];
-    } else {
-        i32s.resize(need, 0);
     }
 }
 

@@ -7,6 +7,16 @@
 //! about 70 host instructions), and the superinstructions `fuse.rs` makes of workgroup loops'
 //! sequences, run whole here (see their arms).
 //!
+//! Calls and returns between functions of the running instance whose arguments and results are
+//! values (no reference) are made here too ([`run_in`]'s frame loop): a frame's run stops at
+//! the call, the callee's frame is pushed exactly as the main loop pushes it (`push_frame`:
+//! the same budgets, checked in the same order; the argument copies decided at verification,
+//! `CallSite::slot_moves`), and the loop goes on in the callee; a return copies the results,
+//! pops the frame (`pop_frame`) and goes on in the caller. A call or return it cannot make
+//! (an import, a reference passed, a budget or fuel that would be exceeded, a return from the
+//! entry frame or into another instance) stops it with nothing done, and the main loop makes
+//! it and reports its errors as before.
+//!
 //! The main loop (`interp.rs`) matches every instruction, which makes it one large function
 //! where the compiler keeps the loop's state (instruction pointer, register window, fuel) in
 //! stack slots. This loop is a function of its own, not inlined, small enough that its state
@@ -28,9 +38,9 @@
 //! a load or store is then one range check and one access.
 
 use super::float::Flush;
+use super::frames::{ENTRY, NewFrame, Stack, pop_frame, push_frame};
 use super::register_ops::match_register_ops;
 use super::registers::{Registers, WINDOW};
-use super::{ENTRY, NewFrame, Stack, pop_frame, push_frame};
 use super::{compare, constants, control, convert, float, integer, lists, select};
 use crate::fpu::FlushDenormals;
 use crate::vm::buffer::BufferView;
