@@ -228,6 +228,10 @@ pub struct CallSite {
     pub callee: Callee,
     /// How arguments are passed.
     pub args: Box<[ArgOp]>,
+    /// The arguments' i32-bank copies, decided here once: (caller slot, callee slot), one per
+    /// slot (a 64-bit value is two). When `args` passes no reference, these are all its
+    /// copies, and a call is one loop over them (the fast loop's calls, `interp/hot.rs`).
+    pub slot_moves: Box<[(u16, u16)]>,
     /// The result kinds and the caller registers they go to (raw `u16` operands).
     pub results: Box<[(Kind, u16)]>,
     /// For `call.yieldable`: the instruction to continue at.
@@ -1393,6 +1397,10 @@ pub struct FunctionCode {
     pub params: Vec<(Kind, u16)>,
     /// The result kinds.
     pub results: Vec<Kind>,
+    /// Whether an argument or a result is a reference. A call of a function whose arguments
+    /// and results are all values (i32-bank slots) is one the fast loop can make and return
+    /// from itself (`interp/hot.rs`): no reference moves between the frames.
+    pub refs_in_signature: bool,
     /// Register lists (switch values, trace/discard operands), raw `u16` operands.
     pub regs: Vec<u16>,
     /// `return` operands: the result kind and raw register.

@@ -6,10 +6,13 @@
 //! checked arithmetic: buffer and list ranges, indirect globals, null and mistyped
 //! references, integer division, and the budgets.
 //!
-//! This file holds the frames and the loop: one `match` over [`Inst`] with an arm per variant
+//! This file holds the loop (the frames and their push and pop are `interp/frames.rs`): one
+//! `match` over [`Inst`] with an arm per variant
 //! (so a variant without a handler does not compile). The handlers live in one file per
 //! family of instructions (`interp/*.rs`), as `#[inline(always)]` functions over the frame's
-//! [`Registers`]; calls and returns, which switch frames, are the loop's own arms.
+//! [`Registers`]; calls and returns, which switch frames, are the loop's own arms, and the fast
+//! loop (`hot.rs`) makes those between functions of one instance that pass no reference,
+//! with the same frame push and pop (`push_frame`, `pop_frame`).
 
 mod buffers;
 mod compare;
@@ -18,6 +21,7 @@ mod control;
 mod convert;
 mod fault;
 mod float;
+mod frames;
 mod globals;
 mod hot;
 mod instance;
@@ -37,75 +41,17 @@ use std::sync::Arc;
 use super::code::*;
 use super::error::{BudgetKind, FunctionName, Location, TrapKind, VmError};
 use super::limits::Limits;
-use super::value::{Ref, Value};
+use super::value::Value;
 use crate::memory_budget::MemoryBudget;
 
 use control::NativeFailure;
 use fault::{Fault, trap};
+use frames::FrameBudget;
+pub use frames::Stack;
+use frames::{ENTRY, NewFrame, pop_frame, push_frame};
 pub use instance::{Globals, ImportTarget, Instance};
 use register_ops::match_register_ops;
 use registers::{Registers, WINDOW, read_ref, write64};
-
-const ENTRY: u32 = u32::MAX;
-
-struct Frame {
-    instance: u32,
-    function: u32,
-    ip: u32,
-    base_i: usize,
-    base_r: usize,
-    /// The bytes of register storage the frame counts against `max_stack_bytes` (kept here
-    /// so that a return need not look its function up again).
-    bytes: usize,
-    /// The caller's call site receiving the results, or `ENTRY`.
-    site: u32,
-}
-
-/// A budget that pushing a frame would exceed. The caller gives its location: a call site's
-/// location is made only when the push fails, not on every call (it clones the module's and
-/// the function's names).
-struct FrameBudget {
-    kind: BudgetKind,
-    limit: u64,
-}
-
-impl FrameBudget {
-    #[cold]
-    #[inline(never)]
-    fn at(self, location: Option<Location>) -> VmError {
-        VmError::BudgetExhausted {
-            kind: self.kind,
-            limit: self.limit,
-            location,
-        }
-    }
-}
-
-/// Register storage and frames of one invocation (reused between invocations).
-///
-/// The i32 bank is kept at least `WINDOW` slots longer than the top frame's base, so every
-/// frame's window is a whole array; slots past `i32_top` belong to no frame.
-#[derive(Default)]
-pub struct Stack {
-    i32s: Vec<u32>,
-    i32_top: usize,
-    refs: Vec<Option<Ref>>,
-    frames: Vec<Frame>,
-    /// The argument and result lists of calls into native modules, kept from call to call so
-    /// that a native call allocates no list (a native function that calls back into the VM
-    /// runs on another stack, with its own lists).
-    native: control::NativeLists,
-}
-
-impl Stack {
-    fn clear(&mut self) {
-        self.frames.clear();
-        // The slots are kept (a frame zeroes its own on entry).
-        self.i32_top = 0;
-        // Released here, not when the stack is reused.
-        self.refs.clear();
-    }
-}
 
 #[cold]
 fn location(instance: &Instance, code: &FunctionCode, ip: usize) -> Location {
@@ -174,8 +120,6 @@ struct Machine<'a> {
     stack_bytes: usize,
 }
 
-const REF_SLOT: usize = std::mem::size_of::<Option<Ref>>();
-
 impl<'a> Machine<'a> {
     /// Pushes a zeroed frame for `function` of `instance` (whose code is `code`); the caller
     /// fills the arguments, and locates the error when a budget would be exceeded.
@@ -188,54 +132,18 @@ impl<'a> Machine<'a> {
         function: u32,
         site: u32,
     ) -> Result<(usize, usize), FrameBudget> {
-        if stack.frames.len() >= self.limits.max_frames {
-            return Err(FrameBudget {
-                kind: BudgetKind::Frames,
-                limit: self.limits.max_frames as u64,
-            });
-        }
-        let bytes = code.i32_count as usize * 4 + code.ref_count as usize * REF_SLOT;
-        let total = self.stack_bytes + bytes;
-        if total > self.limits.max_stack_bytes {
-            return Err(FrameBudget {
-                kind: BudgetKind::StackBytes,
-                limit: self.limits.max_stack_bytes as u64,
-            });
-        }
-        self.stack_bytes = total;
-        let base_i = stack.i32_top;
-        let base_r = stack.refs.len();
-        let count = code.i32_count as usize;
-        let need = base_i + count.max(WINDOW);
-        if stack.i32s.len() < need {
-            grow_i32s(&mut stack.i32s, need);
-        }
-        stack.i32s[base_i..base_i + count].fill(0);
-        stack.i32_top = base_i + count;
-        if code.ref_count != 0 {
-            stack.refs.resize(base_r + code.ref_count as usize, None);
-        }
-        stack.frames.push(Frame {
+        let frame = NewFrame {
+            code,
             instance,
             function,
-            ip: 0,
-            base_i,
-            base_r,
-            bytes,
             site,
-        });
-        Ok((base_i, base_r))
+        };
+        push_frame(stack, &mut self.stack_bytes, self.limits, frame)
     }
 
     #[inline(always)]
     fn pop(&mut self, stack: &mut Stack) {
-        if let Some(frame) = stack.frames.pop() {
-            stack.i32_top = frame.base_i;
-            if stack.refs.len() != frame.base_r {
-                stack.refs.truncate(frame.base_r);
-            }
-            self.stack_bytes = self.stack_bytes.saturating_sub(frame.bytes);
-        }
+        pop_frame(stack, &mut self.stack_bytes);
     }
 
     fn run(mut self, entry: Entry<'_>, stack: &mut Stack) -> Result<Vec<Value>, VmError> {
@@ -280,21 +188,9 @@ impl<'a> Machine<'a> {
             let (frame_bi, frame_br) = (frame.base_i, frame.base_r);
             let mut ip = frame.ip as usize;
             let mut fuel = self.fuel;
-            // The frame's registers: operands are frame-relative from here on.
-            let Ok(i32s) =
-                <&mut [u32; WINDOW]>::try_from(&mut stack.i32s[frame_bi..frame_bi + WINDOW])
-            else {
-                return Err(locate(
-                    trap(TrapKind::Unsupported, "register window out of range"),
-                    instance,
-                    code,
-                    ip,
-                ));
-            };
-            let mut r = Registers {
-                i32s,
-                refs: &mut stack.refs[frame_br..],
-            };
+            // The frame's registers (operands are frame-relative), taken again after each run
+            // of the fast path, which may push and pop frames on the stack.
+            let mut r: Registers<'_>;
 
             // A handler's fault, located at the instruction that raised it.
             macro_rules! tri {
@@ -345,9 +241,38 @@ impl<'a> Machine<'a> {
 
             let insts: &[Inst] = &code.insts;
             loop {
-                // The fast path runs what it can; it stops before an instruction it leaves
-                // to this loop.
-                ip = hot::run(code, r.reborrow(), &mut fuel, ftz, ip);
+                // The fast path runs what it can, calls and returns included; it stops before
+                // an instruction it leaves to this loop, in this frame or in another one.
+                let calls = hot::Calls {
+                    instance: instance_index,
+                    functions: &instance.functions,
+                    stack: &mut *stack,
+                    stack_bytes: &mut self.stack_bytes,
+                    limits: self.limits,
+                };
+                let stop = hot::run(calls, code, (frame_bi, frame_br), &mut fuel, ftz, ip);
+                if stop.switched {
+                    if let Some(frame) = stack.frames.last_mut() {
+                        frame.ip = stop.ip as u32;
+                    }
+                    self.fuel = fuel;
+                    continue 'frames;
+                }
+                ip = stop.ip;
+                let Ok(i32s) =
+                    <&mut [u32; WINDOW]>::try_from(&mut stack.i32s[frame_bi..frame_bi + WINDOW])
+                else {
+                    return Err(locate(
+                        trap(TrapKind::Unsupported, "register window out of range"),
+                        instance,
+                        code,
+                        ip,
+                    ));
+                };
+                r = Registers {
+                    i32s,
+                    refs: &mut stack.refs[frame_br..],
+                };
                 let Some(inst) = insts.get(ip) else {
                     // The verifier ends every block with a terminator; this cannot happen.
                     return Err(locate(
@@ -759,18 +684,6 @@ impl<'a> Machine<'a> {
                 })
             }
         }
-    }
-}
-
-/// Grows the i32 bank to `need` slots (out of line: once per invocation's deepest frame).
-#[cold]
-#[inline(never)]
-fn grow_i32s(i32s: &mut Vec<u32>, need: usize) {
-    if i32s.is_empty() {
-        // Zeroed allocation: pages the frames never touch cost nothing.
-        *i32s = vec![0; need];
-    } else {
-        i32s.resize(need, 0);
     }
 }
 

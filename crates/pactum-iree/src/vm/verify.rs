@@ -892,10 +892,24 @@ impl<'a> Verifier<'a> {
             }
             out_results.push((kind, r));
         }
+        let mut slot_moves = Vec::new();
+        for arg in &args {
+            if let ArgOp::Value { kind, src, dst } = *arg {
+                match kind {
+                    Kind::I32 | Kind::F32 => slot_moves.push((src, dst)),
+                    Kind::I64 | Kind::F64 => {
+                        slot_moves.push((src, dst));
+                        slot_moves.push((src.wrapping_add(1), dst.wrapping_add(1)));
+                    }
+                    Kind::Ref => {}
+                }
+            }
+        }
         let index = self.out.calls.len();
         self.out.calls.push(CallSite {
             callee,
             args: args.into(),
+            slot_moves: slot_moves.into(),
             results: out_results.into(),
             then: None,
             cost: 0,
@@ -1135,6 +1149,7 @@ pub fn verify_function(
             ),
         );
     }
+    v.out.refs_in_signature = params.iter().chain(&results).any(|&kind| kind == Kind::Ref);
     v.out.params = placement;
     v.out.results = results;
     v.out.i32_count = v.ni;

@@ -1232,6 +1232,69 @@ fn deep_recursion_stops_with_a_stack_error() {
     }
 }
 
+/// Calls between functions of a module that pass only values are made by the fast loop
+/// (`interp/hot.rs`); they compute, trap, and run out of fuel where the main loop's calls do:
+/// a trap in the callee names the callee's instruction, and fuel that cannot pay for a call
+/// (its continuation and the callee's entry) is reported at the call.
+#[test]
+fn calls_in_the_fast_loop_trap_and_run_out_of_fuel_at_their_instructions() {
+    // leaf(a, b) = (a + b) / b.
+    let mut leaf = Func::new("leaf", "0ii_i", 4, 0);
+    leaf.block();
+    leaf.bin(0x22, 0, 1, 2);
+    let div_at = leaf.pc();
+    leaf.bin(0x25, 2, 1, 3).ret(&[3]);
+    // twice(x, d) = leaf(leaf(x, d), d).
+    let mut twice = Func::new("twice", "0ii_i", 4, 0);
+    twice.block();
+    let entry = twice.pc();
+    twice.call(0, &[0, 1], &[2]);
+    let second_call = twice.pc();
+    twice.call(0, &[2, 1], &[3]).ret(&[3]);
+    let funcs = [leaf, twice];
+    let run_with = |limits: Limits, args: &[Value]| {
+        load_with(&funcs, limits, |_| {})
+            .unwrap()
+            .call("t.twice", args)
+    };
+    // (10 + 2) / 2 = 6, then (6 + 2) / 2 = 4.
+    let args = [Value::I32(10), Value::I32(2)];
+    assert_eq!(run_with(Limits::default(), &args).unwrap(), [Value::I32(4)]);
+    // A trap in the callee is located in the callee.
+    match run_with(Limits::default(), &[Value::I32(7), Value::I32(0)]) {
+        Err(VmError::Trap {
+            kind: TrapKind::DivisionByZero,
+            detail,
+            location,
+        }) => {
+            assert_eq!(detail, "7 / 0");
+            assert_eq!(location.function, FunctionName::Named("leaf".to_owned()));
+            assert_eq!(location.pc, div_at);
+        }
+        other => panic!("expected a division trap, got {other:?}"),
+    }
+    // Short of fuel, the run stops on entry or at one of the two calls, in the caller.
+    let need = (0..1000)
+        .find(|&fuel| run_with(Limits::with_fuel(fuel), &args).is_ok())
+        .expect("two calls run on 1000 fuel");
+    let mut stops = std::collections::BTreeSet::new();
+    for fuel in 0..need {
+        match run_with(Limits::with_fuel(fuel), &args) {
+            Err(VmError::BudgetExhausted {
+                kind: BudgetKind::Fuel,
+                location: Some(location),
+                ..
+            }) => {
+                assert_eq!(location.function, FunctionName::Named("twice".to_owned()));
+                stops.insert(location.pc);
+            }
+            other => panic!("expected the fuel to run out, got {other:?}"),
+        }
+    }
+    let first_call = entry;
+    assert_eq!(stops, [first_call, second_call].into_iter().collect());
+}
+
 #[test]
 fn calls_pass_arguments_by_the_callee_calling_convention() {
     // callee(i32, i64, f32, f64) -> (f64, i64, i32): returns d*2, b+1, a+c as int.

@@ -7,6 +7,16 @@
 //! about 70 host instructions), and the superinstructions `fuse.rs` makes of workgroup loops'
 //! sequences and of scalar loops' pairs and back edges, run whole here (see their arms).
 //!
+//! Calls and returns between functions of the running instance whose arguments and results are
+//! values (no reference) are made here too ([`run_in`]'s frame loop): a frame's run stops at
+//! the call, the callee's frame is pushed exactly as the main loop pushes it (`push_frame`:
+//! the same budgets, checked in the same order; the argument copies decided at verification,
+//! `CallSite::slot_moves`), and the loop goes on in the callee; a return copies the results,
+//! pops the frame (`pop_frame`) and goes on in the caller. A call or return it cannot make
+//! (an import, a reference passed, a budget or fuel that would be exceeded, a return from the
+//! entry frame or into another instance) stops it with nothing done, and the main loop makes
+//! it and reports its errors as before.
+//!
 //! The main loop (`interp.rs`) matches every instruction, which makes it one large function
 //! where the compiler keeps the loop's state (instruction pointer, register window, fuel) in
 //! stack slots. This loop is a function of its own, not inlined, small enough that its state
@@ -28,12 +38,14 @@
 //! a load or store is then one range check and one access.
 
 use super::float::Flush;
+use super::frames::{ENTRY, NewFrame, Stack, pop_frame, push_frame};
 use super::register_ops::match_register_ops;
-use super::registers::Registers;
+use super::registers::{Registers, WINDOW};
 use super::{compare, constants, control, convert, float, integer, lists, select};
 use crate::fpu::FlushDenormals;
 use crate::vm::buffer::BufferView;
-use crate::vm::code::{FunctionCode, IBin, Inst, RefReg, Shift, Width};
+use crate::vm::code::{Callee, FunctionCode, IBin, Inst, Kind, RefReg, Shift, Span, Width};
+use crate::vm::limits::Limits;
 use crate::vm::value::Ref;
 
 /// Slots of [`BufferViews`]: a vmvx workgroup's inner loop reads two or three buffers and
@@ -52,6 +64,7 @@ struct BufferViews<'a> {
 }
 
 impl<'a> BufferViews<'a> {
+    #[inline(always)]
     fn new(refs: &'a [Option<Ref>]) -> Self {
         BufferViews {
             refs,
@@ -86,37 +99,73 @@ impl<'a> BufferViews<'a> {
     }
 }
 
-/// Runs the instructions of `code` from `ip` while they are on the fast path; returns the
-/// index of the first one that is not (not yet run), with `fuel` charged for the edges taken.
-/// `flush`: how the caller flushes subnormal floats to zero (this loop flushes with the FPU,
-/// where it can, whenever the caller flushes at all).
+/// What the fast loop needs to make calls and returns between bytecode functions of the
+/// running instance itself: the instance's functions and the invocation's frames and budgets.
+pub(super) struct Calls<'a, 's> {
+    /// The index of the running instance (the frames the loop pushes are of this instance).
+    pub(super) instance: u32,
+    /// Its functions, which an internal call site names by ordinal.
+    pub(super) functions: &'a [FunctionCode],
+    /// The invocation's registers and frames.
+    pub(super) stack: &'s mut Stack,
+    /// The register bytes the frames hold, against `limits.max_stack_bytes`.
+    pub(super) stack_bytes: &'s mut usize,
+    /// The frame and register-byte budgets.
+    pub(super) limits: &'a Limits,
+}
+
+/// Where the fast loop stopped: the index of the instruction it left to the main loop (not
+/// yet run), in the top frame, and whether that is another frame than the one it started in
+/// (the main loop then reloads its frame).
+pub(super) struct Stop {
+    pub(super) ip: usize,
+    pub(super) switched: bool,
+}
+
+/// Runs the instructions of `code` (the top frame's function, its registers at the bases
+/// `(i32 slot, ref slot)`) from `ip` while they are on the fast path, following calls to and
+/// returns from functions of the same instance that pass no reference; returns where it
+/// stopped, with `fuel` charged for the edges and calls taken. `flush`: how the caller
+/// flushes subnormal floats to zero (this loop flushes with the FPU, where it can, whenever
+/// the caller flushes at all).
 #[inline(always)]
-pub(super) fn run(
-    code: &FunctionCode,
-    r: Registers<'_>,
+pub(super) fn run<'a>(
+    calls: Calls<'a, '_>,
+    code: &'a FunctionCode,
+    bases: (usize, usize),
     fuel: &mut u64,
     flush: Flush,
     ip: usize,
-) -> usize {
+) -> Stop {
     // A loop per mode: the mode is a constant of each, not a value tested at every float
     // instruction.
     if flush != Flush::Off {
-        run_in::<true>(code, r, fuel, ip)
+        run_in::<true>(calls, code, bases, fuel, ip)
     } else {
-        run_in::<false>(code, r, fuel, ip)
+        run_in::<false>(calls, code, bases, fuel, ip)
     }
 }
 
 /// [`run`], flushing subnormal floats to zero when `FTZ`: with the FPU where this build can
 /// set its flush (set here for the run, and restored on every way out: the guard's drop), in
 /// software elsewhere.
+///
+/// A call or a return is a way out of a frame's loop ([`run_frame`]): the loop stops at it,
+/// and when the call is to a function of this instance whose arguments and results are values,
+/// and its fuel and the frame budgets allow it, it is made here (the same frame push and
+/// pop as the main loop's, `push_frame`/`pop_frame`) and the loop goes on in the other frame,
+/// without returning to the main loop and entering this one again. Anything else (an import,
+/// a reference argument or result, a budget that would be exceeded, a return from the entry
+/// frame or to another instance) stops here with nothing done, and the main loop makes it and
+/// reports its errors as it always has.
 #[inline(never)]
-fn run_in<const FTZ: bool>(
-    code: &FunctionCode,
-    r: Registers<'_>,
+fn run_in<'a, const FTZ: bool>(
+    mut calls: Calls<'a, '_>,
+    code: &'a FunctionCode,
+    bases: (usize, usize),
     fuel: &mut u64,
     start: usize,
-) -> usize {
+) -> Stop {
     let (ftz, _fpu) = if FTZ && FlushDenormals::AVAILABLE {
         (Flush::Hardware, Some(FlushDenormals::on()))
     } else if FTZ {
@@ -124,6 +173,140 @@ fn run_in<const FTZ: bool>(
     } else {
         (Flush::Off, None)
     };
+    let (mut code, mut bases, mut ip, mut switched) = (code, bases, start, false);
+    loop {
+        let stack = &mut *calls.stack;
+        let (Some(Ok(i32s)), Some(refs)) = (
+            stack
+                .i32s
+                .get_mut(bases.0..bases.0 + WINDOW)
+                .map(<&mut [u32; WINDOW]>::try_from),
+            stack.refs.get_mut(bases.1..),
+        ) else {
+            // Not reached (a frame's window is kept whole); the main loop reports it.
+            return Stop { ip, switched };
+        };
+        ip = run_frame(code, Registers { i32s, refs }, fuel, ftz, ip);
+        let next = match code.insts.get(ip) {
+            Some(&Inst::Call { site }) => enter_call(&mut calls, code, site, bases.0, ip, fuel),
+            Some(&Inst::Return { results }) => return_to_caller(&mut calls, code, results, bases.0),
+            _ => None,
+        };
+        let Some((to, to_bases, to_ip)) = next else {
+            return Stop { ip, switched };
+        };
+        (code, bases, ip, switched) = (to, to_bases, to_ip, true);
+    }
+}
+
+/// Makes the call at `ip` of `code` (the top frame, its i32 registers at `base`) when the fast
+/// loop can: pays for it, pushes the callee's frame and copies the arguments; returns the
+/// callee's code, its bases and where it starts. `None`, with nothing done, leaves the call to
+/// the main loop.
+#[inline(always)]
+fn enter_call<'a>(
+    calls: &mut Calls<'a, '_>,
+    code: &FunctionCode,
+    site: u32,
+    base: usize,
+    ip: usize,
+    fuel: &mut u64,
+) -> Option<(&'a FunctionCode, (usize, usize), usize)> {
+    let call = code.calls.get(site as usize)?;
+    let Callee::Internal(function) = call.callee else {
+        return None;
+    };
+    let callee = calls.functions.get(function as usize)?;
+    if callee.refs_in_signature {
+        return None;
+    }
+    let cost = u64::from(call.cost) + u64::from(callee.entry_cost);
+    if *fuel < cost {
+        return None;
+    }
+    let stack = &mut *calls.stack;
+    let frame = NewFrame {
+        code: callee,
+        instance: calls.instance,
+        function,
+        site,
+    };
+    // The caller continues after the call when the callee returns.
+    let caller_ip = stack.frames.last().map(|caller| caller.ip);
+    if let Some(caller) = stack.frames.last_mut() {
+        caller.ip = (ip + 1) as u32;
+    }
+    let Ok(callee_bases) = push_frame(stack, calls.stack_bytes, calls.limits, frame) else {
+        // Left as it was: the main loop makes the call and reports the budget.
+        if let (Some(caller), Some(ip)) = (stack.frames.last_mut(), caller_ip) {
+            caller.ip = ip;
+        }
+        return None;
+    };
+    *fuel -= cost;
+    // A function without references in its signature takes none: the slot copies are all of
+    // the arguments.
+    let regs = &mut stack.i32s;
+    for &(src, dst) in call.slot_moves.iter() {
+        regs[callee_bases.0 + usize::from(dst)] = regs[base + usize::from(src)];
+    }
+    Some((callee, callee_bases, 0))
+}
+
+/// Makes the return `results` of `code` (the top frame, its i32 registers at `base`) when the
+/// fast loop can: copies the results into the caller's registers and pops the frame; returns
+/// the caller's code, its bases and where it continues. `None`, with nothing done, leaves the
+/// return to the main loop.
+#[inline(always)]
+fn return_to_caller<'a>(
+    calls: &mut Calls<'a, '_>,
+    code: &FunctionCode,
+    results: Span,
+    base: usize,
+) -> Option<(&'a FunctionCode, (usize, usize), usize)> {
+    if code.refs_in_signature {
+        return None;
+    }
+    let stack = &mut *calls.stack;
+    let [.., caller, top] = stack.frames.as_slice() else {
+        return None;
+    };
+    if top.site == ENTRY || caller.instance != calls.instance {
+        return None;
+    }
+    let caller_code = calls.functions.get(caller.function as usize)?;
+    let call = caller_code.calls.get(top.site as usize)?;
+    let returns = code.returns.get(results.range())?;
+    let caller_bases = (caller.base_i, caller.base_r);
+    let ip = call.then.unwrap_or(caller.ip) as usize;
+    let regs = &mut stack.i32s;
+    for (&(kind, src), &(_, dst)) in returns.iter().zip(call.results.iter()) {
+        let (s, t) = (base + usize::from(src), caller_bases.0 + usize::from(dst));
+        match kind {
+            Kind::I32 | Kind::F32 => regs[t] = regs[s],
+            Kind::I64 | Kind::F64 => {
+                regs[t] = regs[s];
+                regs[t + 1] = regs[s + 1];
+            }
+            // Not a result of a function without references in its signature.
+            Kind::Ref => {}
+        }
+    }
+    pop_frame(stack, calls.stack_bytes);
+    Some((caller_code, caller_bases, ip))
+}
+
+/// Runs the instructions of one frame from `start` while they are on the fast path; returns
+/// the index of the first one that is not (not yet run), with `fuel` charged for the edges
+/// taken.
+#[inline(always)]
+fn run_frame(
+    code: &FunctionCode,
+    r: Registers<'_>,
+    fuel: &mut u64,
+    ftz: Flush,
+    start: usize,
+) -> usize {
     // The instruction fetch needs no bounds check: the cursor holds the byte offset of its
     // slot, masked on every move (see `unchecked.rs`), so a fetch is one load and a step an
     // `add` and an `and`. The `End` after the last instruction stops the loop. The index of
