@@ -16,7 +16,13 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
     let env = std::env::var("CARGO_CFG_TARGET_ENV").unwrap_or_default();
-    if os == "linux" && env == "gnu" {
+    // A static build (`+crt-static` makes rustc link `-static-pie`) and a sanitizer build
+    // choose their own link; the flag would contradict them.
+    let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
+    let rustflags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    let own_link =
+        features.split(',').any(|f| f == "crt-static") || rustflags.contains("sanitizer");
+    if os == "linux" && env == "gnu" && !own_link {
         println!("cargo:rustc-link-arg-bins=-no-pie");
     }
 }

@@ -1082,8 +1082,9 @@ pub enum Inst {
         s: Reg64,
         d: Reg64,
     },
-    /// A `br` whose remap is more than two i32-bank copies (`moves` of the function's
-    /// `moves`), in order, and no reference copy.
+    /// A `br` whose remap is i32-bank copies that no shorter form holds (five or more, or
+    /// a register at or above 256; `moves` of the function's `moves`), in order, and no
+    /// reference copy.
     BrMoves {
         to: ShortEdge,
         moves: Span,
@@ -1345,7 +1346,8 @@ impl Slot for Inst {
 }
 
 impl Inst {
-    /// Whether the instruction ends a fuel segment (a transfer of control).
+    /// Whether the instruction ends a fuel segment (a transfer of control). Asked of code
+    /// before fusion, where a fused form's first instruction (an add) is still itself.
     pub fn ends_segment(&self) -> bool {
         matches!(
             self,

@@ -222,7 +222,21 @@ fn native_sig_at<'a>(
     if let Some(sig) = sigs[index].get() {
         return Ok(sig);
     }
-    let function = &module.functions()[index];
+    // A module whose list of functions shrank after registration (a `NativeModule` is a
+    // user's trait) is refused here rather than indexed past its end.
+    let functions = module.functions();
+    let Some(function) = functions.get(index) else {
+        return Err(VmError::Link {
+            module: module.name().to_owned(),
+            error: LinkError::BadCallingConvention {
+                function: format!("#{index}"),
+                reason: format!(
+                    "the module lists {} functions, fewer than when it was registered",
+                    functions.len()
+                ),
+            },
+        });
+    };
     let sig = native_sig_of(function).map_err(|reason| VmError::Link {
         module: module.name().to_owned(),
         error: LinkError::BadCallingConvention {
@@ -448,7 +462,10 @@ impl Context {
                     index,
                     name: import.full_name.clone(),
                 };
-                let cconv = native.functions()[index].cconv.to_string();
+                let cconv = native
+                    .functions()
+                    .get(index)
+                    .map_or_else(String::new, |f| f.cconv.to_string());
                 (target, sig, cconv)
             }
         };
@@ -499,7 +516,10 @@ impl Context {
                         index: i,
                     },
                     native_sig_at(&**module, sigs, i)?,
-                    module.functions()[i].cconv.to_string(),
+                    module
+                        .functions()
+                        .get(i)
+                        .map_or_else(String::new, |f| f.cconv.to_string()),
                 )
             }
         };

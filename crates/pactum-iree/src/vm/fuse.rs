@@ -231,8 +231,8 @@ fn compare_and_branch(
 }
 
 /// `br` over `edge` as a superinstruction: without copies, with its one or two i32-bank
-/// copies in the instruction (one 64-bit copy when they move a pair), or with the range of
-/// its copies.
+/// copies in the instruction (one 64-bit copy when they move a pair), three or four copies
+/// between registers under 256 as bytes (`BrMove4`), or with the range of its copies.
 fn branch(code: &FunctionCode, edge: u32) -> Option<Inst> {
     let (to, moves) = short_edge(code, edge)?;
     match *moves {

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use asm::{Func, MV, R};
 use pactum_iree::vm::{
-    BudgetKind, BuiltNativeModule, Context, FunctionName, Limits, LinkError, NativeError,
-    NativeModule, NativeModuleBuilder, StatusCode, TrapKind, Value, Variadic, VerifyRule, VmError,
+    BudgetKind, BuiltNativeModule, CallStack, Context, FunctionName, Limits, LinkError,
+    NativeError, NativeModule, NativeModuleBuilder, StatusCode, TrapKind, Value, Variadic,
+    VerifyRule, VmError,
 };
 use pactum_iree::vmfb::VmfbFile;
 
@@ -98,6 +99,36 @@ fn optional_imports_bind_to_native_modules_when_present() {
         .call("optional_ext.boom", &[Value::I32(2)])
         .unwrap_err();
     assert_eq!(err.status(), StatusCode::Aborted);
+}
+
+/// A native function that panics leaves nothing behind in a reused call stack: the next
+/// call through the same stack gets its own arguments only (a worker catches a panicking
+/// workgroup and reuses its stack for the next one).
+#[test]
+fn a_call_stack_reused_after_a_native_panic_passes_only_the_new_arguments() {
+    let module = NativeModuleBuilder::new("optional_ext", 0)
+        .function("frob", "0i_i", |_: &(), x: i32| {
+            assert!(x != 13, "frob refuses 13");
+            Ok(x * 3)
+        })
+        .build(());
+    let mut context = Context::new(Limits::default());
+    context.register_native(Arc::new(module)).unwrap();
+    context
+        .load_bytecode(VmfbFile::open(fixture("vm_direct.vmfb")).unwrap())
+        .unwrap();
+    let function = context.lookup_export("vm_direct.frob_or_double").unwrap();
+    let mut stack = CallStack::default();
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        context.invoke_on(&function, &[Value::I32(13)], &mut stack)
+    }));
+    assert!(panicked.is_err(), "frob(13) panics");
+    assert_eq!(
+        context
+            .invoke_on(&function, &[Value::I32(21)], &mut stack)
+            .unwrap(),
+        [Value::I32(63)]
+    );
 }
 
 #[test]

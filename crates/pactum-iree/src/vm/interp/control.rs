@@ -1,6 +1,7 @@
 //! Control flow within a frame: edges (remaps, targets), `br_table`, and calls of native
-//! functions (which need no frame). Calls and returns between bytecode frames are the
-//! interpreter's loop (`interp.rs`), as they switch frames.
+//! functions (which need no frame). Calls and returns between bytecode frames switch frames:
+//! the interpreter's loop (`interp.rs`) makes them, and so does the fast loop's frame loop
+//! (`hot.rs`, `run_in`) for calls whose arguments and results are values.
 
 use super::fault::{Fault, trap};
 use super::registers::{Registers, read_ref};
@@ -83,6 +84,10 @@ pub(super) fn call_native(
     name: &str,
 ) -> Result<(), NativeFailure> {
     let NativeLists { args, results } = lists;
+    // A native function that panicked (caught by a worker, which then reuses this stack)
+    // left its values here: start from empty lists.
+    args.clear();
+    results.clear();
     native_args(call, &mut r, args);
     let called = module.call_into(index, args, results);
     // The arguments are released before the results are stored (a moved-out reference's
@@ -106,6 +111,14 @@ pub(super) fn call_native(
 pub(super) struct NativeLists {
     args: Vec<Value>,
     results: Vec<Value>,
+}
+
+impl NativeLists {
+    /// Drops whatever a call that did not return (a panic) left in the lists.
+    pub(super) fn clear(&mut self) {
+        self.args.clear();
+        self.results.clear();
+    }
 }
 
 /// Stores a native call's results in the caller's registers.

@@ -145,6 +145,7 @@ impl Stack {
         self.i32_top = 0;
         // Released here, not when the stack is reused.
         self.refs.clear();
+        self.native.clear();
     }
 }
 

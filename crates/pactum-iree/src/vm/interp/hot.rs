@@ -687,7 +687,8 @@ fn run_frame(
                 continue;
             }
             // Left to the main loop: instructions that can fault, read the module instance,
-            // touch references, or switch frames. Listed, not matched by a wildcard, so that a
+            // touch references, or switch frames (`Call` and `Return` go first to `run_in`'s
+            // frame loop, which makes the value-only ones itself). Listed, not matched by a wildcard, so that a
             // new instruction needs a decision here (and the dispatch table covers every tag).
             Inst::GlobalLoad32 { .. }
             | Inst::GlobalStore32 { .. }
