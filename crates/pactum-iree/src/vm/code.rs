@@ -1223,6 +1223,30 @@ pub enum Inst {
         c: Reg,
         d: Reg,
     },
+    /// `mul.i64 a, b` into `t`, then `xor.i64 x, y` into `d` (a multiplicative hash's step).
+    MulXorI64 {
+        a: Reg64,
+        b: Reg64,
+        t: Reg64,
+        x: Reg64,
+        y: Reg64,
+        d: Reg64,
+    },
+    /// A one-instruction loop body and its back edge, between registers under 256 for the
+    /// body: `fma.f32 a, b, c` into `d`, then the counter's `add.i64 x, y` into `x`, then a
+    /// `br` over `to` whose one copy moves `d` to `dst` (an [`Inst::AddBrMove1`] after the
+    /// `fma`; `d` is not part of `x`, so the copy moves the `fma`'s result, which the loop
+    /// keeps in a machine register rather than reading it back).
+    FmaAddBrMove1 {
+        a: ByteReg,
+        b: ByteReg,
+        c: ByteReg,
+        d: ByteReg,
+        x: Reg64,
+        y: Reg64,
+        to: ShortEdge,
+        dst: ByteReg,
+    },
     // References.
     CmpEqRef {
         a: RefReg,

@@ -176,6 +176,26 @@ fn sequence(insts: &[Inst]) -> Option<Inst> {
             ..,
         ] => Some(Inst::AndCastF32 { a, b, t, c, d }),
         [
+            Inst::MulI64 { a, b, d: t },
+            Inst::XorI64 { a: x, b: y, d },
+            ..,
+        ] => Some(Inst::MulXorI64 { a, b, t, x, y, d }),
+        [
+            Inst::FmaF32 { a, b, c, d },
+            Inst::AddI64 { a: x, b: y, d: e },
+            Inst::BrMove1 { to, src, dst },
+            ..,
+        ] if e == x && src == d && d.0 != x.0 && d.0 != x.0 + 1 => Some(Inst::FmaAddBrMove1 {
+            a: ByteReg::new(a)?,
+            b: ByteReg::new(b)?,
+            c: ByteReg::new(c)?,
+            d: ByteReg::new(d)?,
+            x,
+            y,
+            to,
+            dst: ByteReg::new(dst)?,
+        }),
+        [
             Inst::AddI64 {
                 a: a0,
                 b: b0,
@@ -795,5 +815,86 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// A multiply then an xor (a hash's step) fuse; a loop's `fma` body fuses with the
+    /// increment and one-copy back edge that follow when the copy moves the `fma`'s result
+    /// and that result is not the counter; otherwise the body is left alone and the
+    /// increment still fuses with the back edge.
+    #[test]
+    fn a_hash_step_and_an_fma_loop_body_fuse() {
+        let (a, b, t, d) = (Reg64(0), Reg64(2), Reg64(4), Reg64(6));
+        let (acc, half, x, next, dst) = (Reg(10), Reg(11), Reg(12), Reg(13), Reg(14));
+        let (i, step) = (Reg64(16), Reg64(18));
+        let to = short(0, 7);
+        let body = |fma_into: Reg| {
+            vec![
+                Inst::MulI64 { a, b, d: t },
+                Inst::XorI64 { a: t, b: a, d },
+                Inst::FmaF32 {
+                    a: acc,
+                    b: half,
+                    c: x,
+                    d: fma_into,
+                },
+                Inst::AddI64 {
+                    a: i,
+                    b: step,
+                    d: i,
+                },
+                Inst::Br { edge: 0 },
+            ]
+        };
+        let fused = |fma_into: Reg| {
+            let mut code = FunctionCode {
+                insts: Program::new(body(fma_into)),
+                moves: vec![(fma_into, dst)],
+                edges: vec![edge(0, 7, span(0, 1), span(0, 0))],
+                ..FunctionCode::default()
+            };
+            fuse(&mut code);
+            code.insts.to_vec()
+        };
+        let got = fused(next);
+        assert_eq!(
+            got[0],
+            Inst::MulXorI64 {
+                a,
+                b,
+                t,
+                x: t,
+                y: a,
+                d
+            }
+        );
+        assert_eq!(got[1], Inst::XorI64 { a: t, b: a, d });
+        assert_eq!(
+            got[2],
+            Inst::FmaAddBrMove1 {
+                a: ByteReg::new(acc).unwrap(),
+                b: ByteReg::new(half).unwrap(),
+                c: ByteReg::new(x).unwrap(),
+                d: ByteReg::new(next).unwrap(),
+                x: i,
+                y: step,
+                to,
+                dst: ByteReg::new(dst).unwrap(),
+            }
+        );
+        let add_br = Inst::AddBrMove1 {
+            x: i,
+            y: step,
+            d: i,
+            to,
+            src: next,
+            dst,
+        };
+        assert_eq!(got[3], add_br);
+        // The `fma` into the counter's high half: the copy would move the increment's
+        // result, so only the increment fuses with the branch.
+        let into_counter = Reg(17);
+        let got = fused(into_counter);
+        assert!(matches!(got[2], Inst::FmaF32 { .. }), "{:?}", got[2]);
+        assert!(matches!(got[3], Inst::AddBrMove1 { .. }), "{:?}", got[3]);
     }
 }

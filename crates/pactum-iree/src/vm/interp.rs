@@ -465,6 +465,10 @@ impl<'a> Machine<'a> {
                     Inst::ShrUXorI32 { a, s, t, .. } => integer::shift32(r, Shift::ShrU, a, s, t),
                     Inst::ExtUAddI64 { a, e, .. } => convert::ext_i32_i64_u(r, a, e),
                     Inst::AndCastF32 { a, b, t, .. } => integer::bin32(r, IBin::And, a, b, t),
+                    Inst::MulXorI64 { a, b, t, .. } => integer::bin64(r, IBin::Mul, a, b, t),
+                    Inst::FmaAddBrMove1 { a, b, c, d, .. } => {
+                        float::fma_f32(r, ftz, a.reg(), b.reg(), c.reg(), d.reg());
+                    }
                     Inst::LoadFmaStore32 { b, o, v, .. } => {
                         tri!(buffers::load(r, Width::B32, b, o, v))
                     }

@@ -992,7 +992,8 @@ fn fused_register_pairs_and_a_four_copy_back_edge_compute_as_their_instructions_
 
 /// `fsum(n, a) -> (acc, i)`: `acc = acc * 0.5 + a` for `i` in `0..n`, in i64, with the fma's
 /// result copied to the accumulator by the back edge after the increment (the form of
-/// `bench/iree_paths/loop_f32.mlir`); with `breakers`, unfused.
+/// `bench/iree_paths/loop_f32.mlir`, which the loader makes one `FmaAddBrMove1`, the
+/// increment and back edge an `AddBrMove1` behind it); with `breakers`, unfused.
 fn fsum_loop(breakers: bool) -> (Func, FuelStops) {
     // i32 bank: n 0:1, a 2, half 3, i 4:5, one 6:7, acc 8, next 9, cmp 10, breaker 11.
     let mut f = Func::new("fsum", "0If_fI", 12, 0);

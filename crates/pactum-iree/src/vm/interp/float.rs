@@ -134,7 +134,7 @@ pub(super) fn un_f64(r: &mut Registers, flush: Flush, op: FUn, a: Reg64, d: Reg6
 
 /// Unfused, as the reference's x86-64 build.
 #[inline(always)]
-pub(super) fn fma_f32(r: &mut Registers, flush: Flush, a: Reg, b: Reg, c: Reg, d: Reg) {
+pub(super) fn fma_f32(r: &mut Registers, flush: Flush, a: Reg, b: Reg, c: Reg, d: Reg) -> u32 {
     let v = if flush == Flush::Hardware {
         r.f32(a) * r.f32(b) + r.f32(c)
     } else {
@@ -142,6 +142,7 @@ pub(super) fn fma_f32(r: &mut Registers, flush: Flush, a: Reg, b: Reg, c: Reg, d
         fz32(flush, product + fz32(flush, r.f32(c)))
     };
     r.set_i32(d, v.to_bits());
+    v.to_bits()
 }
 
 /// Unfused, as the reference's x86-64 build.

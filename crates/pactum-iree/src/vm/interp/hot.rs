@@ -686,10 +686,35 @@ fn run_frame(
                 at.skip(2);
                 continue;
             }
+            Inst::MulXorI64 { a, b, t, x, y, d } => {
+                integer::bin64(r, IBin::Mul, a, b, t);
+                integer::bin64(r, IBin::Xor, x, y, d);
+                at.skip(2);
+                continue;
+            }
+            // The body, then the increment and back edge as `AddBrMove1` (left whole to the
+            // main loop, at the add, when the edge cannot be paid).
+            Inst::FmaAddBrMove1 {
+                a,
+                b,
+                c,
+                d,
+                x,
+                y,
+                to,
+                dst,
+            } => {
+                let v = float::fma_f32(r, ftz, a.reg(), b.reg(), c.reg(), d.reg());
+                pay!(to.cost, at.ip() + 1);
+                integer::add_i64(r, x, y, x);
+                r.set_i32(dst.reg(), v);
+                enter!(usize::from(to.target))
+            }
             // Left to the main loop: instructions that can fault, read the module instance,
             // touch references, or switch frames (`Call` and `Return` go first to `run_in`'s
-            // frame loop, which makes the value-only ones itself). Listed, not matched by a wildcard, so that a
-            // new instruction needs a decision here (and the dispatch table covers every tag).
+            // frame loop, which makes the value-only ones itself). Listed, not matched by a
+            // wildcard, so that a new instruction needs a decision here (and the dispatch
+            // table covers every tag).
             Inst::GlobalLoad32 { .. }
             | Inst::GlobalStore32 { .. }
             | Inst::GlobalLoad64 { .. }

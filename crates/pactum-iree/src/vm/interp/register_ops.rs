@@ -78,7 +78,9 @@ macro_rules! match_register_ops {
             // Float arithmetic and comparisons.
             Inst::BinF32 { op, a, b, d } => float::bin_f32($r, $ftz, op, a, b, d),
             Inst::BinF64 { op, a, b, d } => float::bin_f64($r, $ftz, op, a, b, d),
-            Inst::FmaF32 { a, b, c, d } => float::fma_f32($r, $ftz, a, b, c, d),
+            Inst::FmaF32 { a, b, c, d } => {
+                float::fma_f32($r, $ftz, a, b, c, d);
+            }
             Inst::FmaF64 { a, b, c, d } => float::fma_f64($r, $ftz, a, b, c, d),
             Inst::CmpF32 { op, a, b, d } => float::cmp_f32($r, $ftz, op, a, b, d),
             Inst::CmpF64 { op, a, b, d } => float::cmp_f64($r, $ftz, op, a, b, d),
