@@ -431,9 +431,7 @@ impl<'a> Machine<'a> {
                     }
                     Inst::BrMove4 { to, moves } => {
                         charge!(to.cost);
-                        for m in moves {
-                            r.set_i32(m.dst(), r.i32(m.src()));
-                        }
+                        control::copy_bytes(r, moves);
                         ip = usize::from(to.target);
                     }
                     // A straight-line superinstruction runs here as its first instruction

@@ -5,7 +5,9 @@
 
 use super::fault::{Fault, trap};
 use super::registers::{Registers, read_ref};
-use crate::vm::code::{ArgOp, BrTable, CallSite, Edge, FunctionCode, Kind, RefReg, Reg, Span};
+use crate::vm::code::{
+    ArgOp, BrTable, ByteMove, CallSite, Edge, FunctionCode, Kind, RefReg, Reg, Span,
+};
 use crate::vm::error::{TrapKind, VmError};
 use crate::vm::native::NativeModule;
 use crate::vm::value::{Ref, Value};
@@ -32,6 +34,14 @@ pub(super) fn copy(code: &FunctionCode, r: &mut Registers, moves: Span) {
     while let [(src, dst), tail @ ..] = rest {
         r.set_i32(*dst, r.i32(*src));
         rest = tail;
+    }
+}
+
+/// The copies of a short remap held in its instruction ([`ByteMove`]s), in order.
+#[inline(always)]
+pub(super) fn copy_bytes(r: &mut Registers, moves: [ByteMove; 4]) {
+    for m in moves {
+        r.set_i32(m.dst(), r.i32(m.src()));
     }
 }
 

@@ -424,9 +424,7 @@ fn run_frame(
             }
             Inst::BrMove4 { to, moves } => {
                 pay!(to.cost, at.ip());
-                for m in moves {
-                    r.set_i32(m.dst(), r.i32(m.src()));
-                }
+                control::copy_bytes(r, moves);
                 enter!(usize::from(to.target))
             }
             // A fused compare-and-branch tests first and writes the compare's register only
@@ -655,9 +653,7 @@ fn run_frame(
             Inst::AddI32BrMove4 { a, b, d, to, moves } => {
                 pay!(to.cost, at.ip());
                 integer::add_i32(r, a.reg(), b.reg(), d.reg());
-                for m in moves {
-                    r.set_i32(m.dst(), r.i32(m.src()));
-                }
+                control::copy_bytes(r, moves);
                 enter!(usize::from(to.target))
             }
             // Pairs of register operations: the first, then the second (reading after the
